@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/tabbridge/tabbridge/secret"
+)
+
+// ErrOwnerExists is returned when a first-run owner account is asked for but
+// an account already exists.
+var ErrOwnerExists = errors.New("store: owner account already exists")
+
+// ErrTokenReused is returned when a refresh token that was already rotated is
+// presented again; its whole family has been revoked.
+var ErrTokenReused = errors.New("store: refresh token reused")
+
+// ErrInvalidToken is returned for a refresh token or invitation that is
+// unknown, expired, used or revoked.
+var ErrInvalidToken = errors.New("store: invalid token")
+
+// NormalizeEmail lowercases and trims an address so one person has one account.
+func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+// HasUsers reports whether any account exists (the first visit creates the owner).
+func (db *DB) HasUsers(ctx context.Context) (bool, error) {
+	var n int64
+	if err := db.WithContext(ctx).Model(&User{}).Limit(1).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("count users: %w", err)
+	}
+	return n > 0, nil
+}
+
+// CreateOwner creates the first account, the owner, only while no account exists.
+func (db *DB) CreateOwner(ctx context.Context, email, name, passwordHash string) (*User, error) {
+	u := newUser(email, name, passwordHash)
+	u.IsOwner = true
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&User{}).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return ErrOwnerExists
+		}
+		return tx.Create(u).Error
+	})
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return nil, ErrOwnerExists // another first visit won the race
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create owner: %w", err)
+	}
+	return u, nil
+}
+
+// CreateUser creates an ordinary account (open sign-up).
+func (db *DB) CreateUser(ctx context.Context, email, name, passwordHash string) (*User, error) {
+	u := newUser(email, name, passwordHash)
+	if err := db.WithContext(ctx).Create(u).Error; err != nil {
+		return nil, fmt.Errorf("create user: %w", notFound(err))
+	}
+	return u, nil
+}
+
+func newUser(email, name, passwordHash string) *User {
+	now := Now()
+	return &User{ID: NewID(), Email: NormalizeEmail(email), Name: name, PasswordHash: passwordHash, CreatedAt: now, UpdatedAt: now}
+}
+
+// UserByEmail finds an account by its address.
+func (db *DB) UserByEmail(ctx context.Context, email string) (*User, error) {
+	var u User
+	if err := db.WithContext(ctx).Where("email = ?", NormalizeEmail(email)).Take(&u).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &u, nil
+}
+
+// UserByID finds an account by id.
+func (db *DB) UserByID(ctx context.Context, id string) (*User, error) {
+	var u User
+	if err := db.WithContext(ctx).Where("id = ?", id).Take(&u).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &u, nil
+}
+
+// CreateInvitation stores a one-time invitation and returns its secret once.
+func (db *DB) CreateInvitation(ctx context.Context, ownerID, note string, ttl time.Duration) (*Invitation, string, error) {
+	plain, hash := secret.New("tbi_")
+	now := Now()
+	inv := &Invitation{ID: NewID(), CreatedBy: ownerID, TokenHash: hash, Note: note, ExpiresAt: now.Add(ttl), CreatedAt: now}
+	if err := db.WithContext(ctx).Create(inv).Error; err != nil {
+		return nil, "", fmt.Errorf("create invitation: %w", err)
+	}
+	return inv, plain, nil
+}
+
+// Invitations lists the invitations a person created, newest first.
+func (db *DB) Invitations(ctx context.Context, ownerID string) ([]Invitation, error) {
+	var out []Invitation
+	err := db.WithContext(ctx).Where("created_by = ?", ownerID).Order("id DESC").Find(&out).Error
+	return out, err
+}
+
+// DeleteInvitation withdraws an unused invitation.
+func (db *DB) DeleteInvitation(ctx context.Context, ownerID, id string) error {
+	res := db.WithContext(ctx).Where("id = ? AND created_by = ? AND used_at IS NULL", id, ownerID).Delete(&Invitation{})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// AcceptInvitation spends an invitation and creates the account in one
+// transaction: the invitation is marked used only if the account is created.
+func (db *DB) AcceptInvitation(ctx context.Context, token, email, name, passwordHash string) (*User, error) {
+	u := newUser(email, name, passwordHash)
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(u).Error; err != nil {
+			return notFound(err)
+		}
+		res := tx.Model(&Invitation{}).
+			Where("token_hash = ? AND used_at IS NULL AND expires_at > ?", secret.Hash(token), Now()).
+			Updates(map[string]any{"used_at": Now(), "used_by": u.ID})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return ErrInvalidToken
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("accept invitation: %w", err)
+	}
+	return u, nil
+}
+
+// IssueRefresh starts a new refresh family (a fresh sign-in) or continues one.
+func (db *DB) IssueRefresh(ctx context.Context, userID, familyID string, ttl time.Duration) (string, error) {
+	return issueRefresh(db.WithContext(ctx), userID, familyID, ttl)
+}
+
+func issueRefresh(tx *gorm.DB, userID, familyID string, ttl time.Duration) (string, error) {
+	if familyID == "" {
+		familyID = NewID()
+	}
+	plain, hash := secret.New("tbr_")
+	now := Now()
+	rt := &RefreshToken{ID: NewID(), UserID: userID, FamilyID: familyID, TokenHash: hash, ExpiresAt: now.Add(ttl), CreatedAt: now}
+	if err := tx.Create(rt).Error; err != nil {
+		return "", fmt.Errorf("issue refresh token: %w", err)
+	}
+	return plain, nil
+}
+
+// RotateRefresh spends a refresh token and returns its successor in the same
+// family. A token that was already spent is reuse: the whole family is
+// revoked and ErrTokenReused returned, so a stolen copy dies with the original.
+func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration) (userID, familyID, next string, err error) {
+	var rt RefreshToken
+	if err := db.WithContext(ctx).Where("token_hash = ?", secret.Hash(token)).Take(&rt).Error; err != nil {
+		return "", "", "", ErrInvalidToken
+	}
+	now := Now()
+	if rt.RevokedAt != nil || !rt.ExpiresAt.After(now) {
+		return "", "", "", ErrInvalidToken
+	}
+	if rt.UsedAt != nil {
+		if err := db.RevokeFamily(ctx, rt.FamilyID); err != nil {
+			return "", "", "", err
+		}
+		return "", "", "", ErrTokenReused
+	}
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&RefreshToken{}).Where("id = ? AND used_at IS NULL AND revoked_at IS NULL", rt.ID).Update("used_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return ErrTokenReused // a concurrent rotation spent it first
+		}
+		next, err = issueRefresh(tx, rt.UserID, rt.FamilyID, ttl)
+		return err
+	})
+	if errors.Is(err, ErrTokenReused) {
+		_ = db.RevokeFamily(ctx, rt.FamilyID)
+		return "", "", "", ErrTokenReused
+	}
+	if err != nil {
+		return "", "", "", fmt.Errorf("rotate refresh token: %w", err)
+	}
+	return rt.UserID, rt.FamilyID, next, nil
+}
+
+// RevokeFamily ends every token of one sign-in (sign-out, or detected reuse).
+func (db *DB) RevokeFamily(ctx context.Context, familyID string) error {
+	err := db.WithContext(ctx).Model(&RefreshToken{}).
+		Where("family_id = ? AND revoked_at IS NULL", familyID).Update("revoked_at", Now()).Error
+	if err != nil {
+		return fmt.Errorf("revoke refresh family: %w", err)
+	}
+	return nil
+}
+
+// FamilyActive reports whether a sign-in's refresh family is still valid; an
+// access token whose family was revoked is refused even before it expires.
+func (db *DB) FamilyActive(ctx context.Context, familyID string) (bool, error) {
+	var n int64
+	err := db.WithContext(ctx).Model(&RefreshToken{}).
+		Where("family_id = ? AND revoked_at IS NULL", familyID).Limit(1).Count(&n).Error
+	return n > 0, err
+}

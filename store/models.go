@@ -1,0 +1,83 @@
+package store
+
+import "time"
+
+// User is a person who signs in to the web app.
+type User struct {
+	ID           string    `json:"id"`
+	Email        string    `json:"email"`
+	Name         string    `json:"name"`
+	PasswordHash string    `json:"-"`
+	IsOwner      bool      `json:"isOwner"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+// Invitation is a one-time link the owner creates for a new account.
+type Invitation struct {
+	ID        string     `json:"id"`
+	CreatedBy string     `json:"-"`
+	TokenHash string     `json:"-"`
+	Note      string     `json:"note"`
+	ExpiresAt time.Time  `json:"expiresAt"`
+	UsedAt    *time.Time `json:"usedAt"`
+	UsedBy    *string    `json:"-"`
+	CreatedAt time.Time  `json:"createdAt"`
+}
+
+// RefreshToken is one link in a sign-in's rotation chain; FamilyID ties the
+// chain together so reuse of an old link can revoke all of it.
+type RefreshToken struct {
+	ID        string
+	UserID    string
+	FamilyID  string
+	TokenHash string
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	RevokedAt *time.Time
+	CreatedAt time.Time
+}
+
+// Workspace groups agent tokens, tasks and the sites shared with them.
+type Workspace struct {
+	ID        string    `json:"id"`
+	OwnerID   string    `json:"-"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// AgentToken authenticates an agent to one workspace's agent endpoints.
+type AgentToken struct {
+	ID          string     `json:"id"`
+	WorkspaceID string     `json:"workspaceId"`
+	Name        string     `json:"name"`
+	TokenHash   string     `json:"-"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	LastUsedAt  *time.Time `json:"lastUsedAt"`
+	RevokedAt   *time.Time `json:"revokedAt,omitempty"`
+}
+
+// Task is a piece of work in a workspace that approvals and calls hang on.
+type Task struct {
+	ID          string    `json:"id"`
+	WorkspaceID string    `json:"workspaceId"`
+	Title       string    `json:"title"`
+	Status      string    `json:"status"`
+	CreatedBy   string    `json:"createdBy"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// TaskStatuses is the closed set of task states.
+var TaskStatuses = []string{"notstarted", "ongoing", "blocked", "completed", "rejected"}
+
+// ValidTaskStatus reports whether s is one of TaskStatuses.
+func ValidTaskStatus(s string) bool {
+	for _, v := range TaskStatuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,190 @@
+// Package store opens Tabbridge's database and applies its schema: PostgreSQL
+// when a URL names one, else an embedded SQLite file in the data directory, so
+// one command runs the server on a machine with nothing else installed.
+//
+// It owns the connection, the migrations run (under a PostgreSQL advisory
+// lock, so several instances can start at once), the row types, and the
+// owner-scoped queries on accounts, workspaces, agent tokens and tasks. It
+// knows nothing of HTTP.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/google/uuid"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/tabbridge/tabbridge/migrations"
+)
+
+// ErrNotFound is returned when a row does not exist or does not belong to the
+// person or workspace asking: the two are never told apart.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrConflict is returned when a write would break a uniqueness rule.
+var ErrConflict = errors.New("store: conflict")
+
+// Options says which database to open.
+type Options struct {
+	// DatabaseURL names a PostgreSQL database (postgres:// or postgresql://).
+	// Empty means the embedded SQLite file in DataDir.
+	DatabaseURL string
+	// DataDir holds the SQLite file when DatabaseURL is empty.
+	DataDir string
+	Logger  *slog.Logger
+}
+
+// DB is an open, migrated database.
+type DB struct {
+	*gorm.DB
+	// Postgres is true on PostgreSQL, false on the embedded SQLite.
+	Postgres bool
+}
+
+// Open connects and applies every pending migration before returning.
+func Open(ctx context.Context, opts Options) (*DB, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	db, err := connect(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.migrate(ctx, opts.Logger); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func connect(opts Options) (*DB, error) {
+	cfg := &gorm.Config{
+		NowFunc:        Now,
+		Logger:         logger.Discard,
+		TranslateError: true,
+	}
+	if isPostgres(opts.DatabaseURL) {
+		g, err := gorm.Open(postgres.Open(opts.DatabaseURL), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		return &DB{DB: g, Postgres: true}, nil
+	}
+	if opts.DatabaseURL != "" {
+		return nil, fmt.Errorf("open database: DATABASE_URL must start with postgres:// or postgresql://, got %q", redact(opts.DatabaseURL))
+	}
+	return openSQLite(opts.DataDir, cfg)
+}
+
+func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
+	if dir == "" {
+		return nil, errors.New("open sqlite: no data directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	dsn := filepath.Join(dir, "tabbridge.db") +
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	g, err := gorm.Open(sqlite.Open(dsn), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	// One connection: SQLite has one writer anyway, and a single connection
+	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
+	sqlDB.SetMaxOpenConns(1)
+	return &DB{DB: g}, nil
+}
+
+func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	dialect := goose.DialectSQLite3
+	var opts []goose.ProviderOption
+	if db.Postgres {
+		dialect = goose.DialectPostgres
+		// Instances starting together queue on an advisory lock instead of
+		// racing to create the same tables.
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(dialect, sqlDB, migrations.FS, opts...)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, r := range res {
+		log.Info("migration applied", "version", r.Source.Version, "file", filepath.Base(r.Source.Path), "took", r.Duration)
+	}
+	return nil
+}
+
+// Ping reports whether the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// Close closes every connection.
+func (db *DB) Close() error {
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Now is the clock every row uses: UTC, microsecond precision, so times read
+// back equal times written on both databases.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// NewID returns a time-ordered id (UUIDv7), so ids sort by creation.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+func isPostgres(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+func redact(url string) string {
+	if i := strings.Index(url, "@"); i >= 0 {
+		return "…" + url[i:]
+	}
+	return url
+}
+
+// notFound turns gorm's missing-row error into ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ErrNotFound
+	}
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return ErrConflict
+	}
+	return err
+}

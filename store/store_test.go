@@ -1,0 +1,169 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/store"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+func TestMigrationsCreateEveryTable(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		for _, table := range []string{"users", "invitations", "refresh_tokens", "workspaces", "agent_tokens", "tasks", "tickets", "goose_db_version"} {
+			if !db.Migrator().HasTable(table) {
+				t.Errorf("table %s missing after migrations", table)
+			}
+		}
+	})
+}
+
+func TestConcurrentStartsOnPostgres(t *testing.T) {
+	opts := storetest.Options(t, storetest.Postgres)
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := store.Open(context.Background(), opts)
+			if err == nil {
+				_, err = db.HasUsers(context.Background())
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("instance failed to start: %v", err)
+		}
+	}
+}
+
+func TestOwnerIsCreatedOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		wins := make(chan string, 8)
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				u, err := db.CreateOwner(ctx, string(rune('a'+i))+"@example.com", "Owner", "hash")
+				if err == nil {
+					wins <- u.ID
+				} else if !errors.Is(err, store.ErrOwnerExists) {
+					t.Errorf("create owner: %v", err)
+				}
+			}(i)
+		}
+		wg.Wait()
+		close(wins)
+		if got := len(wins); got != 1 {
+			t.Fatalf("%d owners created, want exactly 1", got)
+		}
+	})
+}
+
+func TestRefreshRotationAndReuse(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u, err := db.CreateOwner(ctx, "o@example.com", "Owner", "hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := db.IssueRefresh(ctx, u.ID, "", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, fam, second, err := db.RotateRefresh(ctx, first, time.Hour)
+		if err != nil || uid != u.ID || second == first {
+			t.Fatalf("rotate: uid=%q err=%v", uid, err)
+		}
+		if _, _, _, err := db.RotateRefresh(ctx, first, time.Hour); !errors.Is(err, store.ErrTokenReused) {
+			t.Fatalf("reusing the first token: got %v, want ErrTokenReused", err)
+		}
+		// Reuse revoked the whole family: the legitimate successor is dead too.
+		if _, _, _, err := db.RotateRefresh(ctx, second, time.Hour); !errors.Is(err, store.ErrInvalidToken) {
+			t.Fatalf("successor after reuse: got %v, want ErrInvalidToken", err)
+		}
+		if ok, _ := db.FamilyActive(ctx, fam); ok {
+			t.Fatal("family still active after reuse")
+		}
+	})
+}
+
+func TestExpiredRefreshIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u, _ := db.CreateOwner(ctx, "o@example.com", "Owner", "hash")
+		tok, err := db.IssueRefresh(ctx, u.ID, "", -time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := db.RotateRefresh(ctx, tok, time.Hour); !errors.Is(err, store.ErrInvalidToken) {
+			t.Fatalf("expired token: got %v, want ErrInvalidToken", err)
+		}
+	})
+}
+
+func TestScopedQueriesHideOtherOwners(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
+		b, _ := db.CreateUser(ctx, "b@example.com", "B", "hash")
+		w, _ := db.CreateWorkspace(ctx, a.ID, "A's")
+		task, _ := db.CreateTask(ctx, w.ID, "t", a.ID)
+		tok, _, _ := db.CreateAgentToken(ctx, a.ID, w.ID, "laptop")
+		if _, err := db.Workspace(ctx, b.ID, w.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("B reads A's workspace: %v", err)
+		}
+		if _, err := db.RenameWorkspace(ctx, b.ID, w.ID, "x"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("B renames A's workspace: %v", err)
+		}
+		if _, err := db.Task(ctx, b.ID, task.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("B reads A's task: %v", err)
+		}
+		if err := db.RevokeAgentToken(ctx, b.ID, w.ID, tok.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("B revokes A's token: %v", err)
+		}
+		if err := db.DeleteWorkspace(ctx, b.ID, w.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("B deletes A's workspace: %v", err)
+		}
+		if _, err := db.Workspace(ctx, a.ID, w.ID); err != nil {
+			t.Errorf("A lost the workspace: %v", err)
+		}
+	})
+}
+
+func TestAgentTokenAuthenticates(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
+		w, _ := db.CreateWorkspace(ctx, a.ID, "W")
+		tok, plain, err := db.CreateAgentToken(ctx, a.ID, w.ID, "laptop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.TokenHash == plain {
+			t.Fatal("token stored in plain")
+		}
+		id, err := db.AuthenticateAgent(ctx, plain)
+		if err != nil || id.Workspace.ID != w.ID {
+			t.Fatalf("authenticate: %v", err)
+		}
+		if err := db.RevokeAgentToken(ctx, a.ID, w.ID, tok.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.AuthenticateAgent(ctx, plain); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("revoked token still authenticates: %v", err)
+		}
+	})
+}

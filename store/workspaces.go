@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/tabbridge/tabbridge/secret"
+)
+
+// Workspaces lists a person's workspaces, oldest first.
+func (db *DB) Workspaces(ctx context.Context, ownerID string) ([]Workspace, error) {
+	out := []Workspace{}
+	err := db.WithContext(ctx).Where("owner_id = ?", ownerID).Order("id").Find(&out).Error
+	return out, err
+}
+
+// Workspace finds one of a person's workspaces.
+func (db *DB) Workspace(ctx context.Context, ownerID, id string) (*Workspace, error) {
+	var w Workspace
+	if err := db.WithContext(ctx).Where("id = ? AND owner_id = ?", id, ownerID).Take(&w).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &w, nil
+}
+
+// CreateWorkspace makes a workspace owned by ownerID.
+func (db *DB) CreateWorkspace(ctx context.Context, ownerID, name string) (*Workspace, error) {
+	now := Now()
+	w := &Workspace{ID: NewID(), OwnerID: ownerID, Name: name, CreatedAt: now, UpdatedAt: now}
+	if err := db.WithContext(ctx).Create(w).Error; err != nil {
+		return nil, fmt.Errorf("create workspace: %w", err)
+	}
+	return w, nil
+}
+
+// RenameWorkspace renames one of a person's workspaces.
+func (db *DB) RenameWorkspace(ctx context.Context, ownerID, id, name string) (*Workspace, error) {
+	res := db.WithContext(ctx).Model(&Workspace{}).Where("id = ? AND owner_id = ?", id, ownerID).
+		Updates(map[string]any{"name": name, "updated_at": Now()})
+	if err := affectedOne(res); err != nil {
+		return nil, err
+	}
+	return db.Workspace(ctx, ownerID, id)
+}
+
+// DeleteWorkspace deletes a workspace with its tokens and tasks.
+func (db *DB) DeleteWorkspace(ctx context.Context, ownerID, id string) error {
+	return affectedOne(db.WithContext(ctx).Where("id = ? AND owner_id = ?", id, ownerID).Delete(&Workspace{}))
+}
+
+// AgentTokens lists a workspace's live tokens; the workspace must be the person's.
+func (db *DB) AgentTokens(ctx context.Context, ownerID, workspaceID string) ([]AgentToken, error) {
+	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
+		return nil, err
+	}
+	out := []AgentToken{}
+	err := db.WithContext(ctx).Where("workspace_id = ? AND revoked_at IS NULL", workspaceID).Order("id").Find(&out).Error
+	return out, err
+}
+
+// CreateAgentToken makes a token for one of a person's workspaces and returns
+// its secret, which is never stored or shown again.
+func (db *DB) CreateAgentToken(ctx context.Context, ownerID, workspaceID, name string) (*AgentToken, string, error) {
+	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
+		return nil, "", err
+	}
+	plain, hash := secret.New("tba_")
+	t := &AgentToken{ID: NewID(), WorkspaceID: workspaceID, Name: name, TokenHash: hash, CreatedAt: Now()}
+	if err := db.WithContext(ctx).Create(t).Error; err != nil {
+		return nil, "", fmt.Errorf("create agent token: %w", err)
+	}
+	return t, plain, nil
+}
+
+// RevokeAgentToken revokes a token of one of a person's workspaces.
+func (db *DB) RevokeAgentToken(ctx context.Context, ownerID, workspaceID, id string) error {
+	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
+		return err
+	}
+	return affectedOne(db.WithContext(ctx).Model(&AgentToken{}).
+		Where("id = ? AND workspace_id = ? AND revoked_at IS NULL", id, workspaceID).Update("revoked_at", Now()))
+}
+
+// AgentIdentity is who an agent token speaks for.
+type AgentIdentity struct {
+	TokenID   string
+	Workspace Workspace
+}
+
+// AuthenticateAgent resolves a presented agent token to its workspace and
+// records when it was last used.
+func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdentity, error) {
+	var t AgentToken
+	err := db.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL", secret.Hash(token)).Take(&t).Error
+	if err != nil {
+		return nil, notFound(err)
+	}
+	var w Workspace
+	if err := db.WithContext(ctx).Where("id = ?", t.WorkspaceID).Take(&w).Error; err != nil {
+		return nil, notFound(err)
+	}
+	if err := db.WithContext(ctx).Model(&AgentToken{}).Where("id = ?", t.ID).Update("last_used_at", Now()).Error; err != nil {
+		return nil, fmt.Errorf("touch agent token: %w", err)
+	}
+	return &AgentIdentity{TokenID: t.ID, Workspace: w}, nil
+}
+
+// Tasks lists a workspace's tasks, newest first; the workspace must be the person's.
+func (db *DB) Tasks(ctx context.Context, ownerID, workspaceID string) ([]Task, error) {
+	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
+		return nil, err
+	}
+	return db.WorkspaceTasks(ctx, workspaceID)
+}
+
+// WorkspaceTasks lists a workspace's tasks for a caller already scoped to it
+// (an agent token's workspace).
+func (db *DB) WorkspaceTasks(ctx context.Context, workspaceID string) ([]Task, error) {
+	out := []Task{}
+	err := db.WithContext(ctx).Where("workspace_id = ?", workspaceID).Order("id DESC").Find(&out).Error
+	return out, err
+}
+
+// Task finds a task in one of a person's workspaces.
+func (db *DB) Task(ctx context.Context, ownerID, id string) (*Task, error) {
+	var t Task
+	err := db.WithContext(ctx).Joins("JOIN workspaces ON workspaces.id = tasks.workspace_id").
+		Where("tasks.id = ? AND workspaces.owner_id = ?", id, ownerID).Take(&t).Error
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// WorkspaceTask finds a task only if it belongs to the given workspace.
+func (db *DB) WorkspaceTask(ctx context.Context, workspaceID, id string) (*Task, error) {
+	var t Task
+	if err := db.WithContext(ctx).Where("id = ? AND workspace_id = ?", id, workspaceID).Take(&t).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// CreateTask adds a task to a workspace; createdBy records who (a user id or
+// "agent:<token id>").
+func (db *DB) CreateTask(ctx context.Context, workspaceID, title, createdBy string) (*Task, error) {
+	now := Now()
+	t := &Task{ID: NewID(), WorkspaceID: workspaceID, Title: title, Status: "notstarted", CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
+	if err := db.WithContext(ctx).Create(t).Error; err != nil {
+		return nil, fmt.Errorf("create task: %w", err)
+	}
+	return t, nil
+}
+
+// UpdateTask changes a task's title and/or status; empty values are left alone.
+func (db *DB) UpdateTask(ctx context.Context, workspaceID, id, title, status string) (*Task, error) {
+	set := map[string]any{"updated_at": Now()}
+	if title != "" {
+		set["title"] = title
+	}
+	if status != "" {
+		set["status"] = status
+	}
+	res := db.WithContext(ctx).Model(&Task{}).Where("id = ? AND workspace_id = ?", id, workspaceID).Updates(set)
+	if err := affectedOne(res); err != nil {
+		return nil, err
+	}
+	return db.WorkspaceTask(ctx, workspaceID, id)
+}
+
+func affectedOne(res *gorm.DB) error {
+	if res.Error != nil {
+		return notFound(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
