@@ -1,0 +1,117 @@
+// Package tickets issues and redeems the short-lived, single-use tickets that
+// let a browser open a WebSocket: a socket from an extension's service worker
+// carries no cookies, so the worker first trades its sign-in cookie for a
+// ticket and then dials with the ticket in the query string.
+//
+// A ticket is 256 random bits, stored only as a hash, valid for TTL, bound to
+// one person and one purpose (and, for a terminal viewer, one subject such as
+// a session id). Redeeming is one atomic UPDATE, so of many concurrent redeems
+// of one ticket exactly one wins. It knows nothing of HTTP.
+package tickets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tabbridge/tabbridge/secret"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// TTL is how long a ticket stays valid.
+const TTL = 60 * time.Second
+
+// Purposes a ticket can be bound to.
+const (
+	PurposeExtension = "extension"
+	PurposeViewer    = "viewer"
+)
+
+// ErrInvalid is returned for a ticket that is unknown, already used, expired,
+// or bound to another purpose or subject. The reasons are not told apart to the
+// caller: each is "this ticket does not open this door".
+var ErrInvalid = errors.New("tickets: invalid, used or expired ticket")
+
+// Ticket is what a redeem returns: whose ticket it was and what it was for.
+type Ticket struct {
+	ID        string
+	UserID    string
+	Purpose   string
+	Subject   string
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	TokenHash string
+	CreatedAt time.Time
+}
+
+// Issuer issues and redeems tickets in the database.
+type Issuer struct {
+	db  *store.DB
+	now func() time.Time
+}
+
+// New returns an Issuer on db; now is the clock (store.Now when nil).
+func New(db *store.DB, now func() time.Time) *Issuer {
+	if now == nil {
+		now = store.Now
+	}
+	return &Issuer{db: db, now: now}
+}
+
+// Issue creates a ticket for userID and purpose (and subject, "" when the
+// purpose has none) and returns its secret and expiry.
+func (is *Issuer) Issue(ctx context.Context, userID, purpose, subject string) (string, time.Time, error) {
+	plain, hash := secret.New("tbt_")
+	now := is.now()
+	t := &Ticket{ID: store.NewID(), UserID: userID, Purpose: purpose, Subject: subject, TokenHash: hash, ExpiresAt: now.Add(TTL), CreatedAt: now}
+	if err := is.db.WithContext(ctx).Create(t).Error; err != nil {
+		return "", time.Time{}, fmt.Errorf("issue ticket: %w", err)
+	}
+	return plain, t.ExpiresAt, nil
+}
+
+// Redeem spends a ticket for purpose in one atomic statement and returns it.
+// A used, expired, unknown or wrong-purpose ticket gives ErrInvalid.
+func (is *Issuer) Redeem(ctx context.Context, plain, purpose string) (*Ticket, error) {
+	hash := secret.Hash(plain)
+	res := is.db.WithContext(ctx).Model(&Ticket{}).
+		Where("token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", hash, purpose, is.now()).
+		Update("used_at", is.now())
+	if res.Error != nil {
+		return nil, fmt.Errorf("redeem ticket: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return nil, ErrInvalid
+	}
+	var t Ticket
+	if err := is.db.WithContext(ctx).Where("token_hash = ?", hash).Take(&t).Error; err != nil {
+		return nil, fmt.Errorf("redeem ticket: %w", err)
+	}
+	return &t, nil
+}
+
+// Sweep deletes tickets that expired before now, used or not.
+func (is *Issuer) Sweep(ctx context.Context) (int64, error) {
+	res := is.db.WithContext(ctx).Where("expires_at <= ?", is.now()).Delete(&Ticket{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("sweep tickets: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// SweepEvery sweeps expired tickets every interval until ctx ends.
+func (is *Issuer) SweepEvery(ctx context.Context, interval time.Duration, onErr func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := is.Sweep(ctx); err != nil && ctx.Err() == nil && onErr != nil {
+				onErr(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/store"
+	"github.com/tabbridge/tabbridge/store/storetest"
+	"github.com/tabbridge/tabbridge/tickets"
+)
+
+type clock struct{ t atomic.Pointer[time.Time] }
+
+func newClock() *clock {
+	c := &clock{}
+	now := store.Now()
+	c.t.Store(&now)
+	return c
+}
+func (c *clock) now() time.Time          { return *c.t.Load() }
+func (c *clock) advance(d time.Duration) { n := c.now().Add(d); c.t.Store(&n) }
+
+func setup(t *testing.T, db *store.DB) (*tickets.Issuer, *clock, string) {
+	t.Helper()
+	u, err := db.CreateOwner(context.Background(), "a@example.com", "A", "hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock()
+	return tickets.New(db, c.now), c, u.ID
+}
+
+func TestRedeemOnceOnly(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		is, _, uid := setup(t, db)
+		ctx := context.Background()
+		plain, exp, err := is.Issue(ctx, uid, tickets.PurposeExtension, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plain) < 40 || time.Until(exp) > tickets.TTL+time.Second {
+			t.Fatalf("ticket %q expires %v", plain, exp)
+		}
+		got, err := is.Redeem(ctx, plain, tickets.PurposeExtension)
+		if err != nil || got.UserID != uid {
+			t.Fatalf("redeem: %v", err)
+		}
+		if _, err := is.Redeem(ctx, plain, tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
+			t.Fatalf("replay: got %v, want ErrInvalid", err)
+		}
+	})
+}
+
+func TestExpiredWrongPurposeAndUnknownAreRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		is, c, uid := setup(t, db)
+		ctx := context.Background()
+		expiring, _, _ := is.Issue(ctx, uid, tickets.PurposeExtension, "")
+		viewer, _, _ := is.Issue(ctx, uid, tickets.PurposeViewer, "session-1")
+		if _, err := is.Redeem(ctx, viewer, tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
+			t.Errorf("wrong purpose: got %v", err)
+		}
+		if _, err := is.Redeem(ctx, "tbt_forged", tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
+			t.Errorf("unknown ticket: got %v", err)
+		}
+		c.advance(tickets.TTL + time.Millisecond)
+		if _, err := is.Redeem(ctx, expiring, tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
+			t.Errorf("expired: got %v", err)
+		}
+		n, err := is.Sweep(ctx)
+		if err != nil || n != 2 {
+			t.Errorf("sweep removed %d (%v), want 2", n, err)
+		}
+	})
+}
+
+func TestViewerTicketKeepsItsSubject(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		is, _, uid := setup(t, db)
+		ctx := context.Background()
+		plain, _, _ := is.Issue(ctx, uid, tickets.PurposeViewer, "session-42")
+		got, err := is.Redeem(ctx, plain, tickets.PurposeViewer)
+		if err != nil || got.Subject != "session-42" {
+			t.Fatalf("redeem viewer ticket: %+v %v", got, err)
+		}
+	})
+}
+
+func TestConcurrentRedeemsExactlyOneWins(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		is, _, uid := setup(t, db)
+		ctx := context.Background()
+		plain, _, _ := is.Issue(ctx, uid, tickets.PurposeExtension, "")
+		var wins, losses atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, err := is.Redeem(ctx, plain, tickets.PurposeExtension)
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case errors.Is(err, tickets.ErrInvalid):
+					losses.Add(1)
+				default:
+					t.Errorf("redeem: %v", err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 || losses.Load() != 19 {
+			t.Fatalf("wins=%d losses=%d, want 1 and 19", wins.Load(), losses.Load())
+		}
+	})
+}
