@@ -146,15 +146,15 @@ func (db *DB) AcceptInvitation(ctx context.Context, token, email, name, password
 	return u, nil
 }
 
-// IssueRefresh starts a new refresh family (a fresh sign-in) or continues one.
-func (db *DB) IssueRefresh(ctx context.Context, userID, familyID string, ttl time.Duration) (string, error) {
-	return issueRefresh(db.WithContext(ctx), userID, familyID, ttl)
+// IssueRefresh starts a new refresh family (a fresh sign-in) and returns its
+// first token and the family id.
+func (db *DB) IssueRefresh(ctx context.Context, userID string, ttl time.Duration) (token, familyID string, err error) {
+	familyID = NewID()
+	token, err = issueRefresh(db.WithContext(ctx), userID, familyID, ttl)
+	return token, familyID, err
 }
 
 func issueRefresh(tx *gorm.DB, userID, familyID string, ttl time.Duration) (string, error) {
-	if familyID == "" {
-		familyID = NewID()
-	}
 	plain, hash := secret.New("tbr_")
 	now := Now()
 	rt := &RefreshToken{ID: NewID(), UserID: userID, FamilyID: familyID, TokenHash: hash, ExpiresAt: now.Add(ttl), CreatedAt: now}
@@ -220,4 +220,18 @@ func (db *DB) FamilyActive(ctx context.Context, familyID string) (bool, error) {
 	err := db.WithContext(ctx).Model(&RefreshToken{}).
 		Where("family_id = ? AND revoked_at IS NULL", familyID).Limit(1).Count(&n).Error
 	return n > 0, err
+}
+
+// RevokeRefreshFamilyOf revokes the family a refresh token belongs to; an
+// unknown token is not an error (sign-out always succeeds).
+func (db *DB) RevokeRefreshFamilyOf(ctx context.Context, token string) error {
+	var rt RefreshToken
+	err := db.WithContext(ctx).Where("token_hash = ?", secret.Hash(token)).Take(&rt).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find refresh token: %w", err)
+	}
+	return db.RevokeFamily(ctx, rt.FamilyID)
 }

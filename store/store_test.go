@@ -79,7 +79,7 @@ func TestRefreshRotationAndReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first, err := db.IssueRefresh(ctx, u.ID, "", time.Hour)
+		first, _, err := db.IssueRefresh(ctx, u.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestExpiredRefreshIsRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u, _ := db.CreateOwner(ctx, "o@example.com", "Owner", "hash")
-		tok, err := db.IssueRefresh(ctx, u.ID, "", -time.Second)
+		tok, _, err := db.IssueRefresh(ctx, u.ID, -time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

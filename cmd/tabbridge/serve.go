@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tabbridge/tabbridge/server"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// serveConfig is the server's configuration as read from flags and environment.
+type serveConfig struct {
+	listen       string
+	publicURL    string
+	databaseURL  string
+	dataDir      string
+	jwtKey       string
+	extensionIDs string
+	anyExtension bool
+	openSignup   bool
+	logLevel     string
+	shutdownWait time.Duration
+}
+
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	envBool := func(name string) bool { b, _ := strconv.ParseBool(getenv(name)); return b }
+	var c serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.listen, "listen", env("TABBRIDGE_LISTEN", "127.0.0.1:8080"), "address to listen on (TABBRIDGE_LISTEN)")
+	fs.StringVar(&c.publicURL, "public-url", env("TABBRIDGE_PUBLIC_URL", ""), "URL people and extensions reach the server at; default http://<listen> (TABBRIDGE_PUBLIC_URL)")
+	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; empty uses the embedded SQLite file in the data directory (DATABASE_URL)")
+	fs.StringVar(&c.dataDir, "data-dir", env("TABBRIDGE_DATA_DIR", "data"), "directory for the SQLite file and the generated signing key (TABBRIDGE_DATA_DIR)")
+	fs.StringVar(&c.jwtKey, "jwt-key", env("TABBRIDGE_JWT_KEY", ""), "key that signs access tokens, at least 32 bytes; generated into <data-dir>/jwt.key when empty (TABBRIDGE_JWT_KEY)")
+	fs.StringVar(&c.extensionIDs, "extension-ids", env("TABBRIDGE_EXTENSION_IDS", ""), "comma-separated Chrome extension ids allowed to connect (TABBRIDGE_EXTENSION_IDS)")
+	fs.BoolVar(&c.anyExtension, "dev-any-extension", envBool("TABBRIDGE_DEV_ANY_EXTENSION"), "development only: allow any chrome-extension:// origin (TABBRIDGE_DEV_ANY_EXTENSION)")
+	fs.BoolVar(&c.openSignup, "open-signup", envBool("TABBRIDGE_OPEN_SIGNUP"), "let anyone create an account; otherwise only invitations (TABBRIDGE_OPEN_SIGNUP)")
+	fs.StringVar(&c.logLevel, "log-level", env("TABBRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (TABBRIDGE_LOG_LEVEL)")
+	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, errUsage
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.publicURL == "" {
+		c.publicURL = "http://" + c.listen
+	}
+	return &c, nil
+}
+
+func (c *serveConfig) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", c.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+}
+
+// signingKey returns the configured key, or the one kept in the data
+// directory, generating it on first start.
+func (c *serveConfig) signingKey() ([]byte, error) {
+	if c.jwtKey != "" {
+		if len(c.jwtKey) < 32 {
+			return nil, errors.New("TABBRIDGE_JWT_KEY must be at least 32 bytes")
+		}
+		return []byte(c.jwtKey), nil
+	}
+	path := filepath.Join(c.dataDir, "jwt.key")
+	if b, err := os.ReadFile(path); err == nil {
+		key := strings.TrimSpace(string(b))
+		if len(key) < 32 {
+			return nil, fmt.Errorf("%s holds fewer than 32 bytes; delete it to generate a new key", path)
+		}
+		return []byte(key), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read signing key: %w", err)
+	}
+	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	key := hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return c.signingKey() // another instance wrote it first
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write signing key: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		return nil, fmt.Errorf("write signing key: %w", err)
+	}
+	return []byte(key), nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
+	cfg, err := parseServe(args, getenv, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log, err := cfg.logger(stderr)
+	if err != nil {
+		return err
+	}
+	key, err := cfg.signingKey()
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, store.Options{DatabaseURL: cfg.databaseURL, DataDir: cfg.dataDir, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	srv, err := server.New(server.Options{
+		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
+		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	return serveUntilDone(ctx, srv, ln, log, cfg, db.Postgres, ready)
+}
+
+func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, log *slog.Logger, cfg *serveConfig, pg bool, ready chan<- string) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	dbKind := "sqlite"
+	if pg {
+		dbKind = "postgres"
+	}
+	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", cfg.shutdownWait)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownWait)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	<-errc
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/limiter"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+func (s *Server) mountAccounts(api fiber.Router) {
+	// Guessing passwords is limited per client address.
+	slow := limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
+		return errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again.")
+	}})
+	api.Get("/auth/csrf", s.getCSRF)
+	api.Get("/setup", s.getSetup)
+	api.Post("/setup", slow, s.postSetup)
+	api.Post("/auth/signin", slow, s.postSignin)
+	api.Post("/auth/signup", slow, s.postSignup)
+	api.Post("/auth/refresh", s.postRefresh)
+	api.Post("/auth/signout", s.postSignout)
+	api.Post("/invitations/accept", slow, s.postAcceptInvitation)
+	api.Get("/auth/me", s.person, s.getMe)
+	api.Get("/invitations", s.person, s.getInvitations)
+	api.Post("/invitations", s.person, s.postInvitation)
+	api.Delete("/invitations/:id", s.person, s.deleteInvitation)
+}
+
+func (s *Server) getCSRF(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"csrfToken": c.Locals(localCSRF)})
+}
+
+func (s *Server) getSetup(c *fiber.Ctx) error {
+	has, err := s.opts.DB.HasUsers(c.Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"needsOwner": !has, "openSignup": s.opts.OpenSignup})
+}
+
+type newAccount struct {
+	Email    string `json:"email"`
+	Name     string `json:"name"`
+	Password string `json:"password"`
+	Token    string `json:"token,omitempty"` // invitations only
+}
+
+func (a *newAccount) validate() error {
+	a.Email = store.NormalizeEmail(a.Email)
+	at := strings.IndexByte(a.Email, '@')
+	if at < 1 || at == len(a.Email)-1 || len(a.Email) > 254 || strings.ContainsAny(a.Email, " \t\r\n") {
+		return badRequest("invalid_field", "Field \"email\" must be an email address like name@example.com.")
+	}
+	name, err := cleanName("name", a.Name)
+	if err != nil {
+		return err
+	}
+	a.Name = name
+	return validPassword(a.Password)
+}
+
+func validPassword(pw string) error {
+	n := utf8.RuneCountInString(pw)
+	if n < 8 || len(pw) > 256 {
+		return badRequest("invalid_field", "Field \"password\" must be 8 to 256 bytes long.")
+	}
+	return nil
+}
+
+// postSetup creates the owner account on a server that has no account yet,
+// and signs the owner in.
+func (s *Server) postSetup(c *fiber.Ctx) error {
+	var in newAccount
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(); err != nil {
+		return err
+	}
+	u, err := s.opts.DB.CreateOwner(c.Context(), in.Email, in.Name, hashPassword(in.Password))
+	if errors.Is(err, store.ErrOwnerExists) {
+		return errorf(http.StatusConflict, "owner_exists", "This server already has its owner; sign in, or ask the owner for an invitation.")
+	}
+	if err != nil {
+		return err
+	}
+	return s.signedIn(c, u, http.StatusCreated)
+}
+
+func (s *Server) postSignup(c *fiber.Ctx) error {
+	if !s.opts.OpenSignup {
+		return errorf(http.StatusForbidden, "signup_closed", "Sign-up is by invitation on this server; ask its owner for an invitation link.")
+	}
+	var in newAccount
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(); err != nil {
+		return err
+	}
+	u, err := s.opts.DB.CreateUser(c.Context(), in.Email, in.Name, hashPassword(in.Password))
+	if errors.Is(err, store.ErrConflict) {
+		return errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
+	}
+	if err != nil {
+		return err
+	}
+	return s.signedIn(c, u, http.StatusCreated)
+}
+
+func (s *Server) signedIn(c *fiber.Ctx, u *store.User, status int) error {
+	if err := s.signIn(c, u.ID); err != nil {
+		return err
+	}
+	return c.Status(status).JSON(fiber.Map{"user": u})
+}
+
+func (s *Server) postSignin(c *fiber.Ctx) error {
+	var in struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	u, err := s.opts.DB.UserByEmail(c.Context(), in.Email)
+	hash := dummyHash
+	if err == nil {
+		hash = u.PasswordHash
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	ok, herr := checkPassword(hash, in.Password)
+	if herr != nil {
+		return herr
+	}
+	if err != nil || !ok {
+		return errorf(http.StatusUnauthorized, "bad_credentials", "That email and password do not match an account.")
+	}
+	return s.signedIn(c, u, http.StatusOK)
+}
+
+// postRefresh rotates the refresh cookie and issues a new access token. A
+// refresh token presented twice ends the whole sign-in.
+func (s *Server) postRefresh(c *fiber.Ctx) error {
+	tok := c.Cookies(cookieRefresh)
+	if tok == "" {
+		return errorf(http.StatusUnauthorized, "signed_out", "You are not signed in; sign in again.")
+	}
+	uid, family, next, err := s.opts.DB.RotateRefresh(c.Context(), tok, s.opts.RefreshTTL)
+	switch {
+	case errors.Is(err, store.ErrTokenReused):
+		s.clearSession(c)
+		s.opts.Logger.Warn("refresh token reused; sign-in revoked", "family", family)
+		return errorf(http.StatusUnauthorized, "refresh_reused", "This sign-in was ended because an old refresh token was used again; sign in again.")
+	case errors.Is(err, store.ErrInvalidToken):
+		s.clearSession(c)
+		return errorf(http.StatusUnauthorized, "signed_out", "Your sign-in has ended; sign in again.")
+	case err != nil:
+		return err
+	}
+	if err := s.startSession(c, uid, family, next); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"refreshed": true, "accessExpiresAt": s.opts.Now().Add(s.opts.AccessTTL).UTC()})
+}
+
+// postSignout ends the sign-in: its refresh family is revoked, so the access
+// token stops working at once too.
+func (s *Server) postSignout(c *fiber.Ctx) error {
+	if tok := c.Cookies(cookieAccess); tok != "" {
+		if claims, err := s.parseAccess(tok); err == nil || errors.Is(err, errAccessExpired) {
+			if claims != nil {
+				if err := s.opts.DB.RevokeFamily(c.Context(), claims.Family); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if tok := c.Cookies(cookieRefresh); tok != "" {
+		if err := s.opts.DB.RevokeRefreshFamilyOf(c.Context(), tok); err != nil {
+			return err
+		}
+	}
+	s.clearSession(c)
+	return c.JSON(fiber.Map{"signedOut": true})
+}
+
+func (s *Server) getMe(c *fiber.Ctx) error {
+	u, err := s.opts.DB.UserByID(c.Context(), userID(c))
+	if err != nil {
+		return storeError(err, "account")
+	}
+	return c.JSON(fiber.Map{"user": u})
+}
+
+func (s *Server) requireOwner(c *fiber.Ctx) (*store.User, error) {
+	u, err := s.opts.DB.UserByID(c.Context(), userID(c))
+	if err != nil {
+		return nil, storeError(err, "account")
+	}
+	if !u.IsOwner {
+		return nil, errorf(http.StatusForbidden, "owner_only", "Only the server's owner can manage invitations.")
+	}
+	return u, nil
+}
+
+func (s *Server) postInvitation(c *fiber.Ctx) error {
+	u, err := s.requireOwner(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Note string `json:"note"`
+	}
+	if len(c.Body()) > 0 {
+		if err := decodeJSON(c, &in); err != nil {
+			return err
+		}
+	}
+	if utf8.RuneCountInString(in.Note) > maxNameLen {
+		return badRequest("invalid_field", "Field \"note\" is longer than %d characters.", maxNameLen)
+	}
+	inv, token, err := s.opts.DB.CreateInvitation(c.Context(), u.ID, strings.TrimSpace(in.Note), s.opts.InvitationTTL)
+	if err != nil {
+		return err
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{
+		"invitation": inv, "token": token, "url": s.opts.PublicURL + "/invite/" + token,
+	})
+}
+
+func (s *Server) getInvitations(c *fiber.Ctx) error {
+	u, err := s.requireOwner(c)
+	if err != nil {
+		return err
+	}
+	invs, err := s.opts.DB.Invitations(c.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"invitations": invs})
+}
+
+func (s *Server) deleteInvitation(c *fiber.Ctx) error {
+	u, err := s.requireOwner(c)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.DB.DeleteInvitation(c.Context(), u.ID, c.Params("id")); err != nil {
+		return storeError(err, "unused invitation")
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (s *Server) postAcceptInvitation(c *fiber.Ctx) error {
+	var in newAccount
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(); err != nil {
+		return err
+	}
+	u, err := s.opts.DB.AcceptInvitation(c.Context(), in.Token, in.Email, in.Name, hashPassword(in.Password))
+	switch {
+	case errors.Is(err, store.ErrInvalidToken):
+		return errorf(http.StatusBadRequest, "invitation_invalid", "This invitation link is unknown, used or expired; ask the owner for a new one.")
+	case errors.Is(err, store.ErrConflict):
+		return errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
+	case err != nil:
+		return err
+	}
+	return s.signedIn(c, u, http.StatusCreated)
+}

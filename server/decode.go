@@ -1,0 +1,101 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+const (
+	// maxRequestBody is the transport limit on any request body.
+	maxRequestBody = 4 << 20
+	// maxJSONBody is the limit on an API request's JSON body: names, titles and
+	// passwords need far less, and a small limit keeps bad input cheap.
+	maxJSONBody = 64 << 10
+	// maxNameLen is the limit on names and titles, in characters.
+	maxNameLen = 200
+)
+
+// decodeJSON reads one JSON object from the body into v, refusing unknown
+// fields, wrong types, trailing data and oversized bodies with a 400 that says
+// what is wrong.
+func decodeJSON(c *fiber.Ctx, v any) error {
+	body := c.Body()
+	if len(body) > maxJSONBody {
+		return badRequest("body_too_large", "The request body is %d bytes; this endpoint accepts at most %d.", len(body), maxJSONBody)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("empty_body", "The request body is empty; send a JSON object (see docs/API.md).")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("invalid_json", "%s", describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("invalid_json", "The body must hold exactly one JSON object, with nothing after it.")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("The body is not valid JSON (at byte %d: %s).", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return fmt.Sprintf("The body must be a JSON object, not %s.", typ.Value)
+		}
+		return fmt.Sprintf("Field %q must be %s, not %s.", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "The body ends in the middle of a JSON value."
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Sprintf("Unknown field %s; see docs/API.md for the fields this endpoint takes.", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return "The body is not valid JSON: " + err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	case "slice":
+		return "an array"
+	}
+	return "an object"
+}
+
+func badRequest(code, format string, args ...any) *apiError {
+	return errorf(http.StatusBadRequest, code, format, args...)
+}
+
+// cleanName checks a required name or title: trimmed, 1..maxNameLen
+// characters, valid UTF-8, no control characters.
+func cleanName(field, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+		return "", badRequest("invalid_field", "Field %q is required and must not be blank.", field)
+	case !utf8.ValidString(v):
+		return "", badRequest("invalid_field", "Field %q must be valid UTF-8.", field)
+	case utf8.RuneCountInString(v) > maxNameLen:
+		return "", badRequest("invalid_field", "Field %q is %d characters; at most %d are allowed.", field, utf8.RuneCountInString(v), maxNameLen)
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		return "", badRequest("invalid_field", "Field %q must not contain control characters.", field)
+	}
+	return v, nil
+}

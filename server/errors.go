@@ -1,0 +1,89 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// apiError is the one error shape every route answers with:
+//
+//	{"error": {"code": "not_found", "message": "No workspace with that id."}}
+//
+// Code is stable for programs; Message is a sentence a person can act on.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// errorf builds an apiError.
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// notFound is the answer for both "does not exist" and "is not yours".
+func notFound(what string) *apiError {
+	return errorf(http.StatusNotFound, "not_found", "No %s with that id.", what)
+}
+
+// storeError maps store sentinels to answers and leaves the rest for the
+// error handler to log as internal.
+func storeError(err error, what string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(what)
+	case errors.Is(err, store.ErrConflict):
+		return errorf(http.StatusConflict, "conflict", "That %s already exists.", what)
+	}
+	return err
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(c *fiber.Ctx, e *apiError) error {
+	var b errorBody
+	b.Error.Code, b.Error.Message = e.Code, e.Message
+	return c.Status(e.Status).JSON(b)
+}
+
+// handleError is Fiber's error handler: every error leaves as the one shape.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return writeError(c, ae)
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return writeError(c, fiberError(fe))
+	}
+	s.opts.Logger.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+	return writeError(c, errorf(http.StatusInternalServerError, "internal", "Something went wrong on the server; try again, and report it if it keeps happening."))
+}
+
+func fiberError(fe *fiber.Error) *apiError {
+	switch fe.Code {
+	case http.StatusNotFound:
+		return errorf(fe.Code, "no_route", "There is no such endpoint; see docs/API.md.")
+	case http.StatusMethodNotAllowed:
+		return errorf(fe.Code, "method_not_allowed", "This endpoint does not take that method; see docs/API.md.")
+	case http.StatusRequestEntityTooLarge:
+		return errorf(fe.Code, "body_too_large", "The request body is larger than the server accepts (%d bytes).", maxRequestBody)
+	case http.StatusRequestTimeout:
+		return errorf(fe.Code, "timeout", "The request took too long to arrive.")
+	case http.StatusServiceUnavailable:
+		return errorf(fe.Code, "unavailable", "The server is shutting down; retry in a moment.")
+	}
+	return errorf(fe.Code, "http_error", "%s", fe.Message)
+}

@@ -1,0 +1,172 @@
+// Package server is Tabbridge's HTTP face: the JSON API for people, the agent
+// endpoints, sign-in and sessions, and the wiring of the domain packages
+// (store, tickets, and later bridge, sitetools, approvals, terminals) behind
+// Fiber. It owns routes, cookies, CSRF, error shapes and request decoding; the
+// domain packages know nothing of HTTP.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/store"
+	"github.com/tabbridge/tabbridge/tickets"
+)
+
+// Options configures a Server. cmd/tabbridge builds it from flags and the
+// environment; New fills the zero values with the documented defaults.
+type Options struct {
+	// PublicURL is where people reach the server (e.g. https://tabbridge.example).
+	// It decides cookie security and the origin that state-changing requests
+	// must come from.
+	PublicURL string
+	DB        *store.DB
+	// Key signs access tokens (HMAC-SHA256); at least 32 bytes.
+	Key []byte
+	// ExtensionIDs are the Chrome extension ids whose origin is trusted.
+	ExtensionIDs []string
+	// AnyExtension trusts every chrome-extension:// origin (development only).
+	AnyExtension bool
+	// OpenSignup lets anyone create an account; otherwise only invitations do.
+	OpenSignup bool
+	Logger     *slog.Logger
+	// AccessTTL and RefreshTTL are the sign-in token lifetimes.
+	AccessTTL  time.Duration
+	RefreshTTL time.Duration
+	// InvitationTTL is how long an invitation link stays valid.
+	InvitationTTL time.Duration
+	// AuthAttemptsPerMinute limits sign-in, sign-up and setup attempts per
+	// client address (default 20).
+	AuthAttemptsPerMinute int
+	// Now is the clock for tokens; time.Now when nil.
+	Now func() time.Time
+}
+
+// Server holds the Fiber app and the long-lived state behind it.
+type Server struct {
+	opts    Options       // static after New
+	app     *fiber.App    // static after New
+	tickets *tickets.Issuer
+	public  *url.URL // parsed PublicURL, static
+
+	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
+	// streams, waiting calls) end with a clear status instead of hanging.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts goroutines the server started and must wait for on close.
+	wg sync.WaitGroup
+
+	shutdownOnce sync.Once
+}
+
+// New builds a Server with its routes.
+func New(opts Options) (*Server, error) {
+	if err := fillDefaults(&opts); err != nil {
+		return nil, err
+	}
+	pub, err := url.Parse(opts.PublicURL)
+	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
+		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
+	}
+	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.app = fiber.New(fiber.Config{
+		AppName:               "tabbridge",
+		DisableStartupMessage: true,
+		ErrorHandler:          s.handleError,
+		BodyLimit:             maxRequestBody,
+		ReadTimeout:           30 * time.Second,
+		// WriteTimeout stays 0: it would cut event streams and long MCP calls.
+		IdleTimeout: 2 * time.Minute,
+	})
+	s.routes()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.tickets.SweepEvery(s.ctx, time.Minute, func(err error) { s.opts.Logger.Warn("sweep tickets", "err", err) })
+	}()
+	return s, nil
+}
+
+func fillDefaults(o *Options) error {
+	if o.DB == nil {
+		return errors.New("new server: no database")
+	}
+	if len(o.Key) < 32 {
+		return errors.New("new server: the signing key must be at least 32 bytes")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.PublicURL == "" {
+		o.PublicURL = "http://localhost:8080"
+	}
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
+	if o.AccessTTL == 0 {
+		o.AccessTTL = 15 * time.Minute
+	}
+	if o.RefreshTTL == 0 {
+		o.RefreshTTL = 30 * 24 * time.Hour
+	}
+	if o.InvitationTTL == 0 {
+		o.InvitationTTL = 7 * 24 * time.Hour
+	}
+	if o.AuthAttemptsPerMinute == 0 {
+		o.AuthAttemptsPerMinute = 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// App returns the Fiber app, for tests that drive it in memory.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Serve answers requests on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Shutdown stops in two steps: first it ends long-lived handlers and stops
+// taking connections, letting requests in flight finish until ctx ends; then
+// it waits for the server's own goroutines. The caller closes the database.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		s.cancel()
+		err = s.app.ShutdownWithContext(ctx)
+		s.wg.Wait()
+	})
+	return err
+}
+
+// secureCookies reports whether cookies get the Secure flag.
+func (s *Server) secureCookies() bool { return s.public.Scheme == "https" }
+
+// publicOrigin is scheme://host[:port] of the public URL.
+func (s *Server) publicOrigin() string { return s.public.Scheme + "://" + s.public.Host }
+
+// extensionOrigin reports whether origin is a trusted extension's.
+func (s *Server) extensionOrigin(origin string) bool {
+	id, ok := strings.CutPrefix(origin, "chrome-extension://")
+	if !ok || id == "" {
+		return false
+	}
+	if s.opts.AnyExtension {
+		return true
+	}
+	for _, allowed := range s.opts.ExtensionIDs {
+		if id == allowed {
+			return true
+		}
+	}
+	return false
+}

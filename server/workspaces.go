@@ -1,0 +1,211 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+func (s *Server) mountWorkspaces(me fiber.Router) {
+	me.Get("/workspaces", s.getWorkspaces)
+	me.Post("/workspaces", s.postWorkspace)
+	me.Get("/workspaces/:id", s.getWorkspace)
+	me.Patch("/workspaces/:id", s.patchWorkspace)
+	me.Delete("/workspaces/:id", s.deleteWorkspace)
+	me.Get("/workspaces/:id/tokens", s.getAgentTokens)
+	me.Post("/workspaces/:id/tokens", s.postAgentToken)
+	me.Delete("/workspaces/:id/tokens/:tokenId", s.deleteAgentToken)
+	me.Get("/workspaces/:id/tasks", s.getTasks)
+	me.Post("/workspaces/:id/tasks", s.postTask)
+	me.Get("/tasks/:id", s.getTask)
+	me.Patch("/tasks/:id", s.patchTask)
+}
+
+type nameBody struct {
+	Name string `json:"name"`
+}
+
+func (s *Server) getWorkspaces(c *fiber.Ctx) error {
+	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"workspaces": ws})
+}
+
+func (s *Server) postWorkspace(c *fiber.Ctx) error {
+	var in nameBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	name, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	w, err := s.opts.DB.CreateWorkspace(c.Context(), userID(c), name)
+	if err != nil {
+		return err
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{"workspace": w})
+}
+
+func (s *Server) getWorkspace(c *fiber.Ctx) error {
+	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	return c.JSON(fiber.Map{"workspace": w})
+}
+
+func (s *Server) patchWorkspace(c *fiber.Ctx) error {
+	var in nameBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	name, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	w, err := s.opts.DB.RenameWorkspace(c.Context(), userID(c), c.Params("id"), name)
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	return c.JSON(fiber.Map{"workspace": w})
+}
+
+func (s *Server) deleteWorkspace(c *fiber.Ctx) error {
+	if err := s.opts.DB.DeleteWorkspace(c.Context(), userID(c), c.Params("id")); err != nil {
+		return storeError(err, "workspace")
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (s *Server) getAgentTokens(c *fiber.Ctx) error {
+	toks, err := s.opts.DB.AgentTokens(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	return c.JSON(fiber.Map{"tokens": toks})
+}
+
+// postAgentToken answers with the token's secret: the only time it is shown.
+func (s *Server) postAgentToken(c *fiber.Ctx) error {
+	var in nameBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	name, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	tok, plain, err := s.opts.DB.CreateAgentToken(c.Context(), userID(c), c.Params("id"), name)
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{
+		"token": tok, "secret": plain,
+		"mcpCommand": s.mcpCommand(name, plain),
+	})
+}
+
+// mcpCommand is the ready-to-paste line that adds this server to Claude Code.
+func (s *Server) mcpCommand(name, token string) string {
+	return "claude mcp add --transport http " + shellWord(mcpName(name)) + " " + s.opts.PublicURL + "/mcp --header " +
+		shellWord("Authorization: Bearer "+token)
+}
+
+func (s *Server) deleteAgentToken(c *fiber.Ctx) error {
+	if err := s.opts.DB.RevokeAgentToken(c.Context(), userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
+		return storeError(err, "agent token")
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (s *Server) getTasks(c *fiber.Ctx) error {
+	ts, err := s.opts.DB.Tasks(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	return c.JSON(fiber.Map{"tasks": ts})
+}
+
+type taskBody struct {
+	Title  string `json:"title"`
+	Status string `json:"status"`
+}
+
+func (in *taskBody) validate(requireTitle bool) error {
+	if requireTitle || in.Title != "" {
+		t, err := cleanName("title", in.Title)
+		if err != nil {
+			return err
+		}
+		in.Title = t
+	}
+	if in.Status != "" && !store.ValidTaskStatus(in.Status) {
+		return badRequest("invalid_field", "Field \"status\" must be one of %v.", store.TaskStatuses)
+	}
+	return nil
+}
+
+func (s *Server) postTask(c *fiber.Ctx) error {
+	var in taskBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(true); err != nil {
+		return err
+	}
+	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	t, err := s.opts.DB.CreateTask(c.Context(), w.ID, in.Title, userID(c))
+	if err != nil {
+		return err
+	}
+	if in.Status != "" && in.Status != t.Status {
+		if t, err = s.opts.DB.UpdateTask(c.Context(), w.ID, t.ID, "", in.Status); err != nil {
+			return err
+		}
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{"task": t})
+}
+
+func (s *Server) getTask(c *fiber.Ctx) error {
+	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "task")
+	}
+	return c.JSON(fiber.Map{"task": t})
+}
+
+func (s *Server) patchTask(c *fiber.Ctx) error {
+	var in taskBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(false); err != nil {
+		return err
+	}
+	if in.Title == "" && in.Status == "" {
+		return badRequest("invalid_field", "Send \"title\", \"status\" or both.")
+	}
+	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "task")
+	}
+	t, err = s.opts.DB.UpdateTask(c.Context(), t.WorkspaceID, t.ID, in.Title, in.Status)
+	if err != nil {
+		return storeError(err, "task")
+	}
+	return c.JSON(fiber.Map{"task": t})
+}
+
+// agentWorkspace tells an agent which workspace its token belongs to.
+func (s *Server) agentWorkspace(c *fiber.Ctx) error {
+	id := agentID(c)
+	return c.JSON(fiber.Map{"workspace": id.Workspace})
+}
