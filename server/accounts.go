@@ -13,7 +13,7 @@ import (
 	"github.com/tabbridge/tabbridge/store"
 )
 
-func (s *Server) mountAccounts(api fiber.Router) {
+func (s *Server) mountAccounts(api guard) {
 	// Guessing passwords is limited per client address.
 	slow := limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
 		return errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again.")

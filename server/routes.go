@@ -16,15 +16,42 @@ func (s *Server) routes() {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 
-	api := app.Group("/api", s.ensureCSRFCookie, s.csrf)
-	s.mountAccounts(api)
+	// Fiber applies a group's handlers to every path under its prefix, so
+	// the guards are attached per route: /api/agent/… must never run the
+	// person guard, and person routes must never accept an agent token.
+	web := guard{app.Group("/api"), []fiber.Handler{s.ensureCSRFCookie, s.csrf}}
+	s.mountAccounts(web)
+	s.mountWorkspaces(web.with(s.person))
 
-	me := api.Group("", s.person)
-	s.mountWorkspaces(me)
-
-	agent := app.Group("/api/agent", s.agent)
+	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)
 }
+
+// guard registers routes with a fixed chain of handlers in front.
+type guard struct {
+	r     fiber.Router
+	chain []fiber.Handler
+}
+
+func (g guard) with(h ...fiber.Handler) guard {
+	return guard{g.r, append(append([]fiber.Handler{}, g.chain...), h...)}
+}
+
+func (g guard) add(method, path string, h []fiber.Handler) {
+	g.r.Add(method, path, append(append([]fiber.Handler{}, g.chain...), h...)...)
+}
+
+// Get registers a GET route behind the guard.
+func (g guard) Get(path string, h ...fiber.Handler) { g.add(fiber.MethodGet, path, h) }
+
+// Post registers a POST route behind the guard.
+func (g guard) Post(path string, h ...fiber.Handler) { g.add(fiber.MethodPost, path, h) }
+
+// Patch registers a PATCH route behind the guard.
+func (g guard) Patch(path string, h ...fiber.Handler) { g.add(fiber.MethodPatch, path, h) }
+
+// Delete registers a DELETE route behind the guard.
+func (g guard) Delete(path string, h ...fiber.Handler) { g.add(fiber.MethodDelete, path, h) }
 
 func (s *Server) healthz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"})

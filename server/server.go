@@ -53,8 +53,8 @@ type Options struct {
 
 // Server holds the Fiber app and the long-lived state behind it.
 type Server struct {
-	opts    Options       // static after New
-	app     *fiber.App    // static after New
+	opts    Options    // static after New
+	app     *fiber.App // static after New
 	tickets *tickets.Issuer
 	public  *url.URL // parsed PublicURL, static
 

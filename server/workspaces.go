@@ -8,7 +8,7 @@ import (
 	"github.com/tabbridge/tabbridge/store"
 )
 
-func (s *Server) mountWorkspaces(me fiber.Router) {
+func (s *Server) mountWorkspaces(me guard) {
 	me.Get("/workspaces", s.getWorkspaces)
 	me.Post("/workspaces", s.postWorkspace)
 	me.Get("/workspaces/:id", s.getWorkspace)

@@ -10,6 +10,8 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"testing"
@@ -57,10 +59,11 @@ func Open(t testing.TB, k Kind) *store.DB {
 // without opening it (for tests that start servers themselves).
 func Options(t testing.TB, k Kind) store.Options {
 	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if k == SQLite {
-		return store.Options{DataDir: t.TempDir()}
+		return store.Options{DataDir: t.TempDir(), Logger: quiet}
 	}
-	return store.Options{DatabaseURL: FreshPostgres(t), DataDir: t.TempDir()}
+	return store.Options{DatabaseURL: FreshPostgres(t), DataDir: t.TempDir(), Logger: quiet}
 }
 
 // FreshPostgres creates an empty database on the test PostgreSQL server and
@@ -108,4 +111,13 @@ func randomHex() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Kinds runs fn once per database kind, each as its own subtest, for tests
+// that open their databases themselves (through a server, say).
+func Kinds(t *testing.T, fn func(t *testing.T, k Kind)) {
+	t.Helper()
+	for _, k := range []Kind{SQLite, Postgres} {
+		t.Run(string(k), func(t *testing.T) { fn(t, k) })
+	}
 }

@@ -1,0 +1,6 @@
+# A thin layer over scripts/: the same scripts run locally and in CI.
+.PHONY: run test
+run:
+	go run ./cmd/tabbridge
+test:
+	scripts/test

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+// startServe runs `tabbridge serve` in-process with the given environment and
+// returns its address; the server stops when the test ends.
+func startServe(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "warn"}, args...)
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, ready) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return "http://" + addr
+	case err := <-done:
+		t.Fatalf("serve failed to start: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start within 60s")
+	}
+	return ""
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestServeOnEmbeddedDatabaseKeepsItsKey(t *testing.T) {
+	dir := t.TempDir()
+	url := startServe(t, map[string]string{"TABBRIDGE_DATA_DIR": dir})
+	if got := getStatus(t, url+"/readyz"); got != 200 {
+		t.Fatalf("readyz: %d", got)
+	}
+	key, err := os.ReadFile(filepath.Join(dir, "jwt.key"))
+	if err != nil || len(strings.TrimSpace(string(key))) < 32 {
+		t.Fatalf("signing key not generated: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tabbridge.db")); err != nil {
+		t.Fatalf("sqlite file not created: %v", err)
+	}
+	info, _ := os.Stat(filepath.Join(dir, "jwt.key"))
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("jwt.key mode %v, want 0600", info.Mode().Perm())
+	}
+}
+
+func TestFourInstancesStartTogetherOnFreshPostgres(t *testing.T) {
+	dbURL := storetest.FreshPostgres(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "TABBRIDGE_JWT_KEY": strings.Repeat("k", 32), "TABBRIDGE_DATA_DIR": t.TempDir()}
+	var wg sync.WaitGroup
+	urls := make([]string, 4)
+	for i := range urls {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); urls[i] = startServe(t, env) }(i)
+	}
+	wg.Wait()
+	for _, u := range urls {
+		if got := getStatus(t, u+"/readyz"); got != 200 {
+			t.Errorf("%s readyz: %d", u, got)
+		}
+	}
+}
+
+func TestConfigErrorsAreClear(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"DATABASE_URL": "mysql://x"}, nil, "must start with postgres://"},
+		{map[string]string{"TABBRIDGE_JWT_KEY": "short"}, nil, "at least 32 bytes"},
+		{nil, []string{"--log-level", "loud"}, "log level"},
+	}
+	for _, c := range cases {
+		env := map[string]string{"TABBRIDGE_DATA_DIR": t.TempDir()}
+		for k, v := range c.env {
+			env[k] = v
+		}
+		err := run(context.Background(), append([]string{"serve", "--listen", "127.0.0.1:0"}, c.args...), func(k string) string { return env[k] }, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %v: got %v, want an error mentioning %q", c.env, c.args, err, c.want)
+		}
+	}
+}
