@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -149,26 +150,73 @@ func (s *Server) postSignin(c *fiber.Ctx) error {
 // postRefresh rotates the refresh cookie and issues a new access token. A
 // refresh token presented twice ends the whole sign-in.
 func (s *Server) postRefresh(c *fiber.Ctx) error {
-	tok := c.Cookies(cookieRefresh)
-	if tok == "" {
-		return errorf(http.StatusUnauthorized, "signed_out", "You are not signed in; sign in again.")
-	}
-	uid, family, next, err := s.opts.DB.RotateRefresh(c.Context(), tok, s.opts.RefreshTTL)
-	switch {
-	case errors.Is(err, store.ErrTokenReused):
-		s.clearSession(c)
-		s.opts.Logger.Warn("refresh token reused; sign-in revoked", "family", family)
-		return errorf(http.StatusUnauthorized, "refresh_reused", "This sign-in was ended because an old refresh token was used again; sign in again.")
-	case errors.Is(err, store.ErrInvalidToken):
-		s.clearSession(c)
-		return errorf(http.StatusUnauthorized, "signed_out", "Your sign-in has ended; sign in again.")
-	case err != nil:
-		return err
-	}
-	if err := s.startSession(c, uid, family, next); err != nil {
+	if _, _, err := s.refreshSession(c); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"refreshed": true, "accessExpiresAt": s.opts.Now().Add(s.opts.AccessTTL).UTC()})
+}
+
+type rotation struct {
+	uid, family, next string
+	at                time.Time
+}
+
+// rotationGrace is how long a just-rotated refresh token still yields its
+// successor: a person's own requests that left before the new cookie arrived
+// are not a stolen token being replayed.
+const rotationGrace = 10 * time.Second
+
+func (s *Server) recentRotation(tok string) (rotation, bool) {
+	now := s.opts.Now()
+	s.recent.Range(func(k, v any) bool {
+		if now.Sub(v.(rotation).at) > rotationGrace {
+			s.recent.Delete(k)
+		}
+		return true
+	})
+	v, ok := s.recent.Load(tok)
+	if !ok {
+		return rotation{}, false
+	}
+	return v.(rotation), true
+}
+
+// refreshSession rotates the request's refresh cookie and sets new session
+// cookies. Requests presenting the same refresh token at once, or within
+// rotationGrace of its rotation (a page and its event stream, say), share one
+// rotation, so they are not mistaken for a stolen token being reused.
+func (s *Server) refreshSession(c *fiber.Ctx) (uid, family string, err error) {
+	tok := c.Cookies(cookieRefresh)
+	if tok == "" {
+		return "", "", errorf(http.StatusUnauthorized, "signed_out", "You are not signed in; sign in again.")
+	}
+	v, err, _ := s.rotations.Do(tok, func() (any, error) {
+		if r, ok := s.recentRotation(tok); ok {
+			return r, nil
+		}
+		uid, family, next, err := s.opts.DB.RotateRefresh(context.WithoutCancel(c.Context()), tok, s.opts.RefreshTTL)
+		r := rotation{uid, family, next, s.opts.Now()}
+		if err == nil {
+			s.recent.Store(tok, r)
+		}
+		return r, err
+	})
+	r, _ := v.(rotation)
+	switch {
+	case errors.Is(err, store.ErrTokenReused):
+		s.clearSession(c)
+		s.opts.Logger.Warn("refresh token reused; sign-in revoked")
+		return "", "", errorf(http.StatusUnauthorized, "refresh_reused", "This sign-in was ended because an old refresh token was used again; sign in again.")
+	case errors.Is(err, store.ErrInvalidToken):
+		s.clearSession(c)
+		return "", "", errorf(http.StatusUnauthorized, "signed_out", "Your sign-in has ended; sign in again.")
+	case err != nil:
+		return "", "", err
+	}
+	if err := s.startSession(c, r.uid, r.family, r.next); err != nil {
+		return "", "", err
+	}
+	return r.uid, r.family, nil
 }
 
 // postSignout ends the sign-in: its refresh family is revoked, so the access

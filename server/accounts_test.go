@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,7 +115,9 @@ func TestRefreshRotatesAndReuseEndsTheSignin(t *testing.T) {
 		}
 		c.MustJSON("GET", "/api/auth/me", nil, 200, nil)
 
-		// A thief replays the old refresh token: the whole sign-in ends.
+		// A thief replays the old refresh token after the grace for a
+		// person's own racing requests: the whole sign-in ends.
+		clk.advance(11 * time.Second)
 		thief := env.NewClient(t)
 		thief.SetCookie("tb_refresh", old)
 		status, body = thief.Do("POST", "/api/auth/refresh", nil)
@@ -188,4 +191,31 @@ func TestOpenSignup(t *testing.T) {
 	if status, body := env.NewClient(t).Do("POST", "/api/auth/signup", map[string]string{"email": "B@example.com", "name": "B2", "password": "12345678"}); status != 409 || servertest.ErrorCode(body) != "email_taken" {
 		t.Fatalf("duplicate sign-up: %d %s", status, body)
 	}
+}
+
+func TestConcurrentRefreshesShareOneRotation(t *testing.T) {
+	clk := &clock{}
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.Now = clk.now })
+	c := env.Person(t, "owner@example.com")
+	clk.advance(16 * time.Minute)
+	var wg sync.WaitGroup
+	statuses := make(chan int, 5)
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, _ := c.Do("POST", "/api/auth/refresh", nil)
+			statuses <- status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != 200 && s != 401 {
+			t.Fatalf("refresh answered %d", s)
+		}
+	}
+	// However the requests interleaved, the sign-in survives: a race between
+	// a person's own requests is not theft.
+	c.MustJSON("GET", "/api/auth/me", nil, 200, nil)
 }

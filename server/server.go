@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
@@ -65,6 +66,11 @@ type Server struct {
 	// wg counts goroutines the server started and must wait for on close.
 	wg sync.WaitGroup
 
+	// rotations collapses concurrent refreshes of one refresh token.
+	rotations singleflight.Group
+	// recent maps a just-rotated refresh token to its rotation (see rotationGrace).
+	recent sync.Map
+
 	shutdownOnce sync.Once
 }
 
@@ -80,7 +86,10 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.app = fiber.New(fiber.Config{
-		AppName:               "tabbridge",
+		AppName: "tabbridge",
+		// Immutable: strings from a request (cookies, params) stay valid after
+		// it ends; some are kept (rotation cache, hub keys).
+		Immutable:             true,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.handleError,
 		BodyLimit:             maxRequestBody,
