@@ -321,7 +321,7 @@ func (t *translator) rewriteRef(site refSite) error {
 	if !ok {
 		return schemaRefusal(site.at, fmt.Sprintf("$ref %q does not point to a subschema; keep shared subschemas under $defs", clip(ref, 80)))
 	}
-	site.node["$ref"] = (&url.URL{Fragment: target}).String()
+	site.node["$ref"] = "#" + (&url.URL{Fragment: target}).EscapedFragment()
 	return nil
 }
 
