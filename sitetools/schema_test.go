@@ -278,3 +278,30 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestGojsonschemaMisreadsModernSchemas pins the pitfall this package exists for: if gojsonschema
+// ever learns 2020-12, these fail and the translation can shrink.
+func TestGojsonschemaMisreadsModernSchemas(t *testing.T) {
+	for _, tc := range []struct{ schema, args string }{
+		{`{"properties":{"t":{"prefixItems":[{"type":"string"}],"items":false}}}`, `{"t":["a"]}`}, // valid, rejected
+		{`{"dependentRequired":{"a":["b"]}}`, `{"a":1}`},                                          // invalid, accepted
+		{`{"properties":{"a":{}},"unevaluatedProperties":false}`, `{"b":1}`},                      // invalid, accepted
+	} {
+		var doc any
+		if err := json.Unmarshal([]byte(tc.schema), &doc); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := compileDraft(doc, dialectDraft7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		translated, err := CompileSchema(json.RawMessage(tc.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := json.RawMessage(tc.args)
+		if (len(raw.Validate(args)) == 0) == (len(translated.Validate(args)) == 0) {
+			t.Errorf("%s: gojsonschema now agrees with the translation", tc.schema)
+		}
+	}
+}
