@@ -25,6 +25,7 @@ func (s *Server) routes() {
 
 	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)
+	s.mountMCP()
 }
 
 // guard registers routes with a fixed chain of handlers in front.

@@ -48,6 +48,9 @@ type Options struct {
 	// AuthAttemptsPerMinute limits sign-in, sign-up and setup attempts per
 	// client address (default 20).
 	AuthAttemptsPerMinute int
+	// MCPSessionTimeout ends MCP sessions idle this long (default 1 hour);
+	// a client then opens a new session.
+	MCPSessionTimeout time.Duration
 	// Now is the clock for tokens; time.Now when nil.
 	Now func() time.Time
 }
@@ -131,6 +134,9 @@ func fillDefaults(o *Options) error {
 	}
 	if o.AuthAttemptsPerMinute == 0 {
 		o.AuthAttemptsPerMinute = 20
+	}
+	if o.MCPSessionTimeout == 0 {
+		o.MCPSessionTimeout = time.Hour
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// mcpInstructions tells a connecting agent what this server is for.
+const mcpInstructions = `Tabbridge lets you call the tools of websites that a person has shared with your workspace. ` +
+	`The calls run in that person's own signed-in Chrome tab. Start with listSiteTools, read one tool's input schema ` +
+	`with getSiteToolDefinition, then callSiteTool. Tools that change something need a taskId: open one with ` +
+	`createTask and pass its id; the person approves such calls.`
+
+// newMCPHandler builds the Streamable HTTP handler for /mcp. Sessions are
+// stateful (the SDK's stateless mode loses a client's cancel notifications)
+// and end after SessionTimeout without requests. Each session is bound to
+// the agent token that opened it: the SDK refuses the session id with any
+// other token.
+func (s *Server) newMCPHandler() http.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "tabbridge", Title: "Tabbridge", Version: Version},
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.opts.Logger.With("component", "mcp")})
+	s.addTaskTools(srv)
+	s.addSiteTools(srv)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: s.opts.MCPSessionTimeout,
+		// Bearer tokens are not ambient credentials, so DNS rebinding gains an
+		// attacker nothing here, and the check would refuse a reverse proxy on
+		// localhost that forwards the public Host.
+		DisableLocalhostProtection: true,
+	})
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		id, _ := ctx.Value(localAgent).(*store.AgentIdentity)
+		if id == nil {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: id.TokenID, Extra: map[string]any{"agent": id}}, nil
+	}
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
+
+// mountMCP serves /mcp behind the agent guard, which authenticates the token
+// once and refuses cookies with a clear error before the SDK sees the request.
+func (s *Server) mountMCP() {
+	h := adaptor.HTTPHandler(s.newMCPHandler())
+	s.app.All("/mcp", s.agent, h)
+}
+
+// agentOf returns the workspace identity of the token behind an MCP request.
+func agentOf(req *mcp.CallToolRequest) (*store.AgentIdentity, error) {
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		if id, ok := req.Extra.TokenInfo.Extra["agent"].(*store.AgentIdentity); ok {
+			return id, nil
+		}
+	}
+	return nil, errors.New("this request carries no agent token; reconnect with 'Authorization: Bearer <token>'")
+}
+
+type createTaskIn struct {
+	Title string `json:"title" jsonschema:"a short title for the piece of work, as the person will see it in their task list"`
+}
+
+type updateTaskIn struct {
+	TaskID string `json:"taskId" jsonschema:"the id createTask returned"`
+	Status string `json:"status" jsonschema:"one of notstarted, ongoing, blocked, completed, rejected"`
+}
+
+type taskOut struct {
+	TaskID    string    `json:"taskId"`
+	Title     string    `json:"title"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+type listTasksOut struct {
+	Tasks []taskOut `json:"tasks"`
+}
+
+func taskView(t *store.Task) taskOut {
+	return taskOut{TaskID: t.ID, Title: t.Title, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+func (s *Server) addTaskTools(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: "createTask",
+		Description: "Open a task in your workspace for the work you are about to do, and get its taskId. " +
+			"Every callSiteTool call that changes something must carry a taskId: the person sees and approves " +
+			"such calls inside that task. Reuse one task for one piece of work.",
+	}, s.mcpCreateTask)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "updateTask",
+		Description: "Set a task's status as your work progresses: notstarted, ongoing, blocked, completed or rejected.",
+	}, s.mcpUpdateTask)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "listTasks",
+		Description: "List your workspace's tasks, newest first, with their ids and statuses.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, s.mcpListTasks)
+}
+
+func (s *Server) mcpCreateTask(ctx context.Context, req *mcp.CallToolRequest, in createTaskIn) (*mcp.CallToolResult, taskOut, error) {
+	id, err := agentOf(req)
+	if err != nil {
+		return nil, taskOut{}, err
+	}
+	title, err := cleanName("title", in.Title)
+	if err != nil {
+		return nil, taskOut{}, agentMessage(err)
+	}
+	t, err := s.opts.DB.CreateTask(ctx, id.Workspace.ID, title, "agent:"+id.TokenID)
+	if err != nil {
+		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
+	}
+	s.opts.Logger.Info("task created by agent", "workspace", id.Workspace.ID, "task", t.ID)
+	return nil, taskView(t), nil
+}
+
+func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in updateTaskIn) (*mcp.CallToolResult, taskOut, error) {
+	id, err := agentOf(req)
+	if err != nil {
+		return nil, taskOut{}, err
+	}
+	if !store.ValidTaskStatus(in.Status) {
+		return nil, taskOut{}, fmt.Errorf("status %q is not one of %s; call updateTask again with one of them", in.Status, strings.Join(store.TaskStatuses, ", "))
+	}
+	t, err := s.opts.DB.UpdateTask(ctx, id.Workspace.ID, in.TaskID, "", in.Status)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, taskOut{}, fmt.Errorf("no task %q in your workspace; call listTasks to see your tasks, or createTask to open one", in.TaskID)
+	}
+	if err != nil {
+		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
+	}
+	return nil, taskView(t), nil
+}
+
+func (s *Server) mcpListTasks(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, listTasksOut, error) {
+	id, err := agentOf(req)
+	if err != nil {
+		return nil, listTasksOut{}, err
+	}
+	ts, err := s.opts.DB.WorkspaceTasks(ctx, id.Workspace.ID)
+	if err != nil {
+		return nil, listTasksOut{}, fmt.Errorf("the tasks could not be read; try again: %w", err)
+	}
+	out := listTasksOut{Tasks: make([]taskOut, 0, len(ts))}
+	for i := range ts {
+		out.Tasks = append(out.Tasks, taskView(&ts[i]))
+	}
+	return nil, out, nil
+}
+
+// agentMessage turns an API error into the sentence an agent reads.
+func agentMessage(err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return errors.New(ae.Message)
+	}
+	return err
+}

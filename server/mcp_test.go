@@ -1,0 +1,98 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+func TestMCPTasksThroughARealClient(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		env := servertest.Start(t, k, nil)
+		alice, id, token := aliceWorld(t, env)
+		cs := env.MCP(t, token, nil)
+
+		res := servertest.CallTool(t, cs, "createTask", map[string]any{"title": "Update the docs"})
+		if res.IsError {
+			t.Fatalf("createTask: %s", servertest.ResultText(res))
+		}
+		var task struct{ TaskID, Title, Status string }
+		servertest.Structured(t, res, &task)
+		if task.Title != "Update the docs" || task.Status != "notstarted" {
+			t.Fatalf("created %+v", task)
+		}
+		// The person sees the agent's task in the workspace.
+		var got struct {
+			Task struct{ WorkspaceID, CreatedBy string } `json:"task"`
+		}
+		alice.MustJSON("GET", "/api/tasks/"+task.TaskID, nil, 200, &got)
+		if got.Task.WorkspaceID != id.workspace || !strings.HasPrefix(got.Task.CreatedBy, "agent:") {
+			t.Fatalf("task as the person sees it: %+v", got.Task)
+		}
+
+		res = servertest.CallTool(t, cs, "updateTask", map[string]any{"taskId": task.TaskID, "status": "ongoing"})
+		servertest.Structured(t, res, &task)
+		if res.IsError || task.Status != "ongoing" {
+			t.Fatalf("updateTask: %s", servertest.ResultText(res))
+		}
+		res = servertest.CallTool(t, cs, "updateTask", map[string]any{"taskId": task.TaskID, "status": "finished"})
+		if !res.IsError || !strings.Contains(servertest.ResultText(res), "notstarted, ongoing, blocked, completed, rejected") {
+			t.Fatalf("bad status: %v %s", res.IsError, servertest.ResultText(res))
+		}
+		// Another workspace's task is not found, and the message says what to do.
+		other := alice.Workspace("Other")
+		var ot struct {
+			Task struct{ ID string } `json:"task"`
+		}
+		alice.MustJSON("POST", "/api/workspaces/"+other+"/tasks", map[string]string{"title": "secret"}, 201, &ot)
+		res = servertest.CallTool(t, cs, "updateTask", map[string]any{"taskId": ot.Task.ID, "status": "completed"})
+		if !res.IsError || !strings.Contains(servertest.ResultText(res), "listTasks") {
+			t.Fatalf("foreign task: %v %s", res.IsError, servertest.ResultText(res))
+		}
+		res = servertest.CallTool(t, cs, "listTasks", map[string]any{})
+		var list struct{ Tasks []struct{ TaskID string } }
+		servertest.Structured(t, res, &list)
+		if len(list.Tasks) != 2 { // the agent's task and the one aliceWorld made
+			t.Fatalf("listTasks sees %d tasks: %s", len(list.Tasks), servertest.ResultText(res))
+		}
+		for _, tk := range list.Tasks {
+			if tk.TaskID == ot.Task.ID {
+				t.Fatal("listTasks shows another workspace's task")
+			}
+		}
+	})
+}
+
+func TestMCPRefusesCookiesAndBadTokens(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice, id, token := aliceWorld(t, env)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	if status, body := alice.Do("POST", "/mcp", init); status != 401 || servertest.ErrorCode(body) != "cookie_not_allowed" {
+		t.Errorf("cookie on /mcp: %d %s", status, body)
+	}
+	if status, body := env.Agent(t, "tba_forged").Do("POST", "/mcp", init); status != 401 || servertest.ErrorCode(body) != "agent_token_invalid" {
+		t.Errorf("forged token: %d %s", status, body)
+	}
+	if status, body := env.NewClient(t).Do("POST", "/mcp", init); status != 401 || servertest.ErrorCode(body) != "agent_token_required" {
+		t.Errorf("no token: %d %s", status, body)
+	}
+	// A session opened with one token cannot be driven with another.
+	cs := env.MCP(t, token, nil)
+	second := alice.AgentToken(id.workspace, "second")
+	thief := env.Agent(t, second)
+	req := mustRequest(t, "POST", env.URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	req.Header.Set("Authorization", "Bearer "+second)
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := thief.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 {
+		t.Errorf("session driven with another token: %d", resp.StatusCode)
+	}
+}
