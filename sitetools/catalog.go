@@ -1,0 +1,271 @@
+package sitetools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// ErrNotShared is returned when a browser announces tools for a site its
+// person has not shared: nothing of it is kept.
+var ErrNotShared = errors.New("sitetools: site not shared")
+
+// ErrNoSuchTool is returned when a site does not offer the named tool.
+var ErrNoSuchTool = errors.New("sitetools: no such tool")
+
+// Document is one page — one document in one tab of one browser — and the
+// tools it registered, as the extension announced it.
+type Document struct {
+	BrowserID  string
+	DocumentID string
+	Origin     string
+	URL        string
+	Title      string
+	TabID      int
+	LastUsed   time.Time
+	Tools      []Descriptor
+}
+
+// offers reports whether the document registered a tool named name.
+func (d *Document) offers(name string) bool {
+	for i := range d.Tools {
+		if d.Tools[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// SharedFunc reports whether userID shares origin.
+type SharedFunc func(ctx context.Context, userID, origin string) (bool, error)
+
+// Catalog knows which tools each shared site offers: live, per browser and
+// document, in memory; and, per site, the last announced list and address in
+// the database, so a site whose tabs are all closed still lists its tools.
+type Catalog struct {
+	db     *store.DB  // static
+	shared SharedFunc // static
+
+	mu sync.RWMutex
+	// docs holds every live document per person; guarded by mu.
+	docs map[string]map[docKey]*Document
+}
+
+type docKey struct{ browser, document string }
+
+// NewCatalog returns an empty live catalog over db.
+func NewCatalog(db *store.DB, shared SharedFunc) *Catalog {
+	return &Catalog{db: db, shared: shared, docs: map[string]map[docKey]*Document{}}
+}
+
+// siteRow is the persisted tool list of one person's site.
+type siteRow struct {
+	UserID      string `gorm:"primaryKey"`
+	Origin      string `gorm:"primaryKey"`
+	Tools       string
+	LastURL     string
+	LastTitle   string
+	AnnouncedAt time.Time
+}
+
+func (siteRow) TableName() string { return "site_tools" }
+
+// Announce records what one document offers, replacing what that document
+// announced before, and persists the site's tool list. A site the person has
+// not shared is refused with ErrNotShared and nothing is kept.
+func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error {
+	ok, err := c.shared(ctx, userID, d.Origin)
+	if err != nil {
+		return fmt.Errorf("announce: %w", err)
+	}
+	if !ok {
+		return ErrNotShared
+	}
+	doc := d
+	doc.Tools = append([]Descriptor(nil), d.Tools...)
+	c.mu.Lock()
+	if c.docs[userID] == nil {
+		c.docs[userID] = map[docKey]*Document{}
+	}
+	c.docs[userID][docKey{d.BrowserID, d.DocumentID}] = &doc
+	union := c.unionLocked(userID, d.Origin)
+	c.mu.Unlock()
+	return c.persist(ctx, userID, &doc, union)
+}
+
+// unionLocked merges the tools of every live document of a site; where two
+// documents offer one name, the more recently used one's descriptor wins.
+func (c *Catalog) unionLocked(userID, origin string) []Descriptor {
+	var docs []*Document
+	for _, d := range c.docs[userID] {
+		if d.Origin == origin {
+			docs = append(docs, d)
+		}
+	}
+	sort.Slice(docs, func(i, j int) bool { return docs[i].LastUsed.After(docs[j].LastUsed) })
+	seen := map[string]bool{}
+	var out []Descriptor
+	for _, d := range docs {
+		for _, t := range d.Tools {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				out = append(out, t)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (c *Catalog) persist(ctx context.Context, userID string, d *Document, tools []Descriptor) error {
+	if tools == nil {
+		tools = []Descriptor{}
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return fmt.Errorf("persist tools: %w", err)
+	}
+	row := siteRow{UserID: userID, Origin: d.Origin, Tools: string(b), LastURL: d.URL, LastTitle: d.Title, AnnouncedAt: store.Now()}
+	err = c.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+	if err != nil {
+		return fmt.Errorf("persist tools: %w", err)
+	}
+	return nil
+}
+
+// Forget drops one document (it unloaded or its tab closed).
+func (c *Catalog) Forget(userID, browserID, documentID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.docs[userID], docKey{browserID, documentID})
+}
+
+// ForgetBrowser drops every document of a browser that disconnected.
+func (c *Catalog) ForgetBrowser(userID, browserID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.docs[userID] {
+		if k.browser == browserID {
+			delete(c.docs[userID], k)
+		}
+	}
+	if len(c.docs[userID]) == 0 {
+		delete(c.docs, userID)
+	}
+}
+
+// ForgetSite drops every live document of a site the person stopped sharing.
+func (c *Catalog) ForgetSite(userID, origin string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, d := range c.docs[userID] {
+		if d.Origin == origin {
+			delete(c.docs[userID], k)
+		}
+	}
+}
+
+// Use records that a document was used (its tab focused) at t.
+func (c *Catalog) Use(userID, browserID, documentID string, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.docs[userID][docKey{browserID, documentID}]; d != nil && t.After(d.LastUsed) {
+		d.LastUsed = t
+	}
+}
+
+// Candidates returns the live documents of a site that offer tool, most
+// recently used first: the call goes to the first whose browser is connected.
+func (c *Catalog) Candidates(userID, origin, tool string) []Document {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []Document
+	for _, d := range c.docs[userID] {
+		if d.Origin == origin && d.offers(tool) {
+			out = append(out, *d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.After(out[j].LastUsed) })
+	return out
+}
+
+// OpenTabs counts the live documents of a site per browser.
+func (c *Catalog) OpenTabs(userID, origin string) map[string]int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]int{}
+	for k, d := range c.docs[userID] {
+		if d.Origin == origin {
+			out[k.browser]++
+		}
+	}
+	return out
+}
+
+// Site is what the catalog knows of one site.
+type Site struct {
+	Origin    string
+	Tools     []Descriptor
+	LastURL   string
+	LastTitle string
+	// Live is true when at least one open document announced the tools.
+	Live bool
+}
+
+// Site returns a site's tools: the live union when a document is open, else
+// the last persisted list (Live false). A site never announced has no tools.
+func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error) {
+	c.mu.RLock()
+	tools := c.unionLocked(userID, origin)
+	live := len(tools) > 0 || c.hasDocLocked(userID, origin)
+	c.mu.RUnlock()
+	var row siteRow
+	err := c.db.WithContext(ctx).Where("user_id = ? AND origin = ?", userID, origin).Limit(1).Find(&row).Error
+	if err != nil {
+		return Site{}, fmt.Errorf("read site tools: %w", err)
+	}
+	s := Site{Origin: origin, LastURL: row.LastURL, LastTitle: row.LastTitle, Live: live, Tools: tools}
+	if !live && row.Tools != "" {
+		if err := json.Unmarshal([]byte(row.Tools), &s.Tools); err != nil {
+			return Site{}, fmt.Errorf("decode site tools: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func (c *Catalog) hasDocLocked(userID, origin string) bool {
+	for _, d := range c.docs[userID] {
+		if d.Origin == origin {
+			return true
+		}
+	}
+	return false
+}
+
+// Tool returns one tool of a site, live or persisted, or ErrNoSuchTool.
+func (s Site) Tool(name string) (Descriptor, error) {
+	for _, t := range s.Tools {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return Descriptor{}, ErrNoSuchTool
+}
+
+// Names lists the site's tool names, sorted.
+func (s Site) Names() []string {
+	out := make([]string, 0, len(s.Tools))
+	for _, t := range s.Tools {
+		out = append(out, t.Name)
+	}
+	sort.Strings(out)
+	return out
+}
