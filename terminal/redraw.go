@@ -32,19 +32,29 @@ func (t *term) redraw() []byte {
 		t.enterAltScreen(&b)
 	}
 	paint(&b, t.activeLines())
-	t.writeModes(&b)
 	s := t.scr[t.cur()]
+	cur := t.cursor()
+	// x/vt does not home the cursor when origin mode is set, so a cursor can
+	// sit outside the scroll region under it; CUP cannot put it there, so
+	// origin mode is then set after the cursors, by absolute positions.
+	origin := t.modes[ansi.ModeOrigin].IsSet()
+	late := origin && (outside(s, s.saved.pos.Y) || outside(s, cur.pos.Y))
+	t.writeModes(&b, late)
+	t.writeCharsets(&b)
 	if s.top != 0 || s.bottom != t.vt.Height() {
 		fmt.Fprintf(&b, "\x1b[%d;%dr", s.top+1, s.bottom)
 	}
 	fmt.Fprintf(&b, "\x1b]1;%s\x07\x1b]2;%s\x07", t.icon, t.title)
 	top := 0
-	if t.modes[ansi.ModeOrigin].IsSet() {
+	if origin && !late {
 		top = s.top
 	}
 	writeCursor(&b, s.saved, top)
 	b.WriteString("\x1b7")
-	writeCursor(&b, t.cursor(), top)
+	writeCursor(&b, cur, top)
+	if late {
+		b.WriteString("\x1b[?6h")
+	}
 	b.WriteString("\x1b[?2026l")
 	return b.Bytes()
 }
@@ -83,12 +93,17 @@ func (t *term) enterAltScreen(b *bytes.Buffer) {
 	b.WriteString("\x1b[?1047h")
 }
 
+// outside reports whether row y is outside s's scroll region.
+func outside(s screenState, y int) bool {
+	return y < s.top || y >= s.bottom
+}
+
 // writeModes sets every tracked mode, resets before sets, because xterm.js
 // turns all mouse tracking off on any mouse mode reset.
-func (t *term) writeModes(b *bytes.Buffer) {
+func (t *term) writeModes(b *bytes.Buffer, skipOrigin bool) {
 	var resets, sets []string
 	for m, s := range t.modes {
-		if s.IsPermanentlySet() || s.IsPermanentlyReset() {
+		if s.IsPermanentlySet() || s.IsPermanentlyReset() || (skipOrigin && m == ansi.ModeOrigin) {
 			continue
 		}
 		seq := modeSeq(m, s.IsSet())
@@ -143,4 +158,13 @@ func writeCursor(b *bytes.Buffer, c cursorState, top int) {
 	} else {
 		b.WriteString("\x1b[?25h")
 	}
+}
+
+// writeCharsets restores the G0–G3 designations and the set invoked into GL,
+// which painting needed at their defaults.
+func (t *term) writeCharsets(b *bytes.Buffer) {
+	for g, final := range t.charsets {
+		b.WriteString(string([]byte{ansi.ESC, "()*+"[g], final}))
+	}
+	b.WriteString([]string{"\x0f", "\x0e", "\x1bn", "\x1bo"}[t.gl])
 }

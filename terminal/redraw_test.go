@@ -26,6 +26,8 @@ type observed struct {
 	modes       map[string]bool
 	title, icon string
 	top, bottom int
+	charsets    [4]byte
+	gl          int
 }
 
 func observe(t *term) observed {
@@ -34,6 +36,7 @@ func observe(t *term) observed {
 		active: t.activeLines(), cur: t.cursor(), saved: t.scr[t.cur()].saved,
 		modes: map[string]bool{}, title: t.title, icon: t.icon,
 		top: t.scr[t.cur()].top, bottom: t.scr[t.cur()].bottom,
+		charsets: t.charsets, gl: t.gl,
 	}
 	if o.alt && t.main != nil {
 		o.main = t.main.Lines
@@ -76,6 +79,9 @@ func (o observed) diff(p observed) []string {
 	}
 	if o.top != p.top || o.bottom != p.bottom {
 		add("scroll region %d-%d, want %d-%d", p.top, p.bottom, o.top, o.bottom)
+	}
+	if o.charsets != p.charsets || o.gl != p.gl {
+		add("charsets %q GL %d, want %q GL %d", p.charsets, p.gl, o.charsets, o.gl)
 	}
 	return d
 }

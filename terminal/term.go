@@ -53,6 +53,10 @@ type term struct {
 	oscFixes []int
 
 	title, icon string
+	// charsets are the G0–G3 designations ('B' ASCII, '0' DEC special
+	// graphics, 'A' UK) and gl the set invoked into GL (SO, SI, LS2, LS3).
+	charsets [4]byte
+	gl       int
 	modes       ansi.Modes
 	scr         [2]screenState
 	// main is the main screen as it was when the alternate one was entered,
@@ -101,6 +105,7 @@ func defaultModes() ansi.Modes {
 }
 
 func (t *term) resetScreens(h int) {
+	t.charsets, t.gl = [4]byte{'B', 'B', 'B', 'B'}, 0
 	for i := range t.scr {
 		t.scr[i] = screenState{bottom: h}
 	}
@@ -153,7 +158,10 @@ func (t *term) write(p []byte) {
 	t.scratch = t.scratch[:0]
 	for _, b := range p {
 		before := t.stream.p.State()
-		out, _ := t.stream.advance(b)
+		out, action := t.stream.advance(b)
+		if action == parser.ExecuteAction && (b == ansi.SO || b == ansi.SI) {
+			t.gl = int(ansi.SI - b) // SO (0x0E) invokes G1, SI (0x0F) G0
+		}
 		t.scratch = append(t.scratch, out)
 		if before == parser.OscStringState && t.stream.p.State() != parser.OscStringState && len(t.stream.fixes) > 0 {
 			t.oscFixes = t.stream.fixes

@@ -39,6 +39,16 @@ func (t *term) observe() {
 	t.vt.RegisterEscHandler('7', func() bool { t.save(); return false })
 	t.vt.RegisterEscHandler('8', func() bool { t.restore(); return false })
 	t.vt.RegisterEscHandler('c', func() bool { t.reset(); return false })
+	t.vt.RegisterEscHandler('n', func() bool { t.gl = 2; return false })
+	t.vt.RegisterEscHandler('o', func() bool { t.gl = 3; return false })
+	for g, inter := range []byte{'(', ')', '*', '+'} {
+		for _, final := range []byte{'A', 'B', '0'} {
+			t.vt.RegisterEscHandler(ansi.Command(0, inter, final), func() bool {
+				t.charsets[g] = final
+				return false
+			})
+		}
+	}
 	t.vt.RegisterCsiHandler(ansi.Command('?', 0, 'h'), func(p ansi.Params) bool {
 		t.trackModes(p, true)
 		return false
