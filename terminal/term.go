@@ -57,8 +57,8 @@ type term struct {
 	// graphics, 'A' UK) and gl the set invoked into GL (SO, SI, LS2, LS3).
 	charsets [4]byte
 	gl       int
-	modes       ansi.Modes
-	scr         [2]screenState
+	modes    ansi.Modes
+	scr      [2]screenState
 	// main is the main screen as it was when the alternate one was entered,
 	// and mainCur its cursor; nil while the main screen is active.
 	main    *uv.Buffer
