@@ -71,6 +71,7 @@ func (t *term) activeLines() []uv.Line {
 // paint writes each row: move, erase the line (not the display, which x/vt
 // would push into history), then the row rendered from its cells.
 func paint(b *bytes.Buffer, lines []uv.Line) {
+	b.WriteString("\x1b[0m\x1b]8;;\x07") // the alternate screen inherits the main pen
 	for y, l := range lines {
 		fmt.Fprintf(b, "\x1b[%dH\x1b[2K", y+1)
 		b.WriteString(l.Render())
