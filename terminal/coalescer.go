@@ -1,0 +1,179 @@
+package terminal
+
+import (
+	"sync"
+	"time"
+)
+
+// Window is how long output is coalesced while it keeps coming: about one
+// frame, so a spinner redrawing 100 times a second costs about 40 batches.
+const Window = 25 * time.Millisecond
+
+// Batch is a run of output bytes cut at a ground-state point. Offset is the
+// position of Data's first byte in the session's output.
+type Batch struct {
+	Offset int64
+	Data   []byte
+}
+
+// CoalescerOptions configure a Coalescer; New fills zero values.
+type CoalescerOptions struct {
+	// Window is the coalescing window; default Window.
+	Window time.Duration
+	// MaxHold bounds how long bytes after the last cut point wait for their
+	// sequence to complete (a program that never ends an OSC, say); after it
+	// they go out as they are. Default 4 windows.
+	MaxHold time.Duration
+	// Clock makes the window timers; default the system clock.
+	Clock Clock
+	// Emit receives batches in order, from the coalescer's goroutine.
+	// While it runs, Write blocks: a slow consumer slows the reader.
+	Emit func(Batch)
+}
+
+// Coalescer turns output chunks into batches: the first bytes after a quiet
+// window go out at once (an echo is not held), then output is gathered and
+// sent at each window's end while it keeps coming. Batches end only at cut
+// points (see Cutter); bytes after the last one wait for the next window.
+type Coalescer struct {
+	in   chan []byte   // to the run goroutine
+	done chan struct{} // closed when run has returned
+	once sync.Once
+	opts CoalescerOptions // static after construction
+}
+
+// NewCoalescer starts a Coalescer; Close flushes it and waits for it.
+func NewCoalescer(o CoalescerOptions) *Coalescer {
+	if o.Window <= 0 {
+		o.Window = Window
+	}
+	if o.MaxHold <= 0 {
+		o.MaxHold = 4 * o.Window
+	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
+	c := &Coalescer{in: make(chan []byte), done: make(chan struct{}), opts: o}
+	go c.run()
+	return c
+}
+
+// Write hands p (copied) to the coalescer. It must not be called after or
+// concurrently with Close.
+func (c *Coalescer) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	select {
+	case c.in <- append([]byte(nil), p...):
+		return len(p), nil
+	case <-c.done:
+		return 0, ErrClosed
+	}
+}
+
+// Close emits everything pending, whole, and waits for the last Emit: at the
+// end of a stream no later byte can complete a sequence.
+func (c *Coalescer) Close() error {
+	c.once.Do(func() { close(c.in) })
+	<-c.done
+	return nil
+}
+
+// pending is the run goroutine's state.
+type pending struct {
+	cutter        *Cutter
+	buf           []byte
+	clear, ground int   // cut points in buf, -1 for none
+	offset        int64 // stream offset of buf[0]
+	held          time.Duration
+}
+
+func (c *Coalescer) run() {
+	defer close(c.done)
+	p := &pending{cutter: NewCutter(), clear: -1, ground: -1}
+	var timer Timer
+	var timerC <-chan time.Time
+	active := false // bytes arrived since the window opened
+	for {
+		select {
+		case chunk, ok := <-c.in:
+			if !ok {
+				if timer != nil {
+					timer.Stop()
+				}
+				c.emit(p, len(p.buf))
+				return
+			}
+			p.add(chunk)
+			if timer != nil {
+				active = true
+				continue
+			}
+			c.emit(p, p.cut())
+			timer = c.opts.Clock.NewTimer(c.opts.Window)
+			timerC, active = timer.C(), false
+		case <-timerC:
+			if !active && len(p.buf) == 0 {
+				timer, timerC = nil, nil
+				continue
+			}
+			c.windowEnd(p)
+			timer = c.opts.Clock.NewTimer(c.opts.Window)
+			timerC, active = timer.C(), false
+		}
+	}
+}
+
+// windowEnd emits what can be cut, or everything once the tail has waited
+// MaxHold without a cut point.
+func (c *Coalescer) windowEnd(p *pending) {
+	cut := p.cut()
+	if cut > 0 {
+		p.held = 0
+		c.emit(p, cut)
+		return
+	}
+	if p.held += c.opts.Window; p.held >= c.opts.MaxHold {
+		p.held = 0
+		c.emit(p, len(p.buf))
+	}
+}
+
+// emit sends buf[:n] and keeps the rest.
+func (c *Coalescer) emit(p *pending, n int) {
+	if n <= 0 {
+		return
+	}
+	c.opts.Emit(Batch{Offset: p.offset, Data: p.buf[:n]})
+	p.buf = append([]byte(nil), p.buf[n:]...)
+	p.offset += int64(n)
+	p.clear, p.ground = shift(p.clear, n), shift(p.ground, n)
+}
+
+func shift(at, n int) int {
+	if at <= n {
+		return -1
+	}
+	return at - n
+}
+
+// add appends a chunk and its cut points.
+func (p *pending) add(chunk []byte) {
+	clear, ground := p.cutter.Scan(chunk)
+	if clear >= 0 {
+		p.clear = len(p.buf) + clear
+	}
+	if ground >= 0 {
+		p.ground = len(p.buf) + ground
+	}
+	p.buf = append(p.buf, chunk...)
+}
+
+// cut prefers a point that ends any pending wrap, else the last ground one.
+func (p *pending) cut() int {
+	if p.clear > 0 {
+		return p.clear
+	}
+	return p.ground
+}

@@ -1,0 +1,137 @@
+package terminal
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// fakeClock hands out timers that fire only when the test says so.
+type fakeClock struct {
+	timers chan *fakeTimer // each new timer, for the test to fire
+}
+
+type fakeTimer struct{ c chan time.Time }
+
+func (f *fakeClock) NewTimer(time.Duration) Timer {
+	t := &fakeTimer{c: make(chan time.Time, 1)}
+	f.timers <- t
+	return t
+}
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+func (t *fakeTimer) Stop() bool          { return true }
+func (t *fakeTimer) fire()               { t.c <- time.Time{} }
+
+// coalescerRig runs a Coalescer on a fake clock and collects its batches.
+type coalescerRig struct {
+	t       *testing.T
+	c       *Coalescer
+	clock   *fakeClock
+	batches chan Batch
+}
+
+func newRig(t *testing.T) *coalescerRig {
+	r := &coalescerRig{t: t, clock: &fakeClock{timers: make(chan *fakeTimer, 16)}, batches: make(chan Batch, 16)}
+	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, Emit: func(b Batch) { r.batches <- b }})
+	t.Cleanup(func() { _ = r.c.Close() })
+	return r
+}
+
+func recv[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	select {
+	case v := <-c:
+		return v
+	case <-ctx.Done():
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	panic("unreachable")
+}
+
+func (r *coalescerRig) write(s string) {
+	if _, err := r.c.Write([]byte(s)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *coalescerRig) expect(offset int64, data string) {
+	r.t.Helper()
+	b := recv(r.t, r.batches, "batch "+data)
+	if b.Offset != offset || string(b.Data) != data {
+		r.t.Fatalf("batch %d %q, want %d %q", b.Offset, b.Data, offset, data)
+	}
+}
+
+// noBatch checks nothing was emitted. The run goroutine accepts a write only
+// after handling the one before, so batches those caused are already here.
+func (r *coalescerRig) noBatch() {
+	r.t.Helper()
+	select {
+	case b := <-r.batches:
+		r.t.Fatalf("unexpected batch %q", b.Data)
+	default:
+	}
+}
+
+func TestCoalescerEchoGoesAtOnce(t *testing.T) {
+	r := newRig(t)
+	r.write("a")
+	r.expect(0, "a")
+	timer := recv(t, r.clock.timers, "window timer")
+	timer.fire() // a quiet window closes: the next byte goes at once again
+	r.write("b")
+	r.expect(1, "b")
+}
+
+func TestCoalescerGathersWithinWindow(t *testing.T) {
+	r := newRig(t)
+	r.write("frame 1\r\n")
+	r.expect(0, "frame 1\r\n")
+	timer := recv(t, r.clock.timers, "window timer")
+	r.write("frame 2\r\n")
+	r.write("frame 3\r\n")
+	r.noBatch()
+	timer.fire()
+	r.expect(9, "frame 2\r\nframe 3\r\n")
+	timer = recv(t, r.clock.timers, "second window")
+	timer.fire()
+	r.noBatch()
+}
+
+func TestCoalescerCutsOnlyAtGround(t *testing.T) {
+	r := newRig(t)
+	r.write("ok\r\n\x1b[3") // an unfinished CSI
+	r.expect(0, "ok\r\n")
+	timer := recv(t, r.clock.timers, "window timer")
+	r.write("1mred\x1b]0;title")
+	timer.fire()
+	r.expect(4, "\x1b[31mred")
+	// The OSC never ends: after MaxHold (4 windows) it goes out anyway.
+	for range 4 {
+		r.noBatch()
+		recv(t, r.clock.timers, "held window").fire()
+	}
+	r.expect(12, "\x1b]0;title")
+}
+
+func TestCoalescerPrefersWrapEndingCut(t *testing.T) {
+	r := newRig(t)
+	r.write("x")
+	r.expect(0, "x")
+	timer := recv(t, r.clock.timers, "window timer")
+	r.write("line\r\npartial")
+	timer.fire()
+	r.expect(1, "line\r\n")
+	recv(t, r.clock.timers, "next window").fire()
+	r.expect(7, "partial")
+}
+
+func TestCoalescerCloseFlushesEverything(t *testing.T) {
+	r := newRig(t)
+	r.write("done\x1b[")
+	r.expect(0, "done")
+	_ = r.c.Close()
+	r.expect(4, "\x1b[")
+}

@@ -1,0 +1,223 @@
+package terminal
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// dirtyStream leaves a target terminal in as many wrong states as the
+// package tracks: alternate screen, modes, origin mode, scroll region, pen,
+// open link, title, hidden bar cursor, text everywhere.
+const dirtyStream = "\x1b]2;dirty\x07garbage\r\nmore garbage\x1b[?2004h\x1b[?1h\x1b[?1000h\x1b=" +
+	"\x1b[?1049h\x1b[41;1mALT JUNK\x1b]8;;http://dirty\x07link\x1b[3;5r\x1b[?6h\x1b[5 q\x1b[?25l" +
+	"\x1b(0qqq\x1b7\x1b[2;2H"
+
+// observed is what a redraw promises to reproduce.
+type observed struct {
+	cols, rows  int
+	alt         bool
+	active      []uv.Line
+	main        []uv.Line
+	cur, saved  cursorState
+	modes       map[string]bool
+	title, icon string
+	top, bottom int
+	charsets    [4]byte
+	gl          int
+}
+
+func observe(t *term) observed {
+	o := observed{
+		cols: t.vt.Width(), rows: t.vt.Height(), alt: t.vt.IsAltScreen(),
+		active: t.activeLines(), cur: t.cursor(), saved: t.scr[t.cur()].saved,
+		modes: map[string]bool{}, title: t.title, icon: t.icon,
+		top: t.scr[t.cur()].top, bottom: t.scr[t.cur()].bottom,
+		charsets: t.charsets, gl: t.gl,
+	}
+	if o.alt && t.main != nil {
+		o.main = t.main.Lines
+	}
+	for m, s := range t.modes {
+		// 25 is compared as the cursor's visibility: x/vt's table keeps the
+		// alternate screen's value after leaving it.
+		if s.IsSet() && m != ansi.DECMode(2026) && m != ansi.DECMode(25) {
+			o.modes[fmt.Sprintf("%T(%d)", m, m.Mode())] = true
+		}
+	}
+	return o
+}
+
+// diff describes the first differences between two observations.
+func (o observed) diff(p observed) []string {
+	var d []string
+	add := func(format string, args ...any) {
+		if len(d) < 8 {
+			d = append(d, fmt.Sprintf(format, args...))
+		}
+	}
+	if o.cols != p.cols || o.rows != p.rows || o.alt != p.alt {
+		add("size/alt %dx%d %v, want %dx%d %v", p.cols, p.rows, p.alt, o.cols, o.rows, o.alt)
+		return d
+	}
+	diffLines(add, "active", o.active, p.active)
+	diffLines(add, "main", o.main, p.main)
+	if !cursorEqual(o.cur, p.cur) {
+		add("cursor %+v, want %+v", p.cur, o.cur)
+	}
+	if !cursorEqual(o.saved, p.saved) {
+		add("saved cursor %+v, want %+v", p.saved, o.saved)
+	}
+	if fmt.Sprint(o.modes) != fmt.Sprint(p.modes) {
+		add("modes %v, want %v", p.modes, o.modes)
+	}
+	if o.title != p.title || o.icon != p.icon {
+		add("title %q/%q, want %q/%q", p.title, p.icon, o.title, o.icon)
+	}
+	if o.top != p.top || o.bottom != p.bottom {
+		add("scroll region %d-%d, want %d-%d", p.top, p.bottom, o.top, o.bottom)
+	}
+	if o.charsets != p.charsets || o.gl != p.gl {
+		add("charsets %q GL %d, want %q GL %d", p.charsets, p.gl, o.charsets, o.gl)
+	}
+	return d
+}
+
+func cursorEqual(a, b cursorState) bool {
+	return a.pos == b.pos && a.pen.Equal(&b.pen) && a.link == b.link &&
+		a.hidden == b.hidden && a.style == b.style && a.steady == b.steady
+}
+
+func diffLines(add func(string, ...any), name string, want, got []uv.Line) {
+	if len(want) != len(got) {
+		add("%s: %d lines, want %d", name, len(got), len(want))
+		return
+	}
+	for y := range want {
+		for x := range want[y] {
+			if !want[y][x].Equal(&got[y][x]) && !(want[y][x].IsZero() && got[y][x].IsZero()) {
+				add("%s (%d,%d): %q %+v, want %q %+v", name, x, y,
+					got[y][x].Content, got[y][x], want[y][x].Content, want[y][x])
+			}
+		}
+	}
+}
+
+// checkRedraw writes src's redraw into a fresh and a dirty terminal of the
+// same size and compares both with src.
+func checkRedraw(t testing.TB, src *term) {
+	t.Helper()
+	want := observe(src)
+	redraw := src.redraw()
+	for _, dirty := range []string{"", dirtyStream} {
+		dst := newTerm(src.vt.Width(), src.vt.Height())
+		dst.write([]byte(dirty))
+		dst.write(redraw)
+		got := observe(dst)
+		dst.close()
+		if d := want.diff(got); len(d) > 0 {
+			t.Fatalf("redraw into dirty=%v differs:\n%s\nredraw: %q", dirty != "", strings.Join(d, "\n"), redraw)
+		}
+	}
+}
+
+func feed(cols, rows int, stream string) *term {
+	t := newTerm(cols, rows)
+	t.write([]byte(stream))
+	return t
+}
+
+func spinnerStream() string {
+	var b strings.Builder
+	b.WriteString("$ build\r\n")
+	frames := []string{"⠋", "⠙", "⠹", "⠸"}
+	for i := range 500 {
+		fmt.Fprintf(&b, "\r\x1b[2K\x1b[36m%s\x1b[0m compiling step %d/500", frames[i%4], i)
+	}
+	return b.String()
+}
+
+func altScreenStream() string {
+	var b strings.Builder
+	b.WriteString("\x1b[32mmain line 1\x1b[0m\r\nmain line 2\r\n$ ")
+	b.WriteString("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J")
+	b.WriteString("\x1b[44;97m┌────── editor ──────┐\x1b[0m\r\n")
+	for i := range 5 {
+		fmt.Fprintf(&b, "│ line %d \x1b[1;31mred\x1b[0m \x1b[3mitalic\x1b[0m │\r\n", i)
+	}
+	b.WriteString("\x1b[7;3H\x1b[4mcursor here\x1b[0m\x1b[5;10H\x1b[2 q")
+	return b.String()
+}
+
+func colourStream() string {
+	var b strings.Builder
+	for i := 30; i < 38; i++ {
+		fmt.Fprintf(&b, "\x1b[%dm%d\x1b[%dm%d", i, i, i+60, i+60)
+	}
+	b.WriteString("\x1b[0m\r\n")
+	for i := 0; i < 256; i += 17 {
+		fmt.Fprintf(&b, "\x1b[38;5;%d;48;5;%dmx", i, 255-i)
+	}
+	b.WriteString("\x1b[0m\r\n")
+	for i := 0; i < 256; i += 40 {
+		fmt.Fprintf(&b, "\x1b[38;2;%d;%d;%dm█\x1b[48;2;1;2;%dm ", i, 255-i, i/2, i)
+	}
+	b.WriteString("\x1b[0m\r\n\x1b[1;2;3;4;5;7;9mattrs\x1b[0m \x1b[4:3;58;5;196mcurly\x1b[0m\r\n")
+	b.WriteString("漢字かな 😀 👍🏽 e\u0301 \x1b]8;id=7;https://example.com/a\x07link\x1b]8;;\x07 done\r\n")
+	b.WriteString("\x1b[35;48;5;22m\x1b]8;;https://open.example\x07open pen")
+	return b.String()
+}
+
+func modesStream() string {
+	return "\x1b[?2004h\x1b[?1h\x1b=\x1b[?1002h\x1b[?1006h\x1b[?1004h\x1b[?7l\x1b[20h$ prompt \x1b[6 q"
+}
+
+func scrollRegionStream() string {
+	var b strings.Builder
+	b.WriteString("header\r\n\x1b[3;8r\x1b[3H")
+	for i := range 20 {
+		fmt.Fprintf(&b, "scrolled %d\r\n", i)
+	}
+	b.WriteString("\x1b[?6h\x1b[2;4H\x1b7\x1b[1;1Hx")
+	return b.String()
+}
+
+func TestRedrawReproducesScreen(t *testing.T) {
+	cases := map[string]string{
+		"spinner":      spinnerStream(),
+		"alt screen":   altScreenStream(),
+		"alt via 1047": "main\x1b[2;3H\x1b7\x1b[4;5H\x1b[?1047hALT\x1b[3;3H\x1b7\x1b[1;1H",
+		"colours":      colourStream(),
+		"modes":        modesStream(),
+		"scroll":       scrollRegionStream(),
+		"title":        "\x1b]0;✳ Claude Code; working\x07hi",
+		"empty":        "",
+		"dirty twice":  dirtyStream + dirtyStream,
+	}
+	for name, stream := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := feed(40, 12, stream)
+			defer src.close()
+			checkRedraw(t, src)
+		})
+	}
+}
+
+// TestObservedDiffSeesDifferences guards the checker itself: a screen
+// redrawn by x/vt's own Render (no cursor, modes or title) must differ.
+func TestObservedDiffSeesDifferences(t *testing.T) {
+	for name, stream := range map[string]string{
+		"alt": altScreenStream(), "modes": modesStream(), "scroll": scrollRegionStream(), "colours": colourStream(),
+	} {
+		src := feed(40, 12, stream)
+		dst := feed(40, 12, src.vt.Render())
+		if len(observe(src).diff(observe(dst))) == 0 {
+			t.Errorf("%s: Render reproduced everything; the checker is blind", name)
+		}
+		src.close()
+		dst.close()
+	}
+}

@@ -1,0 +1,100 @@
+package terminal
+
+import (
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/ansi/parser"
+)
+
+// c1ST is the 8-bit String Terminator. x/vt's parser (ansi v0.11) ends every
+// control string at this byte, even when it is the middle of a UTF-8
+// character such as "✳" (E2 9C B3) in Claude Code's title.
+const c1ST = 0x9C
+
+// stPlaceholder replaces a 0x9C that continues a UTF-8 character inside a
+// control string. Any byte the string states collect would do; the emulator
+// puts 0x9C back before its OSC handlers read the data.
+const stPlaceholder = 0x9D
+
+// streamState mirrors the escape parser x/vt runs over a byte stream, with
+// one correction: inside an OSC, DCS, SOS, PM or APC string, a 0x9C that
+// continues a UTF-8 character is data, not the C1 terminator. Both the
+// emulator (which rewrites such bytes before x/vt sees them) and the cutter
+// (which must agree with the emulator on where strings end) use it.
+//
+// A streamState is owned by one goroutine.
+type streamState struct {
+	p *ansi.Parser
+	// need counts UTF-8 continuation bytes still expected inside a string.
+	need int
+	// strLen counts bytes collected by the current OSC string.
+	strLen int
+	// fixes holds the offsets in the current OSC string of rewritten bytes.
+	fixes []int
+}
+
+func newStreamState() *streamState {
+	p := ansi.NewParser()
+	p.SetDataSize(1) // the mirror never reads string data
+	return &streamState{p: p}
+}
+
+// inString reports whether the parser is collecting a control string.
+func inString(s parser.State) bool {
+	switch s {
+	case parser.OscStringState, parser.DcsStringState,
+		parser.SosStringState, parser.PmStringState, parser.ApcStringState:
+		return true
+	}
+	return false
+}
+
+// advance feeds one byte. It returns the byte x/vt must see in its place and
+// the parser action, and keeps the per-string bookkeeping.
+func (s *streamState) advance(b byte) (byte, parser.Action) {
+	before := s.p.State()
+	if !inString(before) {
+		s.need = 0
+		action := s.p.Advance(b)
+		if s.p.State() == parser.OscStringState {
+			s.strLen, s.fixes = 0, s.fixes[:0]
+		}
+		return b, action
+	}
+	out := s.stringByte(b)
+	action := s.p.Advance(out)
+	if before == parser.OscStringState && s.p.State() == parser.OscStringState && out >= 0x20 {
+		s.strLen++
+	}
+	return out, action
+}
+
+// stringByte decides whether b, read inside a control string, is a UTF-8
+// continuation that must not terminate the string.
+func (s *streamState) stringByte(b byte) byte {
+	if s.need > 0 && b >= 0x80 && b <= 0xBF {
+		s.need--
+		if b == c1ST {
+			if s.p.State() == parser.OscStringState {
+				s.fixes = append(s.fixes, s.strLen)
+			}
+			return stPlaceholder
+		}
+		return b
+	}
+	switch {
+	case b >= 0xC2 && b <= 0xDF:
+		s.need = 1
+	case b >= 0xE0 && b <= 0xEF:
+		s.need = 2
+	case b >= 0xF0 && b <= 0xF4:
+		s.need = 3
+	default:
+		s.need = 0
+	}
+	return b
+}
+
+// ground reports whether the parser is between sequences and characters.
+func (s *streamState) ground() bool {
+	return s.p.State() == parser.GroundState
+}
