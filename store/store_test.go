@@ -167,3 +167,30 @@ func TestAgentTokenAuthenticates(t *testing.T) {
 		}
 	})
 }
+
+func TestAuditLogIsScopedAndFiltered(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
+		b, _ := db.CreateUser(ctx, "b@example.com", "B", "hash")
+		add := func(user, tool, outcome string) {
+			if err := db.AppendAudit(ctx, &store.AuditEntry{UserID: user, WorkspaceID: "w", TokenID: "t", Site: "https://s.example", Tool: tool, Decision: "read-only", Outcome: outcome}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add(a.ID, "search", "ok")
+		add(a.ID, "buy", "denied")
+		add(a.ID, "search", "error")
+		add(b.ID, "search", "ok")
+		all, _ := db.AuditLog(ctx, a.ID, store.AuditFilter{})
+		if len(all) != 3 || all[0].Outcome != "error" {
+			t.Fatalf("a's log: %d entries, newest %+v", len(all), all[0])
+		}
+		search, _ := db.AuditLog(ctx, a.ID, store.AuditFilter{Tool: "search"})
+		okOnly, _ := db.AuditLog(ctx, a.ID, store.AuditFilter{Tool: "search", Outcome: "ok"})
+		older, _ := db.AuditLog(ctx, a.ID, store.AuditFilter{Before: all[0].ID})
+		if len(search) != 2 || len(okOnly) != 1 || len(older) != 2 {
+			t.Fatalf("filters: search=%d ok=%d older=%d", len(search), len(okOnly), len(older))
+		}
+	})
+}

@@ -1,0 +1,125 @@
+package sitetools_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/sitetools"
+	"github.com/tabbridge/tabbridge/store"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+const site = "https://shop.example"
+
+func tool(name string, readOnly bool) sitetools.Descriptor {
+	return sitetools.Descriptor{Name: name, Description: name + " things", InputSchema: []byte(`{"type":"object"}`),
+		Annotations: sitetools.Annotations{ReadOnlyHint: readOnly}}
+}
+
+func newCatalog(t *testing.T, db *store.DB) (*sitetools.Catalog, string) {
+	t.Helper()
+	u, err := db.CreateOwner(context.Background(), "a@example.com", "A", "hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := func(_ context.Context, userID, origin string) (bool, error) { return userID == u.ID && origin == site, nil }
+	return sitetools.NewCatalog(db, shared), u.ID
+}
+
+func TestCatalogRefusesUnsharedSites(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		c, uid := newCatalog(t, db)
+		err := c.Announce(context.Background(), uid, sitetools.Document{BrowserID: "b1", DocumentID: "d1", Origin: "https://other.example",
+			Tools: []sitetools.Descriptor{tool("search", true)}})
+		if !errors.Is(err, sitetools.ErrNotShared) {
+			t.Fatalf("unshared announce: %v", err)
+		}
+		s, err := c.Site(context.Background(), uid, "https://other.example")
+		if err != nil || len(s.Tools) != 0 || s.Live {
+			t.Fatalf("unshared site kept something: %+v %v", s, err)
+		}
+	})
+}
+
+func TestCatalogLiveUnionAndOfflineList(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c, uid := newCatalog(t, db)
+		now := time.Now()
+		announce := func(doc string, used time.Time, tools ...sitetools.Descriptor) {
+			t.Helper()
+			err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: doc, Origin: site, URL: site + "/" + doc, LastUsed: used, Tools: tools})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		announce("d1", now.Add(-time.Minute), tool("search", true), tool("buy", false))
+		announce("d2", now, tool("search", true), tool("track", true))
+
+		s, err := c.Site(ctx, uid, site)
+		if err != nil || !s.Live {
+			t.Fatalf("site: %+v %v", s, err)
+		}
+		if got := s.Names(); !reflect.DeepEqual(got, []string{"buy", "search", "track"}) {
+			t.Fatalf("live tools %v", got)
+		}
+		// The most recently used document offering a tool comes first.
+		cands := c.Candidates(uid, site, "search")
+		if len(cands) != 2 || cands[0].DocumentID != "d2" {
+			t.Fatalf("candidates for search: %+v", cands)
+		}
+		c.Use(uid, "b1", "d1", now.Add(time.Second))
+		if cands := c.Candidates(uid, site, "search"); cands[0].DocumentID != "d1" {
+			t.Fatalf("after using d1, first candidate is %s", cands[0].DocumentID)
+		}
+		if cands := c.Candidates(uid, site, "buy"); len(cands) != 1 || cands[0].DocumentID != "d1" {
+			t.Fatalf("candidates for buy: %+v", cands)
+		}
+		// Re-announcing a document replaces what it offered.
+		announce("d1", now.Add(2*time.Second), tool("search", true))
+		if cands := c.Candidates(uid, site, "buy"); len(cands) != 0 {
+			t.Fatalf("buy still offered after re-announce: %+v", cands)
+		}
+		// The browser goes away: the site lists its last tools, offline.
+		c.ForgetBrowser(uid, "b1")
+		s, err = c.Site(ctx, uid, site)
+		if err != nil || s.Live {
+			t.Fatalf("site after browser left: %+v %v", s, err)
+		}
+		if got := s.Names(); !reflect.DeepEqual(got, []string{"search", "track"}) || s.LastURL != site+"/d1" {
+			t.Fatalf("offline list %v, last url %q", got, s.LastURL)
+		}
+		if _, err := s.Tool("buy"); !errors.Is(err, sitetools.ErrNoSuchTool) {
+			t.Fatalf("offline tool lookup: %v", err)
+		}
+		// A new catalog (a restarted server) still knows the offline list.
+		c2, _ := sitetools.NewCatalog(db, func(context.Context, string, string) (bool, error) { return true, nil }), uid
+		s, err = c2.Site(ctx, uid, site)
+		if err != nil || len(s.Tools) != 2 {
+			t.Fatalf("after restart: %+v %v", s, err)
+		}
+	})
+}
+
+func TestCatalogForgetDocumentAndSite(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c, uid := newCatalog(t, db)
+		for _, d := range []string{"d1", "d2"} {
+			if err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: d, Origin: site, Tools: []sitetools.Descriptor{tool("search", true)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Forget(uid, "b1", "d1")
+		if got := c.OpenTabs(uid, site); got["b1"] != 1 {
+			t.Fatalf("open tabs after one document left: %v", got)
+		}
+		c.ForgetSite(uid, site)
+		if got := c.OpenTabs(uid, site); len(got) != 0 {
+			t.Fatalf("open tabs after unsharing: %v", got)
+		}
+	})
+}
