@@ -25,7 +25,9 @@ func newCatalog(t *testing.T, db *store.DB) (*sitetools.Catalog, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := func(_ context.Context, userID, origin string) (bool, error) { return userID == u.ID && origin == site, nil }
+	shared := func(_ context.Context, userID, origin string) (bool, error) {
+		return userID == u.ID && origin == site, nil
+	}
 	return sitetools.NewCatalog(db, shared), u.ID
 }
 
