@@ -1,0 +1,373 @@
+// Package approvals is the gate between a validated tool call and the
+// browser: read-only tools run, anything else runs on a standing grant or
+// waits for the person to answer Allow once, Always allow <tool> on this
+// site, or Deny.
+//
+// It owns approval requests (collapsed when identical calls are in flight,
+// expiring after a window, withdrawn when their last caller leaves), grants,
+// the per-site "ask for every tool" setting, and the source of every
+// decision. It knows nothing of HTTP or MCP: callers pass a Call, get a
+// Decision, and learn of changes through Options.Notify.
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// Source says where a decision came from.
+type Source string
+
+// The sources of a decision.
+const (
+	SourceReadOnly  Source = "read-only" // the site marks the tool read-only
+	SourceGrant     Source = "grant"     // a standing "Always allow"
+	SourceAsked     Source = "asked"     // the person answered
+	SourceExpired   Source = "expired"   // nobody answered in time
+	SourceWithdrawn Source = "withdrawn" // the call ended before an answer
+)
+
+// Answer is what the person chose.
+type Answer string
+
+// The three answers.
+const (
+	AllowOnce   Answer = "once"
+	AlwaysAllow Answer = "always"
+	Deny        Answer = "deny"
+)
+
+// Request statuses.
+const (
+	StatusPending   = "pending"
+	StatusAllowed   = "allowed"
+	StatusDenied    = "denied"
+	StatusExpired   = "expired"
+	StatusWithdrawn = "withdrawn"
+)
+
+var (
+	// ErrTaskRequired is returned for a call that needs approval but names no task.
+	ErrTaskRequired = errors.New("approvals: a task is required")
+	// ErrNoSuchTask is returned when the task is not one of the caller's workspace.
+	ErrNoSuchTask = errors.New("approvals: no such task in this workspace")
+	// ErrNotFound is returned for a request or grant that does not exist or is not the person's.
+	ErrNotFound = errors.New("approvals: not found")
+	// ErrNotPending is returned when answering a request already decided, expired or withdrawn.
+	ErrNotPending = errors.New("approvals: request is no longer pending")
+	// ErrBadAnswer is returned for an answer that is not once, always or deny.
+	ErrBadAnswer = errors.New("approvals: answer must be once, always or deny")
+)
+
+// Call is a validated tool call asking to run.
+type Call struct {
+	OwnerID     string // the person whose browser runs it
+	WorkspaceID string
+	TaskID      string
+	Site        string
+	Tool        string
+	Arguments   json.RawMessage
+	ReadOnly    bool // the site annotates the tool readOnlyHint
+}
+
+// Decision is the gate's verdict on a call.
+type Decision struct {
+	Allowed   bool
+	Source    Source
+	RequestID string
+	Answer    Answer
+	DecidedBy string
+	DecidedAt time.Time
+}
+
+// Event tells a person's screens that a request changed.
+type Event struct {
+	Type    string // approval.created, approval.decided, approval.expired, approval.withdrawn
+	Request Request
+}
+
+// Options configures a Gate.
+type Options struct {
+	DB *store.DB
+	// Window is how long a request waits for an answer (default 5 minutes).
+	Window time.Duration
+	// Notify, when set, is called after each change, outside every lock.
+	Notify func(ownerID string, e Event)
+	Logger *slog.Logger
+}
+
+// Gate decides calls. It keeps the requests being waited on in memory; the
+// database holds every request and grant.
+type Gate struct {
+	opts Options // static after New
+
+	mu sync.Mutex
+	// byKey and byID index the in-flight requests; guarded by mu.
+	byKey map[string]*waiting
+	byID  map[string]*waiting
+}
+
+// waiting is one in-flight request and the calls waiting on it.
+type waiting struct {
+	req   Request
+	key   string
+	timer *time.Timer
+	// waiters counts callers still waiting; guarded by Gate.mu.
+	waiters int
+	// settled is set once, under Gate.mu, when the request leaves the maps.
+	settled bool
+	// decision is written before done is closed and read after.
+	decision Decision
+	done     chan struct{}
+}
+
+// New returns a Gate.
+func New(o Options) *Gate {
+	if o.Window == 0 {
+		o.Window = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Gate{opts: o, byKey: map[string]*waiting{}, byID: map[string]*waiting{}}
+}
+
+// Decide returns whether call may run, waiting for the person when it must.
+// It returns ctx's error if the caller gives up first; the request is then
+// withdrawn once no other identical call waits on it.
+func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
+	if call.ReadOnly {
+		askAll, err := g.AskAll(ctx, call.OwnerID, call.Site)
+		if err != nil {
+			return Decision{}, err
+		}
+		if !askAll {
+			return Decision{Allowed: true, Source: SourceReadOnly}, nil
+		}
+	}
+	if call.TaskID == "" {
+		return Decision{}, ErrTaskRequired
+	}
+	if _, err := g.opts.DB.WorkspaceTask(ctx, call.WorkspaceID, call.TaskID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Decision{}, ErrNoSuchTask
+		}
+		return Decision{}, fmt.Errorf("decide: %w", err)
+	}
+	if gr, err := g.liveGrant(ctx, call.WorkspaceID, call.Site, call.Tool); err != nil {
+		return Decision{}, err
+	} else if gr != nil {
+		return Decision{Allowed: true, Source: SourceGrant, DecidedBy: gr.CreatedBy, DecidedAt: gr.CreatedAt}, nil
+	}
+	return g.ask(ctx, call)
+}
+
+// ask joins or opens the request for call and waits for its end.
+func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
+	w, opened, err := g.join(ctx, call)
+	if err != nil {
+		return Decision{}, err
+	}
+	if opened != nil {
+		g.notify(call.OwnerID, "approval.created", *opened)
+	}
+	select {
+	case <-w.done:
+		return w.decision, nil
+	case <-ctx.Done():
+		g.leave(w)
+		return Decision{}, ctx.Err()
+	}
+}
+
+// collapseKey identifies identical calls: same task, site, tool and
+// arguments (compared in canonical form).
+func collapseKey(call Call, argsHash string) string {
+	return call.OwnerID + "\x00" + call.TaskID + "\x00" + call.Site + "\x00" + call.Tool + "\x00" + argsHash
+}
+
+// join adds the caller to the in-flight request for call, opening one if
+// none exists; it returns the new request's copy when it opened one.
+func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) {
+	canon, pretty, err := canonical(call.Arguments)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum := sha256.Sum256(canon)
+	hash := hex.EncodeToString(sum[:])
+	key := collapseKey(call, hash)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w := g.byKey[key]; w != nil {
+		w.waiters++
+		return w, nil, nil
+	}
+	now := store.Now()
+	req := Request{
+		ID: store.NewID(), UserID: call.OwnerID, WorkspaceID: call.WorkspaceID, TaskID: call.TaskID,
+		Site: call.Site, Tool: call.Tool, Arguments: pretty, ArgsHash: hash, Status: StatusPending,
+		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window),
+	}
+	// Inserted under the lock so two identical calls never open two requests.
+	if err := g.opts.DB.WithContext(context.WithoutCancel(ctx)).Create(&req).Error; err != nil {
+		return nil, nil, fmt.Errorf("open approval request: %w", err)
+	}
+	w := &waiting{req: req, key: key, waiters: 1, done: make(chan struct{})}
+	w.timer = time.AfterFunc(g.opts.Window, func() { g.expire(w) })
+	g.byKey[key], g.byID[req.ID] = w, w
+	return w, &req, nil
+}
+
+// leave drops one waiter; the last one to leave withdraws the request.
+func (g *Gate) leave(w *waiting) {
+	g.mu.Lock()
+	w.waiters--
+	last := w.waiters == 0
+	g.mu.Unlock()
+	if last {
+		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn}, "approval.withdrawn")
+	}
+}
+
+func (g *Gate) expire(w *waiting) {
+	g.settle(w, StatusExpired, Decision{Source: SourceExpired}, "approval.expired")
+}
+
+// settle ends a request once: it leaves the maps, its row takes status, every
+// waiter gets d, and the person's screens are told. It returns the request as
+// it ended, and false if it had already ended.
+func (g *Gate) settle(w *waiting, status string, d Decision, event string) (Request, bool) {
+	g.mu.Lock()
+	if w.settled {
+		g.mu.Unlock()
+		return Request{}, false
+	}
+	w.settled = true
+	delete(g.byKey, w.key)
+	delete(g.byID, w.req.ID)
+	w.timer.Stop()
+	r := w.req
+	g.mu.Unlock()
+
+	d.RequestID = r.ID
+	if d.DecidedAt.IsZero() {
+		d.DecidedAt = store.Now()
+	}
+	set := map[string]any{"status": status, "answer": string(d.Answer), "decided_by": d.DecidedBy, "decided_at": d.DecidedAt}
+	err := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", r.ID, StatusPending).Updates(set).Error
+	if err != nil {
+		g.opts.Logger.Error("settle approval request", "request", r.ID, "status", status, "err", err)
+	}
+	r.Status, r.Answer, r.DecidedBy, r.DecidedAt = status, d.Answer, d.DecidedBy, &d.DecidedAt
+	w.decision = d
+	close(w.done)
+	g.notify(r.UserID, event, r)
+	return r, true
+}
+
+func (g *Gate) notify(ownerID, typ string, r Request) {
+	if g.opts.Notify != nil {
+		g.opts.Notify(ownerID, Event{Type: typ, Request: r})
+	}
+}
+
+// Answer records the person's answer to a request of theirs and releases
+// every call waiting on it. AlwaysAllow also creates the grant.
+func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) (Request, error) {
+	if a != AllowOnce && a != AlwaysAllow && a != Deny {
+		return Request{}, ErrBadAnswer
+	}
+	g.mu.Lock()
+	w := g.byID[requestID]
+	var req Request
+	if w != nil {
+		req = w.req
+	}
+	g.mu.Unlock()
+	if w == nil || req.UserID != ownerID {
+		return Request{}, g.whyNotPending(ctx, ownerID, requestID)
+	}
+	if a == AlwaysAllow {
+		if err := g.grant(ctx, req, ownerID); err != nil {
+			return Request{}, err
+		}
+	}
+	d := Decision{Allowed: a != Deny, Source: SourceAsked, Answer: a, DecidedBy: ownerID}
+	status := StatusAllowed
+	if a == Deny {
+		status = StatusDenied
+	}
+	ended, ok := g.settle(w, status, d, "approval.decided")
+	if !ok {
+		return Request{}, ErrNotPending
+	}
+	return ended, nil
+}
+
+// whyNotPending tells a missing request from one that already ended.
+func (g *Gate) whyNotPending(ctx context.Context, ownerID, requestID string) error {
+	var r Request
+	err := g.opts.DB.WithContext(ctx).Where("id = ? AND user_id = ?", requestID, ownerID).Take(&r).Error
+	if err != nil {
+		return ErrNotFound
+	}
+	return ErrNotPending
+}
+
+// WithdrawStale withdraws requests left pending by an earlier run of the
+// server: no call waits on them any more.
+func (g *Gate) WithdrawStale(ctx context.Context) (int64, error) {
+	res := g.opts.DB.WithContext(ctx).Model(&Request{}).Where("status = ?", StatusPending).
+		Updates(map[string]any{"status": StatusWithdrawn, "decided_at": store.Now()})
+	if res.Error != nil {
+		return 0, fmt.Errorf("withdraw stale requests: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// Close withdraws every in-flight request (the server is shutting down); the
+// calls waiting on them get a withdrawn decision.
+func (g *Gate) Close() {
+	g.mu.Lock()
+	all := make([]*waiting, 0, len(g.byID))
+	for _, w := range g.byID {
+		all = append(all, w)
+	}
+	g.mu.Unlock()
+	for _, w := range all {
+		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn}, "approval.withdrawn")
+	}
+}
+
+// canonical returns the arguments in canonical form (keys sorted, numbers
+// kept exactly) for comparing, and pretty-printed for the person to read.
+func canonical(args json.RawMessage) (canon []byte, pretty string, err error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, "", fmt.Errorf("arguments: %w", err)
+	}
+	canon, err = json.Marshal(v)
+	if err != nil {
+		return nil, "", fmt.Errorf("arguments: %w", err)
+	}
+	p, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, "", fmt.Errorf("arguments: %w", err)
+	}
+	return canon, string(p), nil
+}

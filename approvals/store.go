@@ -1,0 +1,142 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// Request is a question put to the person, as stored and as shown.
+type Request struct {
+	ID          string     `json:"id"`
+	UserID      string     `json:"-"`
+	WorkspaceID string     `json:"workspaceId"`
+	TaskID      string     `json:"taskId"`
+	Site        string     `json:"site"`
+	Tool        string     `json:"tool"`
+	Arguments   string     `json:"arguments"` // pretty-printed JSON
+	ArgsHash    string     `json:"-"`
+	Status      string     `json:"status"`
+	Answer      Answer     `json:"answer,omitempty"`
+	DecidedBy   string     `json:"decidedBy,omitempty"`
+	DecidedAt   *time.Time `json:"decidedAt,omitempty"`
+	Waiters     int        `json:"-"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ExpiresAt   time.Time  `json:"expiresAt"`
+}
+
+// TableName is approval_requests.
+func (Request) TableName() string { return "approval_requests" }
+
+// Grant is a standing "Always allow <tool> on <site>" for one workspace.
+type Grant struct {
+	ID          string     `json:"id"`
+	UserID      string     `json:"-"`
+	WorkspaceID string     `json:"workspaceId"`
+	Site        string     `json:"site"`
+	Tool        string     `json:"tool"`
+	CreatedBy   string     `json:"createdBy"`
+	RequestID   string     `json:"requestId"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	RevokedAt   *time.Time `json:"revokedAt,omitempty"`
+}
+
+type siteSetting struct {
+	UserID    string `gorm:"primaryKey"`
+	Origin    string `gorm:"primaryKey"`
+	AskAll    bool
+	UpdatedAt time.Time
+}
+
+func (siteSetting) TableName() string { return "site_settings" }
+
+// Pending lists a person's requests still waiting, oldest first; taskID
+// narrows them to one task when not empty.
+func (g *Gate) Pending(ctx context.Context, ownerID, taskID string) ([]Request, error) {
+	q := g.opts.DB.WithContext(ctx).Where("user_id = ? AND status = ?", ownerID, StatusPending)
+	if taskID != "" {
+		q = q.Where("task_id = ?", taskID)
+	}
+	out := []Request{}
+	err := q.Order("id").Find(&out).Error
+	return out, err
+}
+
+// TaskRequests lists every request of one task of the person's, oldest first.
+func (g *Gate) TaskRequests(ctx context.Context, ownerID, taskID string) ([]Request, error) {
+	out := []Request{}
+	err := g.opts.DB.WithContext(ctx).Where("user_id = ? AND task_id = ?", ownerID, taskID).Order("id").Find(&out).Error
+	return out, err
+}
+
+// Grants lists a person's live grants.
+func (g *Gate) Grants(ctx context.Context, ownerID string) ([]Grant, error) {
+	out := []Grant{}
+	err := g.opts.DB.WithContext(ctx).Where("user_id = ? AND revoked_at IS NULL", ownerID).Order("id").Find(&out).Error
+	return out, err
+}
+
+// RevokeGrant ends a grant of the person's; the next such call asks again.
+func (g *Gate) RevokeGrant(ctx context.Context, ownerID, grantID string) error {
+	res := g.opts.DB.WithContext(ctx).Model(&Grant{}).
+		Where("id = ? AND user_id = ? AND revoked_at IS NULL", grantID, ownerID).Update("revoked_at", store.Now())
+	if res.Error != nil {
+		return fmt.Errorf("revoke grant: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func (g *Gate) grant(ctx context.Context, r Request, by string) error {
+	gr := &Grant{ID: store.NewID(), UserID: r.UserID, WorkspaceID: r.WorkspaceID, Site: r.Site, Tool: r.Tool,
+		CreatedBy: by, RequestID: r.ID, CreatedAt: store.Now()}
+	err := g.opts.DB.WithContext(ctx).Create(gr).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return nil // already always allowed
+	}
+	if err != nil {
+		return fmt.Errorf("create grant: %w", err)
+	}
+	return nil
+}
+
+func (g *Gate) liveGrant(ctx context.Context, workspaceID, site, tool string) (*Grant, error) {
+	var gr Grant
+	err := g.opts.DB.WithContext(ctx).Where("workspace_id = ? AND site = ? AND tool = ? AND revoked_at IS NULL", workspaceID, site, tool).
+		Limit(1).Find(&gr).Error
+	if err != nil {
+		return nil, fmt.Errorf("find grant: %w", err)
+	}
+	if gr.ID == "" {
+		return nil, nil
+	}
+	return &gr, nil
+}
+
+// AskAll reports whether the person wants every tool of a site asked about.
+func (g *Gate) AskAll(ctx context.Context, ownerID, origin string) (bool, error) {
+	var s siteSetting
+	err := g.opts.DB.WithContext(ctx).Where("user_id = ? AND origin = ?", ownerID, origin).Limit(1).Find(&s).Error
+	if err != nil {
+		return false, fmt.Errorf("read site setting: %w", err)
+	}
+	return s.AskAll, nil
+}
+
+// SetAskAll sets the per-site "ask for every tool" setting.
+func (g *Gate) SetAskAll(ctx context.Context, ownerID, origin string, on bool) error {
+	s := siteSetting{UserID: ownerID, Origin: origin, AskAll: on, UpdatedAt: store.Now()}
+	err := g.opts.DB.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&s).Error
+	if err != nil {
+		return fmt.Errorf("save site setting: %w", err)
+	}
+	return nil
+}
