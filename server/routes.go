@@ -23,6 +23,7 @@ func (s *Server) routes() {
 	s.mountAccounts(web)
 	s.mountWorkspaces(web.with(s.person))
 	s.mountAudit(web.with(s.person))
+	s.mountApprovals(web.with(s.person))
 
 	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)

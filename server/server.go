@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -51,6 +52,8 @@ type Options struct {
 	// MCPSessionTimeout ends MCP sessions idle this long (default 1 hour);
 	// a client then opens a new session.
 	MCPSessionTimeout time.Duration
+	// ApprovalWindow is how long a request waits for the person (default 5 minutes).
+	ApprovalWindow time.Duration
 	// Now is the clock for tokens; time.Now when nil.
 	Now func() time.Time
 }
@@ -60,6 +63,7 @@ type Server struct {
 	opts    Options    // static after New
 	app     *fiber.App // static after New
 	tickets *tickets.Issuer
+	gate    *approvals.Gate
 	public  *url.URL // parsed PublicURL, static
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
@@ -87,6 +91,12 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
 	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil)}
+	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger})
+	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	} else if n > 0 {
+		opts.Logger.Info("withdrew approval requests left by an earlier run", "count", n)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.app = fiber.New(fiber.Config{
 		AppName: "tabbridge",
@@ -157,6 +167,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		s.cancel()
+		s.gate.Close()
 		err = s.app.ShutdownWithContext(ctx)
 		s.wg.Wait()
 	})

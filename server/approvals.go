@@ -1,0 +1,90 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/approvals"
+)
+
+func (s *Server) mountApprovals(me guard) {
+	me.Get("/approvals", s.getApprovals)
+	me.Post("/approvals/:id/answer", s.postAnswer)
+	me.Get("/grants", s.getGrants)
+	me.Delete("/grants/:id", s.deleteGrant)
+	me.Get("/tasks/:id/approvals", s.getTaskApprovals)
+}
+
+// getApprovals lists the person's pending requests, oldest first; ?task=
+// narrows them to one task.
+func (s *Server) getApprovals(c *fiber.Ctx) error {
+	reqs, err := s.gate.Pending(c.Context(), userID(c), c.Query("task"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"approvals": reqs})
+}
+
+// getTaskApprovals lists every request of one of the person's tasks, in time order.
+func (s *Server) getTaskApprovals(c *fiber.Ctx) error {
+	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "task")
+	}
+	reqs, err := s.gate.TaskRequests(c.Context(), userID(c), t.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"approvals": reqs})
+}
+
+func (s *Server) postAnswer(c *fiber.Ctx) error {
+	var in struct {
+		Answer string `json:"answer"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	r, err := s.gate.Answer(c.Context(), userID(c), c.Params("id"), approvals.Answer(in.Answer))
+	if err != nil {
+		return approvalError(err)
+	}
+	return c.JSON(fiber.Map{"approval": r})
+}
+
+func approvalError(err error) error {
+	switch {
+	case errors.Is(err, approvals.ErrBadAnswer):
+		return badRequest("invalid_field", "Field \"answer\" must be \"once\", \"always\" or \"deny\".")
+	case errors.Is(err, approvals.ErrNotFound):
+		return notFound("approval request")
+	case errors.Is(err, approvals.ErrNotPending):
+		return errorf(http.StatusConflict, "not_pending", "This request was already answered, expired, or withdrawn by its caller; nothing waits on it now.")
+	}
+	return err
+}
+
+func (s *Server) getGrants(c *fiber.Ctx) error {
+	gs, err := s.gate.Grants(c.Context(), userID(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"grants": gs})
+}
+
+func (s *Server) deleteGrant(c *fiber.Ctx) error {
+	if err := s.gate.RevokeGrant(c.Context(), userID(c), c.Params("id")); err != nil {
+		if errors.Is(err, approvals.ErrNotFound) {
+			return notFound("grant")
+		}
+		return err
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// onApproval tells the person's screens that a request changed.
+func (s *Server) onApproval(ownerID string, e approvals.Event) {
+	s.opts.Logger.Debug("approval event", "type", e.Type, "request", e.Request.ID)
+}
