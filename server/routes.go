@@ -23,6 +23,9 @@ func (s *Server) routes() {
 	s.mountAccounts(web)
 	s.mountWorkspaces(web.with(s.person))
 
+	web.Get("/events", s.sessionOrError, s.getEvents)
+	s.mountPages()
+
 	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)
 }

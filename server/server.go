@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tabbridge/tabbridge/live"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -57,7 +58,9 @@ type Server struct {
 	opts    Options    // static after New
 	app     *fiber.App // static after New
 	tickets *tickets.Issuer
-	public  *url.URL // parsed PublicURL, static
+	public  *url.URL  // parsed PublicURL, static
+	live    *live.Hub // per-person events for the web app's streams; static
+	pages   *pages    // parsed web app templates; static
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
@@ -83,7 +86,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
-	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil)}
+	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil), live: live.New(live.DefaultBuffer)}
+	if s.pages, err = loadPages(); err != nil {
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.app = fiber.New(fiber.Config{
 		AppName: "tabbridge",
@@ -137,6 +143,9 @@ func fillDefaults(o *Options) error {
 	}
 	return nil
 }
+
+// Live returns the hub that carries each person's events to their open pages.
+func (s *Server) Live() *live.Hub { return s.live }
 
 // App returns the Fiber app, for tests that drive it in memory.
 func (s *Server) App() *fiber.App { return s.app }
