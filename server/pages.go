@@ -100,12 +100,14 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 	return c.Send(buf.Bytes())
 }
 
-// pageHeaders keeps pages out of caches (they can show secrets once), out of
-// other sites' frames (clickjacking the Allow button), and stops them leaking
-// invitation links through Referer.
+// pageHeaders keeps pages out of caches (they can show secrets once) and out
+// of other sites' frames (clickjacking the Allow button), and sends Referer
+// only back to this server, so an invitation link never leaks to another site.
+// ("no-referrer" would make Chrome send "Origin: null" on form posts, which
+// the CSRF check rightly refuses.)
 func (s *Server) pageHeaders(c *fiber.Ctx) {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set(fiber.HeaderReferrerPolicy, "no-referrer")
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors "+s.frameAncestors())
