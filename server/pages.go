@@ -162,7 +162,7 @@ func (v view) In(t time.Time) string {
 	case d < 48*time.Hour:
 		return "in " + plural(int(d/time.Hour), "hour")
 	}
-	return "in " + plural(int(d/(24*time.Hour)), "day")
+	return "in " + plural(int((d+12*time.Hour)/(24*time.Hour)), "day")
 }
 
 // Stamp is the exact UTC time, for <time datetime> and tooltips.

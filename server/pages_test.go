@@ -212,7 +212,7 @@ func TestEveryPageRendersForTheOwner(t *testing.T) {
 		b.get("/workspaces/"+id.workspace).want(t, 200, "laptop", "never used", "Ship it", "Not started", "Create token", "Revoke")
 		b.get("/workspaces/"+id.workspace+"/delete").want(t, 200, "Delete “Alice&#39;s”?", "cannot be undone")
 		b.get("/tasks/"+id.task).want(t, 200, "Ship it", "Opened by", "you", `<option value="ongoing">`)
-		b.get("/settings").want(t, 200, "alice@example.com", "Owner", "for Sam", "expires in 6 days")
+		b.get("/settings").want(t, 200, "alice@example.com", "Owner", "for Sam", "expires in 7 days")
 		b.get("/static/app.css").want(t, 200, "prefers-color-scheme: dark")
 		b.get("/nope").want(t, 404)
 	})
