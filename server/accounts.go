@@ -30,11 +30,16 @@ func (s *Server) mountAccounts(api guard) {
 	api.Delete("/invitations/:id", s.person, s.deleteInvitation)
 }
 
-// authLimiter limits guessing passwords per client address.
+// authLimiter limits guessing passwords per client address: one budget for
+// every sign-in, sign-up and setup route, JSON or page.
 func (s *Server) authLimiter() fiber.Handler {
-	return limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
+	if s.authLimit != nil {
+		return s.authLimit
+	}
+	s.authLimit = limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
 		return errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again.")
 	}})
+	return s.authLimit
 }
 
 func (s *Server) getCSRF(c *fiber.Ctx) error {

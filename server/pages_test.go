@@ -478,3 +478,17 @@ func text(n *html.Node) string {
 	})
 	return b.String()
 }
+
+// TestSigninPagesShareTheAPIAttemptBudget: guessing through the pages and the
+// API draws on one budget per address.
+func TestSigninPagesShareTheAPIAttemptBudget(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.AuthAttemptsPerMinute = 4 })
+	env.Person(t, "alice@example.com") // one attempt (setup)
+	c := env.NewClient(t)
+	b := newBrowser(t, env, c)
+	wrong := map[string]string{"email": "alice@example.com", "password": "wrong password"}
+	c.MustJSON("POST", "/api/auth/signin", wrong, 401, nil)
+	c.MustJSON("POST", "/api/auth/signin", wrong, 401, nil)
+	b.post("/signin", url.Values{"email": {"alice@example.com"}, "password": {"wrong password"}}).want(t, 401)
+	b.post("/signin", url.Values{"email": {"alice@example.com"}, "password": {"wrong password"}}).want(t, 429, "Too many attempts")
+}

@@ -61,6 +61,9 @@ type Server struct {
 	public  *url.URL  // parsed PublicURL, static
 	live    *live.Hub // per-person events for the web app's streams; static
 	pages   *pages    // parsed web app templates; static
+	// authLimit is the one per-address budget of sign-in attempts, shared by
+	// the API and the pages; set while routes are mounted, then static.
+	authLimit fiber.Handler
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
