@@ -15,10 +15,7 @@ import (
 )
 
 func (s *Server) mountAccounts(api guard) {
-	// Guessing passwords is limited per client address.
-	slow := limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
-		return errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again.")
-	}})
+	slow := s.authLimiter()
 	api.Get("/auth/csrf", s.getCSRF)
 	api.Get("/setup", s.getSetup)
 	api.Post("/setup", slow, s.postSetup)
@@ -31,6 +28,18 @@ func (s *Server) mountAccounts(api guard) {
 	api.Get("/invitations", s.person, s.getInvitations)
 	api.Post("/invitations", s.person, s.postInvitation)
 	api.Delete("/invitations/:id", s.person, s.deleteInvitation)
+}
+
+// authLimiter limits guessing passwords per client address: one budget for
+// every sign-in, sign-up and setup route, JSON or page.
+func (s *Server) authLimiter() fiber.Handler {
+	if s.authLimit != nil {
+		return s.authLimit
+	}
+	s.authLimit = limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
+		return errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again.")
+	}})
+	return s.authLimit
 }
 
 func (s *Server) getCSRF(c *fiber.Ctx) error {
@@ -81,38 +90,58 @@ func (s *Server) postSetup(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
-		return err
-	}
-	u, err := s.opts.DB.CreateOwner(c.Context(), in.Email, in.Name, hashPassword(in.Password))
-	if errors.Is(err, store.ErrOwnerExists) {
-		return errorf(http.StatusConflict, "owner_exists", "This server already has its owner; sign in, or ask the owner for an invitation.")
-	}
+	u, err := s.createOwner(c.Context(), in)
 	if err != nil {
 		return err
 	}
 	return s.signedIn(c, u, http.StatusCreated)
 }
 
+// createOwner validates and creates the first-run owner account; the JSON
+// API and the setup page share it.
+func (s *Server) createOwner(ctx context.Context, in newAccount) (*store.User, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	u, err := s.opts.DB.CreateOwner(ctx, in.Email, in.Name, hashPassword(in.Password))
+	if errors.Is(err, store.ErrOwnerExists) {
+		return nil, errorf(http.StatusConflict, "owner_exists", "This server already has its owner; sign in, or ask the owner for an invitation.")
+	}
+	return u, err
+}
+
 func (s *Server) postSignup(c *fiber.Ctx) error {
 	if !s.opts.OpenSignup {
-		return errorf(http.StatusForbidden, "signup_closed", "Sign-up is by invitation on this server; ask its owner for an invitation link.")
+		return errSignupClosed()
 	}
 	var in newAccount
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
-		return err
-	}
-	u, err := s.opts.DB.CreateUser(c.Context(), in.Email, in.Name, hashPassword(in.Password))
-	if errors.Is(err, store.ErrConflict) {
-		return errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
-	}
+	u, err := s.createOpenAccount(c.Context(), in)
 	if err != nil {
 		return err
 	}
 	return s.signedIn(c, u, http.StatusCreated)
+}
+
+func errSignupClosed() error {
+	return errorf(http.StatusForbidden, "signup_closed", "Sign-up is by invitation on this server; ask its owner for an invitation link.")
+}
+
+// createOpenAccount validates and creates an account by open sign-up.
+func (s *Server) createOpenAccount(ctx context.Context, in newAccount) (*store.User, error) {
+	if !s.opts.OpenSignup {
+		return nil, errSignupClosed()
+	}
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	u, err := s.opts.DB.CreateUser(ctx, in.Email, in.Name, hashPassword(in.Password))
+	if errors.Is(err, store.ErrConflict) {
+		return nil, errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
+	}
+	return u, err
 }
 
 func (s *Server) signedIn(c *fiber.Ctx, u *store.User, status int) error {
@@ -130,21 +159,31 @@ func (s *Server) postSignin(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	u, err := s.opts.DB.UserByEmail(c.Context(), in.Email)
+	u, err := s.checkCredentials(c.Context(), in.Email, in.Password)
+	if err != nil {
+		return err
+	}
+	return s.signedIn(c, u, http.StatusOK)
+}
+
+// checkCredentials finds the account an email and password belong to. An
+// unknown address still runs the hash, so timing does not reveal accounts.
+func (s *Server) checkCredentials(ctx context.Context, email, password string) (*store.User, error) {
+	u, err := s.opts.DB.UserByEmail(ctx, email)
 	hash := dummyHash
 	if err == nil {
 		hash = u.PasswordHash
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
+		return nil, err
 	}
-	ok, herr := checkPassword(hash, in.Password)
+	ok, herr := checkPassword(hash, password)
 	if herr != nil {
-		return herr
+		return nil, herr
 	}
 	if err != nil || !ok {
-		return errorf(http.StatusUnauthorized, "bad_credentials", "That email and password do not match an account.")
+		return nil, errorf(http.StatusUnauthorized, "bad_credentials", "That email and password do not match an account.")
 	}
-	return s.signedIn(c, u, http.StatusOK)
+	return u, nil
 }
 
 // postRefresh rotates the refresh cookie and issues a new access token. A
@@ -222,6 +261,14 @@ func (s *Server) refreshSession(c *fiber.Ctx) (uid, family string, err error) {
 // postSignout ends the sign-in: its refresh family is revoked, so the access
 // token stops working at once too.
 func (s *Server) postSignout(c *fiber.Ctx) error {
+	if err := s.endSession(c); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"signedOut": true})
+}
+
+// endSession revokes the request's sign-in and clears its cookies.
+func (s *Server) endSession(c *fiber.Ctx) error {
 	if tok := c.Cookies(cookieAccess); tok != "" {
 		if claims, err := s.parseAccess(tok); err == nil || errors.Is(err, errAccessExpired) {
 			if claims != nil {
@@ -237,7 +284,7 @@ func (s *Server) postSignout(c *fiber.Ctx) error {
 		}
 	}
 	s.clearSession(c)
-	return c.JSON(fiber.Map{"signedOut": true})
+	return nil
 }
 
 func (s *Server) getMe(c *fiber.Ctx) error {
@@ -272,17 +319,25 @@ func (s *Server) postInvitation(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if utf8.RuneCountInString(in.Note) > maxNameLen {
-		return badRequest("invalid_field", "Field \"note\" is longer than %d characters.", maxNameLen)
-	}
-	inv, token, err := s.opts.DB.CreateInvitation(c.Context(), u.ID, strings.TrimSpace(in.Note), s.opts.InvitationTTL)
+	inv, token, err := s.createInvitation(c.Context(), u.ID, in.Note)
 	if err != nil {
 		return err
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
-		"invitation": inv, "token": token, "url": s.opts.PublicURL + "/invite/" + token,
+		"invitation": inv, "token": token, "url": s.invitationURL(token),
 	})
 }
+
+// createInvitation checks the note and stores a new invitation by ownerID.
+func (s *Server) createInvitation(ctx context.Context, ownerID, note string) (*store.Invitation, string, error) {
+	if utf8.RuneCountInString(note) > maxNameLen {
+		return nil, "", badRequest("invalid_field", "Field \"note\" is longer than %d characters.", maxNameLen)
+	}
+	return s.opts.DB.CreateInvitation(ctx, ownerID, strings.TrimSpace(note), s.opts.InvitationTTL)
+}
+
+// invitationURL is the link an invited person opens: the accept-invitation page.
+func (s *Server) invitationURL(token string) string { return s.opts.PublicURL + "/invite/" + token }
 
 func (s *Server) getInvitations(c *fiber.Ctx) error {
 	u, err := s.requireOwner(c)
@@ -312,17 +367,25 @@ func (s *Server) postAcceptInvitation(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
-		return err
-	}
-	u, err := s.opts.DB.AcceptInvitation(c.Context(), in.Token, in.Email, in.Name, hashPassword(in.Password))
-	switch {
-	case errors.Is(err, store.ErrInvalidToken):
-		return errorf(http.StatusBadRequest, "invitation_invalid", "This invitation link is unknown, used or expired; ask the owner for a new one.")
-	case errors.Is(err, store.ErrConflict):
-		return errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
-	case err != nil:
+	u, err := s.acceptInvitation(c.Context(), in)
+	if err != nil {
 		return err
 	}
 	return s.signedIn(c, u, http.StatusCreated)
+}
+
+// acceptInvitation validates a new account and creates it by spending the
+// invitation in.Token.
+func (s *Server) acceptInvitation(ctx context.Context, in newAccount) (*store.User, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	u, err := s.opts.DB.AcceptInvitation(ctx, in.Token, in.Email, in.Name, hashPassword(in.Password))
+	switch {
+	case errors.Is(err, store.ErrInvalidToken):
+		return nil, errorf(http.StatusBadRequest, "invitation_invalid", "This invitation link is unknown, used or expired; ask the owner for a new one.")
+	case errors.Is(err, store.ErrConflict):
+		return nil, errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
+	}
+	return u, err
 }

@@ -25,6 +25,9 @@ func (s *Server) routes() {
 	s.mountAudit(web.with(s.person))
 	s.mountApprovals(web.with(s.person))
 
+	web.Get("/events", s.sessionOrError, s.getEvents)
+	s.mountPages()
+
 	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)
 	s.mountMCP()

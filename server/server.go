@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/live"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -64,7 +65,12 @@ type Server struct {
 	app     *fiber.App // static after New
 	tickets *tickets.Issuer
 	gate    *approvals.Gate
-	public  *url.URL // parsed PublicURL, static
+	public  *url.URL  // parsed PublicURL, static
+	live    *live.Hub // per-person events for the web app's streams; static
+	pages   *pages    // parsed web app templates; static
+	// authLimit is the one per-address budget of sign-in attempts, shared by
+	// the API and the pages; set while routes are mounted, then static.
+	authLimit fiber.Handler
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
@@ -90,7 +96,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
-	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil)}
+	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil), live: live.New(live.DefaultBuffer)}
+	if s.pages, err = loadPages(); err != nil {
+		return nil, err
+	}
 	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger})
 	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -153,6 +162,9 @@ func fillDefaults(o *Options) error {
 	}
 	return nil
 }
+
+// Live returns the hub that carries each person's events to their open pages.
+func (s *Server) Live() *live.Hub { return s.live }
 
 // App returns the Fiber app, for tests that drive it in memory.
 func (s *Server) App() *fiber.App { return s.app }

@@ -48,6 +48,7 @@ func (s *Server) postWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"workspace": w})
 }
 
@@ -72,6 +73,7 @@ func (s *Server) patchWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "workspace")
 	}
+	s.publish(userID(c), evWorkspaceUpdated, fiber.Map{"workspace": w})
 	return c.JSON(fiber.Map{"workspace": w})
 }
 
@@ -79,6 +81,7 @@ func (s *Server) deleteWorkspace(c *fiber.Ctx) error {
 	if err := s.opts.DB.DeleteWorkspace(c.Context(), userID(c), c.Params("id")); err != nil {
 		return storeError(err, "workspace")
 	}
+	s.publish(userID(c), evWorkspaceDeleted, fiber.Map{"workspace": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -104,6 +107,7 @@ func (s *Server) postAgentToken(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "workspace")
 	}
+	s.publish(userID(c), evTokenCreated, fiber.Map{"token": tok})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
 		"token": tok, "secret": plain,
 		"mcpCommand": s.mcpCommand(name, plain),
@@ -120,6 +124,7 @@ func (s *Server) deleteAgentToken(c *fiber.Ctx) error {
 	if err := s.opts.DB.RevokeAgentToken(c.Context(), userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
 		return storeError(err, "agent token")
 	}
+	s.publish(userID(c), evTokenRevoked, fiber.Map{"token": fiber.Map{"id": c.Params("tokenId"), "workspaceId": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -171,6 +176,7 @@ func (s *Server) postTask(c *fiber.Ctx) error {
 			return err
 		}
 	}
+	s.publish(userID(c), evTaskCreated, fiber.Map{"task": t})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"task": t})
 }
 
@@ -201,6 +207,7 @@ func (s *Server) patchTask(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "task")
 	}
+	s.publish(userID(c), evTaskUpdated, fiber.Map{"task": t})
 	return c.JSON(fiber.Map{"task": t})
 }
 

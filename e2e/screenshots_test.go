@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+var writeScreenshots = flag.Bool("screenshots", false, "write every page's screenshots to docs/screenshots/ (also TABBRIDGE_SCREENSHOTS=1)")
+
+// screenshotDir is where the screenshots go, from this package's directory.
+const screenshotDir = "../docs/screenshots"
+
+// variant is one way a page is looked at: the popup in light and dark, and a
+// full-size window.
+type variant struct {
+	w, h   int64
+	scheme string
+}
+
+var variants = []variant{{440, 600, "light"}, {440, 600, "dark"}, {1280, 800, "light"}}
+
+func (v variant) suffix() string { return fmt.Sprintf("%d-%s", v.w, v.scheme) }
+
+// shot is one page to capture: how to get there, and what shows it arrived.
+type shot struct {
+	name, caption string
+	steps         func() []chromedp.Action[chromedp.Void]
+}
+
+func visit(url, ready string) func() []chromedp.Action[chromedp.Void] {
+	return func() []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(ready))}
+	}
+}
+
+// TestScreenshots renders every page at 440×600 (light and dark) and
+// 1280×800 in real Chromium and checks none scrolls sideways in the popup.
+// With -screenshots (or TABBRIDGE_SCREENSHOTS=1) it writes them as PNGs to
+// docs/screenshots/, with an index.
+func TestScreenshots(t *testing.T) {
+	write := *writeScreenshots || os.Getenv("TABBRIDGE_SCREENSHOTS") == "1"
+	env := servertest.Start(t, storetest.SQLite, nil)
+	ctx := startBrowser(t)
+	var taken []shot
+	capture := func(s shot) {
+		t.Helper()
+		for _, v := range variants {
+			run(t, ctx, s.name+" "+v.suffix(), append([]chromedp.Action[chromedp.Void]{viewport(v.w, v.h, v.scheme)}, s.steps()...)...)
+			if v.w == 440 {
+				noHorizontalScroll(t, ctx, s.name, 440)
+			}
+			png := get(t, ctx, "capture "+s.name, chromedp.FullScreenshot(100))
+			if write {
+				if err := os.WriteFile(filepath.Join(screenshotDir, s.name+"-"+v.suffix()+".png"), png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		taken = append(taken, s)
+	}
+
+	capture(shot{"setup", "First run: the owner account", visit(env.URL+"/", `form[action="/setup"]`)})
+	owner := env.NewClient(t)
+	owner.MustJSON("POST", "/api/setup", map[string]string{"email": "alice@example.com", "name": "Alice Moreau", "password": "correct horse"}, 201, nil)
+	var inv struct {
+		URL string `json:"url"`
+	}
+	owner.MustJSON("POST", "/api/invitations", map[string]string{"note": "for Sam"}, 201, &inv)
+	capture(shot{"signin", "Sign in", visit(env.URL+"/signin", `form[action="/signin"]`)})
+	capture(shot{"invite", "Accepting an invitation", visit(inv.URL, `form[action^="/invite/"]`)})
+
+	run(t, ctx, "sign in",
+		chromedp.Navigate(env.URL+"/signin"),
+		chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
+		chromedp.SendKeys(chromedp.ID("password"), "correct horse"),
+		chromedp.Submit(chromedp.ID("password")),
+		chromedp.WaitVisible(chromedp.ID("ws-name")),
+	)
+	capture(shot{"workspaces-empty", "Workspaces, before the first", visit(env.URL+"/workspaces", `#ws-list .empty`)})
+
+	ws := owner.Workspace("Docs site")
+	owner.Workspace("Billing dashboard")
+	secret := owner.AgentToken(ws, "laptop")
+	owner.AgentToken(ws, "build box")
+	env.Agent(t, secret).MustJSON("GET", "/api/agent/workspace", nil, 200, nil)
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	for i, tk := range []struct{ title, status string }{
+		{"Fix broken links in the API guide", "completed"},
+		{"Publish the release notes for 2.4", "blocked"},
+		{"Update the pricing page copy", "ongoing"},
+	} {
+		owner.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": tk.title, "status": tk.status}, 201, &task)
+		_ = i
+	}
+	capture(shot{"workspaces", "Workspaces", visit(env.URL+"/workspaces", `#ws-list .list`)})
+	capture(shot{"workspace", "A workspace: its agent tokens and tasks", visit(env.URL+"/workspaces/"+ws, `#tasks .list`)})
+	capture(shot{"workspace-token-created", "A new agent token, shown once with its Claude Code command", func() []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{
+			chromedp.Navigate(env.URL + "/workspaces/" + ws),
+			chromedp.SendKeys(chromedp.ID("token-name"), "cloud vm"),
+			chromedp.Submit(chromedp.ID("token-name")),
+			chromedp.WaitVisible(chromedp.ID("mcp-command")),
+		}
+	}})
+	capture(shot{"workspace-delete", "Deleting a workspace asks first", visit(env.URL+"/workspaces/"+ws+"/delete", `.btn-danger-solid`)})
+	capture(shot{"task", "A task", visit(env.URL+"/tasks/"+task.Task.ID, `#task-status`)})
+	capture(shot{"settings", "Settings and invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})
+	capture(shot{"settings-invitation-created", "A new invitation link, shown once", func() []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{
+			chromedp.Navigate(env.URL + "/settings"),
+			chromedp.SendKeys(chromedp.ID("inv-note"), "for Priya"),
+			chromedp.Submit(chromedp.ID("inv-note")),
+			chromedp.WaitVisible(chromedp.ID("invite-url")),
+		}
+	}})
+	capture(shot{"not-found", "Someone else's (or no) workspace", visit(env.URL+"/workspaces/nope", `main .card`)})
+
+	if write {
+		writeIndex(t, taken)
+	}
+}
+
+// writeIndex lists the screenshots in docs/screenshots/README.md.
+func writeIndex(t *testing.T, shots []shot) {
+	var b strings.Builder
+	b.WriteString("# Screenshots\n\nEvery page of the web app, rendered by real headless Chromium at the popup's size (440×600,\n" +
+		"light and dark) and full-size (1280×800). Regenerate with `go test ./e2e -run TestScreenshots -screenshots`.\n")
+	for _, s := range shots {
+		fmt.Fprintf(&b, "\n## %s\n\n", s.caption)
+		for _, v := range variants {
+			fmt.Fprintf(&b, "<img src=\"%s-%s.png\" alt=\"%s, %d×%d, %s\" width=\"%d\">\n", s.name, v.suffix(), s.caption, v.w, v.h, v.scheme, v.w/2)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(screenshotDir, "README.md"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

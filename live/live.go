@@ -1,0 +1,125 @@
+// Package live fans out events to the pages a person has open: the web app's
+// server-sent event streams subscribe per person, and whatever changes that
+// person's data publishes to them. It owns the per-person subscriber lists and
+// their overflow policy; it knows nothing of HTTP, of what the events mean, or
+// of other server instances (events reach only subscribers of this process).
+//
+// Overflow policy: each subscriber has a bounded buffer. A subscriber whose
+// buffer is full when an event arrives is dropped — its channel is closed —
+// instead of blocking the publisher or silently losing one event. The page on
+// the other end reconnects and re-fetches what it shows, so a dropped stream
+// costs one reload of a fragment, never a stale screen.
+package live
+
+import "sync"
+
+// Event is one thing that changed for a person. Type names it (for example
+// "task.updated"); Data is encoded as JSON for the page.
+type Event struct {
+	Type string
+	Data any
+}
+
+// DefaultBuffer is the number of undelivered events a subscriber may hold
+// before it is dropped as too slow.
+const DefaultBuffer = 64
+
+// Hub holds every person's subscribers. The zero value is not usable; call New.
+type Hub struct {
+	buffer int // static after New
+
+	mu   sync.Mutex                          // guards subs
+	subs map[string]map[*subscriber]struct{} // by user id
+}
+
+// subscriber is one open stream. Its own lock makes "send or close" atomic, so
+// a publisher never sends on a closed channel; sends are non-blocking, so the
+// lock is never held while waiting on a reader.
+type subscriber struct {
+	mu     sync.Mutex // guards ch sends/close and closed
+	ch     chan Event
+	closed bool
+}
+
+// New returns a hub whose subscribers buffer up to buffer events each
+// (DefaultBuffer when buffer < 1).
+func New(buffer int) *Hub {
+	if buffer < 1 {
+		buffer = DefaultBuffer
+	}
+	return &Hub{buffer: buffer, subs: map[string]map[*subscriber]struct{}{}}
+}
+
+// Subscribe starts receiving userID's events. The channel is closed when
+// cancel is called or when the subscriber fell too far behind and was dropped;
+// either way the caller should stop reading. cancel is safe to call more than
+// once and from any goroutine.
+func (h *Hub) Subscribe(userID string) (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event, h.buffer)}
+	h.mu.Lock()
+	if h.subs[userID] == nil {
+		h.subs[userID] = map[*subscriber]struct{}{}
+	}
+	h.subs[userID][s] = struct{}{}
+	h.mu.Unlock()
+	return s.ch, func() { h.remove(userID, s); s.close() }
+}
+
+// Publish delivers e to every subscriber of userID without waiting: a
+// subscriber with a full buffer is dropped (see the package doc).
+func (h *Hub) Publish(userID string, e Event) {
+	h.mu.Lock()
+	targets := make([]*subscriber, 0, len(h.subs[userID]))
+	for s := range h.subs[userID] {
+		targets = append(targets, s)
+	}
+	h.mu.Unlock()
+	for _, s := range targets {
+		if !s.offer(e) {
+			h.remove(userID, s)
+		}
+	}
+}
+
+// Subscribers reports how many streams userID has open (for tests and metrics).
+func (h *Hub) Subscribers(userID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs[userID])
+}
+
+func (h *Hub) remove(userID string, s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs[userID], s)
+	if len(h.subs[userID]) == 0 {
+		delete(h.subs, userID)
+	}
+}
+
+// offer queues e, or closes the subscriber when its buffer is full. It
+// reports whether the subscriber is still open.
+func (s *subscriber) offer(e Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	select {
+	case s.ch <- e:
+		return true
+	default:
+		s.closed = true
+		close(s.ch)
+		return false
+	}
+}
+
+func (s *subscriber) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.ch)
+	}
+}

@@ -1,0 +1,147 @@
+package live
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func receive(t *testing.T, ch <-chan Event) Event {
+	t.Helper()
+	select {
+	case e, ok := <-ch:
+		if !ok {
+			t.Fatal("channel closed, want an event")
+		}
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+	}
+	return Event{}
+}
+
+func TestFanOutReachesOnlyThatPerson(t *testing.T) {
+	h := New(8)
+	a1, cancelA1 := h.Subscribe("alice")
+	defer cancelA1()
+	a2, cancelA2 := h.Subscribe("alice")
+	defer cancelA2()
+	b, cancelB := h.Subscribe("bob")
+	defer cancelB()
+
+	h.Publish("alice", Event{Type: "task.created", Data: 1})
+	for _, ch := range []<-chan Event{a1, a2} {
+		if e := receive(t, ch); e.Type != "task.created" || e.Data != 1 {
+			t.Fatalf("got %+v", e)
+		}
+	}
+	select {
+	case e := <-b:
+		t.Fatalf("bob received alice's event %+v", e)
+	default:
+	}
+}
+
+func TestEventsKeepTheirOrder(t *testing.T) {
+	h := New(16)
+	ch, cancel := h.Subscribe("alice")
+	defer cancel()
+	for i := range 10 {
+		h.Publish("alice", Event{Type: "n", Data: i})
+	}
+	for i := range 10 {
+		if e := receive(t, ch); e.Data != i {
+			t.Fatalf("event %d has data %v", i, e.Data)
+		}
+	}
+}
+
+// TestSlowSubscriberIsDroppedWithoutBlocking fills one subscriber's buffer and
+// checks that publishing goes on at once for everyone else, and that the slow
+// one learns it was dropped by its channel closing after the buffered events.
+func TestSlowSubscriberIsDroppedWithoutBlocking(t *testing.T) {
+	h := New(2)
+	slow, cancelSlow := h.Subscribe("alice")
+	defer cancelSlow()
+	fast, cancelFast := h.Subscribe("alice")
+	defer cancelFast()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 5 {
+			h.Publish("alice", Event{Type: "n", Data: i})
+			if e := receive(t, fast); e.Data != i {
+				t.Errorf("fast subscriber got %v, want %d", e.Data, i)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("publisher blocked on a slow subscriber")
+	}
+	var got []any
+	for e := range slow {
+		got = append(got, e.Data)
+	}
+	if fmt.Sprint(got) != "[0 1]" {
+		t.Fatalf("slow subscriber got %v before being dropped, want [0 1]", got)
+	}
+	if n := h.Subscribers("alice"); n != 1 {
+		t.Fatalf("%d subscribers left, want 1 (the fast one)", n)
+	}
+}
+
+func TestCancelClosesAndForgets(t *testing.T) {
+	h := New(4)
+	ch, cancel := h.Subscribe("alice")
+	cancel()
+	cancel() // twice is fine
+	if _, ok := <-ch; ok {
+		t.Fatal("channel still open after cancel")
+	}
+	h.Publish("alice", Event{Type: "after"}) // must not panic on a closed channel
+	if n := h.Subscribers("alice"); n != 0 {
+		t.Fatalf("%d subscribers after cancel", n)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) != 0 {
+		t.Fatalf("hub still holds %d people", len(h.subs))
+	}
+}
+
+// TestConcurrentPublishAndCancel runs publishers against subscribers that
+// come and go (run with -race): no panic, no leak, no deadlock.
+func TestConcurrentPublishAndCancel(t *testing.T) {
+	h := New(4)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					h.Publish("alice", Event{Type: "x"})
+				}
+			}
+		})
+	}
+	for range 200 {
+		ch, cancel := h.Subscribe("alice")
+		select {
+		case <-ch:
+		default:
+		}
+		cancel()
+	}
+	close(stop)
+	wg.Wait()
+	if n := h.Subscribers("alice"); n != 0 {
+		t.Fatalf("%d subscribers leaked", n)
+	}
+}

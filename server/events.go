@@ -1,0 +1,91 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/live"
+)
+
+// The events the web app's pages listen for (docs/PROTOCOL.md, "Server-sent
+// events (web app)"). Data is always an object naming what changed.
+const (
+	evWorkspaceCreated = "workspace.created"
+	evWorkspaceUpdated = "workspace.updated"
+	evWorkspaceDeleted = "workspace.deleted"
+	evTokenCreated     = "token.created"
+	evTokenRevoked     = "token.revoked"
+	evTaskCreated      = "task.created"
+	evTaskUpdated      = "task.updated"
+)
+
+// eventHeartbeat is how often an idle stream sends a comment: proxies keep it
+// open, and a client that went away is noticed by the failed write.
+var eventHeartbeat = 15 * time.Second
+
+// eventRetry is the reconnect delay the stream asks browsers to use.
+const eventRetry = 2 * time.Second
+
+// publish tells userID's open pages that something changed.
+func (s *Server) publish(userID, typ string, data any) {
+	s.live.Publish(userID, live.Event{Type: typ, Data: data})
+}
+
+// getEvents streams the person's events as server-sent events until the
+// client goes away, the person falls too far behind (the page reconnects and
+// re-fetches), or the server shuts down.
+func (s *Server) getEvents(c *fiber.Ctx) error {
+	events, cancel := s.live.Subscribe(userID(c))
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer cancel()
+		s.streamEvents(s.ctx, w, events)
+	})
+	return nil
+}
+
+// streamEvents writes events to w, with a heartbeat, and returns on the first
+// failed write: under fasthttp that is the only sign of a client disconnect.
+func (s *Server) streamEvents(ctx context.Context, w *bufio.Writer, events <-chan live.Event) {
+	if !flushed(w, fmt.Sprintf("retry: %d\n: connected\n\n", eventRetry.Milliseconds())) {
+		return
+	}
+	beat := time.NewTicker(eventHeartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+			if !flushed(w, ": heartbeat\n\n") {
+				return
+			}
+		case e, ok := <-events:
+			if !ok {
+				return // dropped as too slow: the page reconnects and re-fetches
+			}
+			data, err := json.Marshal(e.Data)
+			if err != nil {
+				s.opts.Logger.Error("encode event", "type", e.Type, "err", err)
+				continue
+			}
+			if !flushed(w, "event: "+e.Type+"\ndata: "+string(data)+"\n\n") {
+				return
+			}
+		}
+	}
+}
+
+func flushed(w *bufio.Writer, frame string) bool {
+	if _, err := w.WriteString(frame); err != nil {
+		return false
+	}
+	return w.Flush() == nil
+}

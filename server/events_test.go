@@ -1,0 +1,241 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/server"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+type sseEvent struct {
+	typ, data string
+	comment   string
+}
+
+// stream is an open GET /api/events read by a real HTTP client.
+type stream struct {
+	resp   *http.Response
+	events chan sseEvent
+	cancel context.CancelFunc
+}
+
+func openStream(t *testing.T, env *servertest.Env, c *servertest.Client, header http.Header) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", env.URL+"/api/events", nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	hc := *c.HTTP
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s := &stream{resp: resp, events: make(chan sseEvent, 100), cancel: cancel}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		return s
+	}
+	go func() {
+		defer close(s.events)
+		sc := bufio.NewScanner(resp.Body)
+		var e sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if e != (sseEvent{}) {
+					s.events <- e
+				}
+				e = sseEvent{}
+			case strings.HasPrefix(line, "event: "):
+				e.typ = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				e.data = strings.TrimPrefix(line, "data: ")
+			case strings.HasPrefix(line, ": "):
+				e.comment = strings.TrimPrefix(line, ": ")
+			}
+		}
+	}()
+	return s
+}
+
+// next returns the next event (skipping comments unless wantComment).
+func (s *stream) next(t *testing.T, wantComment bool) sseEvent {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-s.events:
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			if (e.typ != "") != wantComment {
+				return e
+			}
+		case <-deadline:
+			t.Fatal("no event within 10s")
+		}
+	}
+}
+
+// ended waits for the stream to end.
+func (s *stream) ended(t *testing.T) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-s.events:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("stream still open after 10s")
+		}
+	}
+}
+
+func TestEventStreamCarriesEveryChangeFromAPIAndPages(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		env := servertest.Start(t, k, func(o *server.Options) { o.OpenSignup = true })
+		alice := env.Person(t, "alice@example.com")
+		s := openStream(t, env, alice, nil)
+		if s.resp.StatusCode != 200 || s.resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("stream: %d %q", s.resp.StatusCode, s.resp.Header.Get("Content-Type"))
+		}
+		if e := s.next(t, true); e.comment != "connected" {
+			t.Fatalf("first frame %+v", e)
+		}
+		bob := env.Person(t, "bob@example.com")
+		bob.Workspace("Bob's") // never reaches alice
+
+		expect := func(typ, contains string) {
+			t.Helper()
+			e := s.next(t, false)
+			if e.typ != typ || !strings.Contains(e.data, contains) || !json.Valid([]byte(e.data)) {
+				t.Fatalf("got %s %s, want %s containing %q", e.typ, e.data, typ, contains)
+			}
+		}
+		ws := alice.Workspace("Alpha")
+		expect("workspace.created", `"name":"Alpha"`)
+		alice.MustJSON("PATCH", "/api/workspaces/"+ws, map[string]string{"name": "Beta"}, 200, nil)
+		expect("workspace.updated", `"name":"Beta"`)
+		secret := alice.AgentToken(ws, "laptop")
+		e := s.next(t, false)
+		if e.typ != "token.created" || !strings.Contains(e.data, `"name":"laptop"`) || strings.Contains(e.data, secret) {
+			t.Fatalf("token.created: %s %s", e.typ, e.data)
+		}
+		var tok struct {
+			Token struct{ ID string } `json:"token"`
+		}
+		json.Unmarshal([]byte(e.data), &tok)
+		alice.MustJSON("DELETE", "/api/workspaces/"+ws+"/tokens/"+tok.Token.ID, nil, 204, nil)
+		expect("token.revoked", tok.Token.ID)
+		var task struct {
+			Task struct{ ID string } `json:"task"`
+		}
+		alice.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "T1"}, 201, &task)
+		expect("task.created", `"title":"T1"`)
+		alice.MustJSON("PATCH", "/api/tasks/"+task.Task.ID, map[string]string{"status": "ongoing"}, 200, nil)
+		expect("task.updated", `"status":"ongoing"`)
+
+		// The page forms publish the same events.
+		b := newBrowser(t, env, alice)
+		b.post("/workspaces/"+ws+"/rename", url.Values{"name": {"Gamma"}})
+		expect("workspace.updated", `"name":"Gamma"`)
+		b.post("/workspaces/"+ws+"/tokens", url.Values{"tokenName": {"box"}})
+		expect("token.created", `"name":"box"`)
+		b.post("/workspaces/"+ws+"/tasks", url.Values{"title": {"T2"}})
+		expect("task.created", `"title":"T2"`)
+		b.post("/tasks/"+task.Task.ID, url.Values{"status": {"completed"}})
+		expect("task.updated", `"status":"completed"`)
+		b.post("/workspaces", url.Values{"name": {"Delta"}})
+		expect("workspace.created", `"name":"Delta"`)
+		b.post("/workspaces/"+ws+"/delete", nil)
+		expect("workspace.deleted", ws)
+	})
+}
+
+func TestEventStreamHeartbeatAndEnds(t *testing.T) {
+	defer server.SetEventHeartbeat(20 * time.Millisecond)()
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice := env.Person(t, "alice@example.com")
+	var me struct {
+		User struct{ ID string } `json:"user"`
+	}
+	alice.MustJSON("GET", "/api/auth/me", nil, 200, &me)
+	hub := env.Server.Live()
+
+	s := openStream(t, env, alice, nil)
+	s.next(t, true) // connected
+	if e := s.next(t, true); e.comment != "heartbeat" {
+		t.Fatalf("want a heartbeat, got %+v", e)
+	}
+	if n := hub.Subscribers(me.User.ID); n != 1 {
+		t.Fatalf("%d subscribers, want 1", n)
+	}
+	// The client going away ends the stream's subscription: the next
+	// heartbeat write fails.
+	s.cancel()
+	s.resp.Body.Close()
+	waitFor(t, func() bool { return hub.Subscribers(me.User.ID) == 0 }, "subscription outlived its client")
+
+	// Shutdown ends open streams instead of waiting on them.
+	s2 := openStream(t, env, alice, nil)
+	s2.next(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go env.Server.Shutdown(ctx)
+	s2.ended(t)
+	waitFor(t, func() bool { return hub.Subscribers(me.User.ID) == 0 }, "subscription outlived shutdown")
+}
+
+func TestEventStreamRefusesStrangersAndAgentTokens(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice, _, secret := aliceWorld(t, env)
+	if s := openStream(t, env, env.NewClient(t), nil); s.resp.StatusCode != 401 {
+		t.Fatalf("signed out: %d", s.resp.StatusCode)
+	}
+	if s := openStream(t, env, alice, http.Header{"Authorization": {"Bearer " + secret}}); s.resp.StatusCode != 401 {
+		t.Fatalf("agent token: %d", s.resp.StatusCode)
+	}
+}
+
+// TestEventStreamRefreshesAnExpiredSession: a browser's EventSource cannot
+// refresh first, so the stream does it.
+func TestEventStreamRefreshesAnExpiredSession(t *testing.T) {
+	var clk clock
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.Now = clk.now })
+	alice := env.Person(t, "alice@example.com")
+	clk.advance(20 * time.Minute)
+	s := openStream(t, env, alice, nil)
+	if s.resp.StatusCode != 200 {
+		t.Fatalf("stream after access expiry: %d", s.resp.StatusCode)
+	}
+	alice.MustJSON("GET", "/api/workspaces", nil, 200, nil) // the jar took the new cookies
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal(msg)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package server
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// The web app the extension's popup frames: server-rendered pages from
+// html/template, a stylesheet and one small script, all embedded so the
+// binary needs nothing else to serve them.
+//
+//go:embed web/templates/*.html
+var templateFiles embed.FS
+
+//go:embed web/static
+var staticFiles embed.FS
+
+// pages holds one parsed template set per page: the shared layout plus that
+// page's own file, so pages may each define "main" without clashing.
+type pages struct {
+	byName map[string]*template.Template
+}
+
+func loadPages() (*pages, error) {
+	funcs := template.FuncMap{"statusLabel": statusLabel, "at": at}
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "web/templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("load pages: %w", err)
+	}
+	files, err := fs.Glob(templateFiles, "web/templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("load pages: %w", err)
+	}
+	p := &pages{byName: map[string]*template.Template{}}
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(templateFiles, f)
+		if err != nil {
+			return nil, fmt.Errorf("load page %s: %w", name, err)
+		}
+		p.byName[name] = t
+	}
+	return p, nil
+}
+
+// navItem is one entry of the app's navigation. Later features add theirs here.
+type navItem struct {
+	Key, Label, Path string
+}
+
+var navItems = []navItem{
+	{"workspaces", "Workspaces", "/workspaces"},
+	{"settings", "Settings", "/settings"},
+}
+
+// view is what every page template receives.
+type view struct {
+	Title string      // the page's name, before " · Tabbridge"
+	Nav   string      // key of the active navItem
+	Src   string      // the page's own GET path: live refreshes fetch it, and the address bar shows it
+	User  *store.User // nil when signed out
+	CSRF  string
+	Error string // a form's error, shown above it
+	Data  fiber.Map
+	Now   time.Time
+	Items []navItem
+}
+
+// render writes a page with status.
+func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
+	t, ok := s.pages.byName[name]
+	if !ok {
+		return fmt.Errorf("render: no page %q", name)
+	}
+	v.CSRF, _ = c.Locals(localCSRF).(string)
+	v.Now = s.opts.Now()
+	v.Items = navItems
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	s.pageHeaders(c)
+	c.Status(status).Type("html", "utf-8")
+	return c.Send(buf.Bytes())
+}
+
+// pageHeaders keeps pages out of caches (they can show secrets once) and out
+// of other sites' frames (clickjacking the Allow button), and sends Referer
+// only back to this server, so an invitation link never leaks to another site.
+// ("no-referrer" would make Chrome send "Origin: null" on form posts, which
+// the CSRF check rightly refuses.)
+func (s *Server) pageHeaders(c *fiber.Ctx) {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors "+s.frameAncestors())
+}
+
+// frameAncestors lists who may frame the app: itself and the trusted
+// extensions, whose popup is this app in a frame.
+func (s *Server) frameAncestors() string {
+	if s.opts.AnyExtension {
+		return "'self' chrome-extension:"
+	}
+	out := "'self'"
+	for _, id := range s.opts.ExtensionIDs {
+		out += " chrome-extension://" + id
+	}
+	return out
+}
+
+// timeAt is the argument of the "time" template: a time and the view whose
+// clock it is read against.
+type timeAt struct {
+	V view
+	T time.Time
+}
+
+func at(v view, t time.Time) timeAt { return timeAt{v, t} }
+
+// Ago says how long before v.Now t was, in words a person reads at a glance.
+func (v view) Ago(t time.Time) string {
+	d := v.Now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return plural(int(d/time.Minute), "minute") + " ago"
+	case d < 24*time.Hour:
+		return plural(int(d/time.Hour), "hour") + " ago"
+	case d < 30*24*time.Hour:
+		return plural(int(d/(24*time.Hour)), "day") + " ago"
+	}
+	return t.UTC().Format("2 Jan 2006")
+}
+
+// In says how long after v.Now t is (expiry times).
+func (v view) In(t time.Time) string {
+	d := t.Sub(v.Now)
+	switch {
+	case d <= 0:
+		return "expired"
+	case d < time.Hour:
+		return "in " + plural(int(d/time.Minute)+1, "minute")
+	case d < 48*time.Hour:
+		return "in " + plural(int(d/time.Hour), "hour")
+	}
+	return "in " + plural(int((d+12*time.Hour)/(24*time.Hour)), "day")
+}
+
+// Stamp is the exact UTC time, for <time datetime> and tooltips.
+func (v view) Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// Full is the exact time written for a person.
+func (v view) Full(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") }
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+var statusLabels = map[string]string{
+	"notstarted": "Not started", "ongoing": "Ongoing", "blocked": "Blocked",
+	"completed": "Completed", "rejected": "Rejected",
+}
+
+func statusLabel(s string) string {
+	if l, ok := statusLabels[s]; ok {
+		return l
+	}
+	return s
+}
+
+// htmlErrors turns errors from page handlers (and the guards in front of
+// them) into an error page with the same status, instead of the JSON error
+// shape the API answers with.
+func (s *Server) htmlErrors(c *fiber.Ctx) error {
+	err := c.Next()
+	if err == nil {
+		return nil
+	}
+	status, msg := http.StatusInternalServerError, "Something went wrong on the server; try again, and report it if it keeps happening."
+	var ae *apiError
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &ae):
+		status, msg = ae.Status, ae.Message
+	case errors.As(err, &fe) && fe.Code == http.StatusNotFound:
+		status, msg = fe.Code, "There is no such page."
+	case errors.As(err, &fe):
+		status, msg = fe.Code, fe.Message
+	default:
+		s.opts.Logger.Error("page failed", "method", c.Method(), "path", c.Path(), "err", err)
+	}
+	return s.render(c, status, "error", view{Title: http.StatusText(status), Error: msg, User: s.pageUser(c)})
+}
+
+// pageUser is the signed-in person of a page request, or nil.
+func (s *Server) pageUser(c *fiber.Ctx) *store.User {
+	if id := userID(c); id != "" {
+		if u, err := s.opts.DB.UserByID(c.Context(), id); err == nil {
+			return u
+		}
+	}
+	return nil
+}
+
+// staticHandler serves the embedded stylesheet and script. They change only
+// with the binary, so browsers may keep them for an hour.
+func staticHandler() fiber.Handler {
+	sub, err := fs.Sub(staticFiles, "web/static")
+	if err != nil {
+		panic(err) // the embed directive guarantees the directory
+	}
+	return filesystem.New(filesystem.Config{Root: http.FS(sub), MaxAge: 3600})
+}
+
+// safeNext keeps a post-sign-in destination on this server: a local path,
+// never "//host" or a scheme.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+func (s *Server) mountWorkspacePages(me guard) {
+	me.Get("/workspaces", s.pageWorkspaces)
+	me.Post("/workspaces", s.postPageWorkspace)
+	me.Get("/workspaces/:id", s.pageWorkspace)
+	me.Post("/workspaces/:id/rename", s.postPageRenameWorkspace)
+	me.Get("/workspaces/:id/delete", s.pageDeleteWorkspace)
+	me.Post("/workspaces/:id/delete", s.postPageDeleteWorkspace)
+	me.Post("/workspaces/:id/tokens", s.postPageToken)
+	me.Post("/workspaces/:id/tokens/:tokenId/revoke", s.postPageRevokeToken)
+	me.Post("/workspaces/:id/tasks", s.postPageTask)
+	me.Get("/tasks/:id", s.pageTask)
+	me.Post("/tasks/:id", s.postPageUpdateTask)
+}
+
+func (s *Server) workspacesView(c *fiber.Ctx) (view, error) {
+	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	if err != nil {
+		return view{}, err
+	}
+	return view{Title: "Workspaces", Nav: "workspaces", Src: "/workspaces", User: s.pageUser(c), Data: fiber.Map{"Workspaces": ws}}, nil
+}
+
+func (s *Server) pageWorkspaces(c *fiber.Ctx) error {
+	v, err := s.workspacesView(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, "workspaces", v)
+}
+
+func (s *Server) postPageWorkspace(c *fiber.Ctx) error {
+	name, err := cleanName("name", c.FormValue("name"))
+	if err != nil {
+		v, verr := s.workspacesView(c)
+		if verr != nil {
+			return verr
+		}
+		v.Data["Name"] = c.FormValue("name")
+		return s.formFailed(c, "workspaces", v, err)
+	}
+	w, err := s.opts.DB.CreateWorkspace(c.Context(), userID(c), name)
+	if err != nil {
+		return err
+	}
+	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
+	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
+}
+
+// workspaceView loads one of the person's workspaces with its tokens and
+// tasks; another person's workspace is not found.
+func (s *Server) workspaceView(c *fiber.Ctx) (view, error) {
+	uid := userID(c)
+	w, err := s.opts.DB.Workspace(c.Context(), uid, c.Params("id"))
+	if err != nil {
+		return view{}, storeError(err, "workspace")
+	}
+	toks, err := s.opts.DB.AgentTokens(c.Context(), uid, w.ID)
+	if err != nil {
+		return view{}, storeError(err, "workspace")
+	}
+	tasks, err := s.opts.DB.Tasks(c.Context(), uid, w.ID)
+	if err != nil {
+		return view{}, storeError(err, "workspace")
+	}
+	return view{Title: w.Name, Nav: "workspaces", Src: "/workspaces/" + w.ID, User: s.pageUser(c),
+		Data: fiber.Map{"Workspace": w, "Tokens": toks, "Tasks": tasks, "Statuses": store.TaskStatuses}}, nil
+}
+
+func (s *Server) pageWorkspace(c *fiber.Ctx) error {
+	v, err := s.workspaceView(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, "workspace", v)
+}
+
+// workspaceFormFailed shows the workspace page again with a form's error and
+// the value typed into it (field names the form).
+func (s *Server) workspaceFormFailed(c *fiber.Ctx, field string, err error) error {
+	v, verr := s.workspaceView(c)
+	if verr != nil {
+		return verr
+	}
+	v.Data[field] = c.FormValue(field)
+	v.Data["Failed"] = field
+	return s.formFailed(c, "workspace", v, err)
+}
+
+func (s *Server) postPageRenameWorkspace(c *fiber.Ctx) error {
+	name, err := cleanName("name", c.FormValue("name"))
+	if err != nil {
+		return s.workspaceFormFailed(c, "name", err)
+	}
+	w, err := s.opts.DB.RenameWorkspace(c.Context(), userID(c), c.Params("id"), name)
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	s.publish(userID(c), evWorkspaceUpdated, fiber.Map{"workspace": w})
+	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
+}
+
+func (s *Server) pageDeleteWorkspace(c *fiber.Ctx) error {
+	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	return s.render(c, http.StatusOK, "workspace_delete", view{Title: "Delete " + w.Name, Nav: "workspaces",
+		Src: "/workspaces/" + w.ID + "/delete", User: s.pageUser(c), Data: fiber.Map{"Workspace": w}})
+}
+
+func (s *Server) postPageDeleteWorkspace(c *fiber.Ctx) error {
+	if err := s.opts.DB.DeleteWorkspace(c.Context(), userID(c), c.Params("id")); err != nil {
+		return storeError(err, "workspace")
+	}
+	s.publish(userID(c), evWorkspaceDeleted, fiber.Map{"workspace": fiber.Map{"id": c.Params("id")}})
+	return c.Redirect("/workspaces", http.StatusSeeOther)
+}
+
+// postPageToken creates an agent token and shows its secret, with the
+// command that connects Claude Code, this once.
+func (s *Server) postPageToken(c *fiber.Ctx) error {
+	name, err := cleanName("name", c.FormValue("tokenName"))
+	if err != nil {
+		return s.workspaceFormFailed(c, "tokenName", err)
+	}
+	tok, plain, err := s.opts.DB.CreateAgentToken(c.Context(), userID(c), c.Params("id"), name)
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	s.publish(userID(c), evTokenCreated, fiber.Map{"token": tok})
+	v, err := s.workspaceView(c)
+	if err != nil {
+		return err
+	}
+	v.Data["NewToken"] = tok
+	v.Data["NewSecret"] = plain
+	v.Data["MCPCommand"] = s.mcpCommand(name, plain)
+	return s.render(c, http.StatusCreated, "workspace", v)
+}
+
+func (s *Server) postPageRevokeToken(c *fiber.Ctx) error {
+	if err := s.opts.DB.RevokeAgentToken(c.Context(), userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
+		return storeError(err, "agent token")
+	}
+	s.publish(userID(c), evTokenRevoked, fiber.Map{"token": fiber.Map{"id": c.Params("tokenId"), "workspaceId": c.Params("id")}})
+	return c.Redirect("/workspaces/"+c.Params("id"), http.StatusSeeOther)
+}
+
+func (s *Server) postPageTask(c *fiber.Ctx) error {
+	in := taskBody{Title: c.FormValue("title")}
+	if err := in.validate(true); err != nil {
+		return s.workspaceFormFailed(c, "title", err)
+	}
+	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	t, err := s.opts.DB.CreateTask(c.Context(), w.ID, in.Title, userID(c))
+	if err != nil {
+		return err
+	}
+	s.publish(userID(c), evTaskCreated, fiber.Map{"task": t})
+	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
+}
+
+func (s *Server) taskView(c *fiber.Ctx) (view, error) {
+	uid := userID(c)
+	t, err := s.opts.DB.Task(c.Context(), uid, c.Params("id"))
+	if err != nil {
+		return view{}, storeError(err, "task")
+	}
+	w, err := s.opts.DB.Workspace(c.Context(), uid, t.WorkspaceID)
+	if err != nil {
+		return view{}, storeError(err, "task")
+	}
+	return view{Title: t.Title, Nav: "workspaces", Src: "/tasks/" + t.ID, User: s.pageUser(c),
+		Data: fiber.Map{"Task": t, "Workspace": w, "Statuses": store.TaskStatuses, "ByMe": t.CreatedBy == uid}}, nil
+}
+
+func (s *Server) pageTask(c *fiber.Ctx) error {
+	v, err := s.taskView(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, "task", v)
+}
+
+// postPageUpdateTask changes a task's title and/or status.
+func (s *Server) postPageUpdateTask(c *fiber.Ctx) error {
+	in := taskBody{Title: c.FormValue("title"), Status: c.FormValue("status")}
+	err := in.validate(false)
+	if err == nil && in.Title == "" && in.Status == "" {
+		err = badRequest("invalid_field", "Choose a status or type a title.")
+	}
+	if err != nil {
+		v, verr := s.taskView(c)
+		if verr != nil {
+			return verr
+		}
+		return s.formFailed(c, "task", v, err)
+	}
+	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "task")
+	}
+	if t, err = s.opts.DB.UpdateTask(c.Context(), t.WorkspaceID, t.ID, in.Title, in.Status); err != nil {
+		return storeError(err, "task")
+	}
+	s.publish(userID(c), evTaskUpdated, fiber.Map{"task": t})
+	return c.Redirect("/tasks/"+t.ID, http.StatusSeeOther)
+}
