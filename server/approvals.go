@@ -84,7 +84,9 @@ func (s *Server) deleteGrant(c *fiber.Ctx) error {
 	return c.SendStatus(http.StatusNoContent)
 }
 
-// onApproval tells the person's screens that a request changed.
+// onApproval tells the person's screens that a request changed: their open
+// pages through the event stream (the extension badge follows in the bridge).
 func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	s.opts.Logger.Debug("approval event", "type", e.Type, "request", e.Request.ID)
+	s.publish(ownerID, e.Type, e.Request)
 }
