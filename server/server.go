@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -48,8 +49,19 @@ type Options struct {
 	// AuthAttemptsPerMinute limits sign-in, sign-up and setup attempts per
 	// client address (default 20).
 	AuthAttemptsPerMinute int
-	// Now is the clock for tokens; time.Now when nil.
+	// Now is the clock for tokens and tickets; time.Now when nil.
 	Now func() time.Time
+	// ExtensionIdle closes an extension socket silent for longer (default
+	// 60 s; the extension pings every 20 s).
+	ExtensionIdle time.Duration
+	// ExtensionQueue bounds each extension socket's outbound queue (default
+	// 64 messages); a browser that lets it fill is closed as a slow consumer.
+	ExtensionQueue int
+	// ExtensionMaxMessage is the largest frame an extension may send (default 1 MiB).
+	ExtensionMaxMessage int64
+	// ExtensionCloseGrace is how long a closing socket waits for the
+	// browser's close frame (default 1 s).
+	ExtensionCloseGrace time.Duration
 }
 
 // Server holds the Fiber app and the long-lived state behind it.
@@ -57,7 +69,8 @@ type Server struct {
 	opts    Options    // static after New
 	app     *fiber.App // static after New
 	tickets *tickets.Issuer
-	public  *url.URL // parsed PublicURL, static
+	hub     *bridge.Hub // connected browsers; closed when ctx ends
+	public  *url.URL    // parsed PublicURL, static
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
@@ -83,8 +96,9 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
-	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil)}
+	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.startHub()
 	s.app = fiber.New(fiber.Config{
 		AppName: "tabbridge",
 		// Immutable: strings from a request (cookies, params) stay valid after
@@ -134,6 +148,18 @@ func fillDefaults(o *Options) error {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ExtensionIdle == 0 {
+		o.ExtensionIdle = 60 * time.Second
+	}
+	if o.ExtensionQueue == 0 {
+		o.ExtensionQueue = 64
+	}
+	if o.ExtensionMaxMessage == 0 {
+		o.ExtensionMaxMessage = 1 << 20
+	}
+	if o.ExtensionCloseGrace == 0 {
+		o.ExtensionCloseGrace = time.Second
 	}
 	return nil
 }

@@ -79,6 +79,7 @@ func (s *Server) deleteWorkspace(c *fiber.Ctx) error {
 	if err := s.opts.DB.DeleteWorkspace(c.Context(), userID(c), c.Params("id")); err != nil {
 		return storeError(err, "workspace")
 	}
+	s.pushSites(c, userID(c)) // its shared sites went with it
 	return c.SendStatus(http.StatusNoContent)
 }
 
