@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -65,10 +66,28 @@ func normalizeHost(h string) (string, error) {
 		return ip.String(), nil
 	}
 	ascii, err := idna.Lookup.ToASCII(strings.TrimSuffix(h, "."))
-	if err != nil || ascii == "" {
+	if err == nil {
+		// A name that does not survive a second pass is not one a browser
+		// would report (e.g. invalid UTF-8 mapped to U+FFFD).
+		again, err2 := idna.Lookup.ToASCII(ascii)
+		if err2 != nil || again != ascii {
+			err = errors.New("not stable")
+		}
+	}
+	if err != nil || !utf8.ValidString(h) || emptyLabel(ascii) {
 		return "", fmt.Errorf("%w: %q is not a valid host name", ErrOrigin, h)
 	}
 	return strings.ToLower(ascii), nil
+}
+
+// emptyLabel reports a host name with an empty label ("", ".a", "a..b").
+func emptyLabel(host string) bool {
+	for _, l := range strings.Split(host, ".") {
+		if l == "" {
+			return true
+		}
+	}
+	return false
 }
 
 func normalizePort(scheme, p string, emptyPort bool) (string, error) {
