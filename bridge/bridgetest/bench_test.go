@@ -82,13 +82,15 @@ func (c *child) expect(b *testing.B, prefix string) []string {
 	return nil
 }
 
-// mem asks the child for its memory after a GC: Go heap+stacks in use, and RSS.
-func (c *child) mem(b *testing.B) (goBytes, rss int64) {
+// mem asks the child for its memory after a GC: Go heap+stacks in use, RSS,
+// and the stacks alone.
+func (c *child) mem(b *testing.B) (goBytes, rss, stack int64) {
 	fmt.Fprintln(c.in, "mem")
 	f := c.expect(b, "MEM")
 	goBytes, _ = strconv.ParseInt(f[0], 10, 64)
 	rss, _ = strconv.ParseInt(f[1], 10, 64)
-	return goBytes, rss
+	stack, _ = strconv.ParseInt(f[2], 10, 64)
+	return goBytes, rss, stack
 }
 
 func (c *child) stop() {
@@ -113,7 +115,7 @@ func runIdleBrowsers(b *testing.B, mode string, n int) {
 		}
 		ticket() // warm the path before measuring
 	}
-	goBefore, rssBefore := srv.mem(b)
+	goBefore, rssBefore, stackBefore := srv.mem(b)
 
 	start := time.Now()
 	browsers := connectAll(b, srv.URL, n, ticket)
@@ -123,7 +125,7 @@ func runIdleBrowsers(b *testing.B, mode string, n int) {
 			br.Conn.Close()
 		}
 	}()
-	goAfter, rssAfter := srv.mem(b)
+	goAfter, rssAfter, stackAfter := srv.mem(b)
 
 	b.StartTimer()
 	rtts := pingRandom(b, browsers, 2000, mode == "echo")
@@ -135,8 +137,9 @@ func runIdleBrowsers(b *testing.B, mode string, n int) {
 	b.ReportMetric(float64(rssAfter-rssBefore)/float64(n), "rssB/browser")
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-	b.Logf("%s: %d browsers connected in %v; server Go heap+stacks %+.1f KiB/browser, RSS %+.1f KiB/browser; ping p50 %v p99 %v",
-		mode, n, connectTook.Round(time.Millisecond), float64(goAfter-goBefore)/1024/float64(n), float64(rssAfter-rssBefore)/1024/float64(n), p50, p99)
+	b.Logf("%s: %d browsers connected in %v; server Go heap+stacks %+.1f KiB/browser (stacks %+.1f), RSS %+.1f KiB/browser; ping p50 %v p99 %v",
+		mode, n, connectTook.Round(time.Millisecond), float64(goAfter-goBefore)/1024/float64(n), float64(stackAfter-stackBefore)/1024/float64(n),
+		float64(rssAfter-rssBefore)/1024/float64(n), p50, p99)
 }
 
 // connectAll connects n browsers, 32 at a time; ticket is nil for the echo server.
@@ -235,8 +238,8 @@ func TestBenchServerProcess(t *testing.T) {
 	for in.Scan() {
 		switch in.Text() {
 		case "mem":
-			goBytes, rss := memNow()
-			fmt.Printf("MEM %d %d %d\n", goBytes, rss, runtime.NumGoroutine())
+			goBytes, rss, stack := memNow()
+			fmt.Printf("MEM %d %d %d %d\n", goBytes, rss, stack, runtime.NumGoroutine())
 		case "quit":
 			return
 		}
@@ -287,12 +290,12 @@ func echo(c *websocket.Conn) {
 
 // memNow returns Go heap and stack memory in use after a full GC, and the
 // process's resident set.
-func memNow() (goBytes, rss int64) {
+func memNow() (goBytes, rss, stack int64) {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	goBytes = int64(m.HeapInuse + m.StackInuse)
+	goBytes, stack = int64(m.HeapInuse+m.StackInuse), int64(m.StackInuse)
 	status, _ := os.ReadFile("/proc/self/status")
 	for _, line := range strings.Split(string(status), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
@@ -300,5 +303,5 @@ func memNow() (goBytes, rss int64) {
 			rss = kb * 1024
 		}
 	}
-	return goBytes, rss
+	return goBytes, rss, stack
 }
