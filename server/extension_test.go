@@ -742,3 +742,39 @@ func userIDOf2(env *servertest.Env) string {
 	env.DB.Table("users").Select("id").Limit(1).Scan(&id)
 	return id
 }
+
+// TestOneTicketOpensOneSocket dials 20 sockets at once with one ticket: the
+// redeem is one atomic statement, so exactly one is admitted.
+func TestOneTicketOpensOneSocket(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		noLeaks(t)
+		env := servertest.Start(t, k, nil)
+		a := env.Person(t, "a@example.com")
+		tk := ticketFor(t, a)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		admitted, refusedN := 0, 0
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b, resp, err := bridgetest.Dial(context.Background(), env.URL, tk, extOrigin)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					admitted++
+					b.Close()
+				case resp != nil && resp.StatusCode == 401:
+					refusedN++
+				default:
+					t.Errorf("dial: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if admitted != 1 || refusedN != 19 {
+			t.Fatalf("one ticket, 20 dials: %d admitted, %d refused", admitted, refusedN)
+		}
+	})
+}
