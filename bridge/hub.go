@@ -10,7 +10,9 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sort"
@@ -251,13 +253,15 @@ func (h *Hub) Rename(userID, browserID, name string) {
 }
 
 // Send queues one message (encoded as JSON) for a connected browser. It never
-// blocks: a browser whose queue is full is closed as a slow consumer.
+// blocks: a browser whose queue is full is closed as a slow consumer, and
+// Send then reports ErrNotConnected.
 func (h *Hub) Send(userID, browserID string, msg any) error {
-	c := h.browser(userID, browserID)
-	if c == nil {
-		return ErrNotConnected
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("send to browser: %w", err)
 	}
-	if !c.enqueue(encode(msg)) {
+	c := h.browser(userID, browserID)
+	if c == nil || !c.enqueue(b) {
 		return ErrNotConnected
 	}
 	return nil
