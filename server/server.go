@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/live"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
@@ -55,8 +56,19 @@ type Options struct {
 	MCPSessionTimeout time.Duration
 	// ApprovalWindow is how long a request waits for the person (default 5 minutes).
 	ApprovalWindow time.Duration
-	// Now is the clock for tokens; time.Now when nil.
+	// Now is the clock for tokens and tickets; time.Now when nil.
 	Now func() time.Time
+	// ExtensionIdle closes an extension socket silent for longer (default
+	// 60 s; the extension pings every 20 s).
+	ExtensionIdle time.Duration
+	// ExtensionQueue bounds each extension socket's outbound queue (default
+	// 64 messages); a browser that lets it fill is closed as a slow consumer.
+	ExtensionQueue int
+	// ExtensionMaxMessage is the largest frame an extension may send (default 1 MiB).
+	ExtensionMaxMessage int64
+	// ExtensionCloseGrace is how long a closing socket waits for the
+	// browser's close frame (default 1 s).
+	ExtensionCloseGrace time.Duration
 }
 
 // Server holds the Fiber app and the long-lived state behind it.
@@ -71,6 +83,7 @@ type Server struct {
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
+	hub       *bridge.Hub // connected browsers; closed when ctx ends
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
@@ -96,7 +109,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
-	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil), live: live.New(live.DefaultBuffer)}
+	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer),
+		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}
@@ -107,6 +121,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logger.Info("withdrew approval requests left by an earlier run", "count", n)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.startHub()
 	s.app = fiber.New(fiber.Config{
 		AppName: "tabbridge",
 		// Immutable: strings from a request (cookies, params) stay valid after
@@ -159,6 +174,18 @@ func fillDefaults(o *Options) error {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ExtensionIdle == 0 {
+		o.ExtensionIdle = 60 * time.Second
+	}
+	if o.ExtensionQueue == 0 {
+		o.ExtensionQueue = 64
+	}
+	if o.ExtensionMaxMessage == 0 {
+		o.ExtensionMaxMessage = 1 << 20
+	}
+	if o.ExtensionCloseGrace == 0 {
+		o.ExtensionCloseGrace = time.Second
 	}
 	return nil
 }

@@ -82,6 +82,7 @@ func (s *Server) deleteWorkspace(c *fiber.Ctx) error {
 		return storeError(err, "workspace")
 	}
 	s.publish(userID(c), evWorkspaceDeleted, fiber.Map{"workspace": fiber.Map{"id": c.Params("id")}})
+	s.pushSites(c, userID(c)) // its shared sites went with it
 	return c.SendStatus(http.StatusNoContent)
 }
 

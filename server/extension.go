@@ -1,0 +1,109 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/tickets"
+)
+
+// startHub builds the hub of extension sockets and closes it (every socket
+// with 1001, waiting for each) when Shutdown starts.
+func (s *Server) startHub() {
+	s.hub = bridge.NewHub(bridge.Options{
+		DB: s.opts.DB, Logger: s.opts.Logger, Idle: s.opts.ExtensionIdle, QueueSize: s.opts.ExtensionQueue,
+		MaxMessage: s.opts.ExtensionMaxMessage, CloseGrace: s.opts.ExtensionCloseGrace,
+	})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-s.ctx.Done()
+		s.hub.Close()
+	}()
+}
+
+// Hub is the hub of connected browsers, for the packages wired on top of it.
+func (s *Server) Hub() *bridge.Hub { return s.hub }
+
+// socketWriteBuffers is shared by every extension socket: an idle socket then
+// holds no write buffer.
+var socketWriteBuffers = &sync.Pool{}
+
+// mountExtension mounts the extension socket, tickets, sharing and browsers.
+func (s *Server) mountExtension(web guard) {
+	s.app.Get("/ws/extension", s.extensionGate, websocket.New(s.extensionSocket, websocket.Config{
+		ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: socketWriteBuffers,
+		RecoverHandler: func(*websocket.Conn) {}, // bridge.Hub.Serve recovers itself
+	}))
+	me := web.with(s.person)
+	me.Post("/tickets", s.postTicket)
+	me.Get("/sites", s.getSites)
+	me.Post("/sites", s.postSite)
+	me.Delete("/sites/:id", s.deleteSite)
+	me.Get("/browsers", s.getBrowsers)
+	me.Patch("/browsers/:id", s.patchBrowser)
+}
+
+// extensionGate admits an extension socket before the upgrade, so every
+// refusal is a plain HTTP answer in the one error shape: 403 for an Origin
+// that is not a trusted extension's (checked first, so a refused page cannot
+// spend a ticket), 401 for a missing, used, expired or foreign ticket.
+func (s *Server) extensionGate(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return errorf(http.StatusUpgradeRequired, "upgrade_required", "This is the extension's WebSocket endpoint; open it as a WebSocket with ?ticket=… (docs/PROTOCOL.md).")
+	}
+	if origin := c.Get(fiber.HeaderOrigin); !s.extensionOrigin(origin) {
+		return errorf(http.StatusForbidden, "origin_not_allowed", "Only the Tabbridge extension may open this socket; origin %q is not an allowed extension.", origin)
+	}
+	if !s.hub.Accepting() {
+		return fiber.ErrServiceUnavailable
+	}
+	tok := c.Query("ticket")
+	if tok == "" {
+		return errorf(http.StatusUnauthorized, "ticket_required", "Ask for a ticket with POST /api/tickets, then open the socket with ?ticket=<ticket>.")
+	}
+	t, err := s.tickets.Redeem(c.Context(), tok, tickets.PurposeExtension)
+	if errors.Is(err, tickets.ErrInvalid) {
+		return errorf(http.StatusUnauthorized, "ticket_invalid", "This ticket is unknown, used, expired or for something else; ask for a new one with POST /api/tickets.")
+	}
+	if err != nil {
+		return err
+	}
+	c.Locals(localUser, t.UserID)
+	return c.Next()
+}
+
+// extensionSocket hands the upgraded socket to the hub; Serve returns only
+// after its writer has stopped, so the pooled Conn is never written late.
+func (s *Server) extensionSocket(c *websocket.Conn) {
+	uid, _ := c.Locals(localUser).(string)
+	s.hub.Serve(c.Conn, uid)
+}
+
+type ticketBody struct {
+	Purpose string `json:"purpose"`
+}
+
+// postTicket trades the sign-in cookie for a one-minute, single-use ticket
+// that opens the extension socket.
+func (s *Server) postTicket(c *fiber.Ctx) error {
+	var in ticketBody
+	if len(c.Body()) > 0 {
+		if err := decodeJSON(c, &in); err != nil {
+			return err
+		}
+	}
+	if in.Purpose != "" && in.Purpose != tickets.PurposeExtension {
+		return badRequest("invalid_field", "Field \"purpose\" must be %q (or left out).", tickets.PurposeExtension)
+	}
+	tok, exp, err := s.tickets.Issue(c.Context(), userID(c), tickets.PurposeExtension, "")
+	if err != nil {
+		return err
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{"ticket": tok, "expiresAt": exp, "purpose": tickets.PurposeExtension})
+}
