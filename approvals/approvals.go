@@ -142,6 +142,9 @@ func New(o Options) *Gate {
 	return &Gate{opts: o, byKey: map[string]*waiting{}, byID: map[string]*waiting{}}
 }
 
+// Window is how long a request waits for an answer.
+func (g *Gate) Window() time.Duration { return g.opts.Window }
+
 // Decide returns whether call may run, waiting for the person when it must.
 // It returns ctx's error if the caller gives up first; the request is then
 // withdrawn once no other identical call waits on it.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"github.com/tabbridge/tabbridge/sitetools"
 )
 
 // conn is one browser's socket. The goroutine in Serve is its only reader;
@@ -37,6 +39,10 @@ type conn struct {
 	name   string              // guarded by mu
 	shared map[string]bool     // guarded by mu: origins the person shares
 	open   map[string]OpenSite // guarded by mu: shared origins this browser has open
+	// calls are the calls sent to this browser and not yet answered; once
+	// callsClosed is set (the socket ended) no call is added. Guarded by mu.
+	calls       map[string]*pendingCall
+	callsClosed bool
 }
 
 // Serve speaks the extension protocol on sock for userID (already
@@ -61,6 +67,7 @@ func (h *Hub) Serve(sock Socket, userID string) {
 	c.readLoop()
 	close(c.readerDone)
 	<-writerDone
+	c.failCalls("", sitetools.ErrBrowserGone)
 	if c.ready {
 		c.goodbye()
 	}
@@ -158,6 +165,16 @@ func (c *conn) handle(frame []byte) {
 		c.enqueue(encode(pongMsg{Type: TypePong, ID: in.ID, Time: now.UnixMilli()}))
 	case TypeSitesOpen:
 		c.setOpen(in)
+	case TypeToolsAnnounce:
+		c.announce(in)
+	case TypeDocumentUsed:
+		c.documentUsed(in)
+	case TypeDocumentGone:
+		c.documentGone(in)
+	case TypeCallDispatched:
+		c.dispatched(in)
+	case TypeCallResult:
+		c.result(in)
 	}
 }
 

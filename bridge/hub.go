@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -65,6 +66,8 @@ type Options struct {
 	CloseGrace time.Duration
 	// PingInterval is the ping interval the welcome asks for (default 20 s).
 	PingInterval time.Duration
+	// Catalog receives the tools each document announces; nil ignores them.
+	Catalog *sitetools.Catalog
 }
 
 func (o *Options) fillDefaults() {
@@ -162,10 +165,17 @@ func (h *Hub) enter(c *conn) bool {
 func (h *Hub) leave(c *conn) {
 	h.mu.Lock()
 	delete(h.all, c)
+	current := false
 	if p := h.people[c.userID]; p != nil && c.browserID != "" && p.browsers[c.browserID] == c {
 		delete(p.browsers, c.browserID)
+		current = true
 	}
 	h.mu.Unlock()
+	// A socket replaced by a newer one of the same browser leaves the
+	// catalog to its successor, which announces for itself.
+	if current && h.opts.Catalog != nil {
+		h.opts.Catalog.ForgetBrowser(c.userID, c.browserID)
+	}
 	h.wg.Done()
 }
 

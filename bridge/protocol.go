@@ -87,10 +87,14 @@ func protoErr(code, ref, format string, args ...any) *ProtocolError {
 // Inbound is one decoded message from a browser. Type says which of the
 // payload fields is set.
 type Inbound struct {
-	Type      string
-	ID        string
-	Hello     *Hello
-	SitesOpen *SitesOpen
+	Type       string
+	ID         string
+	Hello      *Hello
+	SitesOpen  *SitesOpen
+	Announce   *Announce
+	Document   *DocumentRef
+	Dispatched *CallDispatched
+	Result     *CallResult
 }
 
 // Hello is the browser's introduction, the first message on every socket.
@@ -151,6 +155,14 @@ func Decode(frame []byte) (*Inbound, error) {
 	case TypePing:
 	case TypeSitesOpen:
 		in.SitesOpen, err = decodeSitesOpen(frame, id)
+	case TypeToolsAnnounce:
+		in.Announce, err = decodeAnnounce(frame, id)
+	case TypeDocumentUsed, TypeDocumentGone:
+		in.Document, err = decodeDocumentRef(frame, id, in.Type)
+	case TypeCallDispatched:
+		in.Dispatched, err = decodeDispatched(frame, id)
+	case TypeCallResult:
+		in.Result, err = decodeCallResult(frame, id)
 	default:
 		return nil, protoErr(ErrCodeUnknownType, id, "Unknown message type %q; this server speaks protocol %d (docs/PROTOCOL.md).", clip(in.Type), ProtocolVersion)
 	}

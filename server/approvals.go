@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/bridge"
 )
 
 func (s *Server) mountApprovals(me guard) {
@@ -89,4 +91,11 @@ func (s *Server) deleteGrant(c *fiber.Ctx) error {
 func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	s.opts.Logger.Debug("approval event", "type", e.Type, "request", e.Request.ID)
 	s.publish(ownerID, e.Type, e.Request)
+	pending, err := s.gate.Pending(context.Background(), ownerID, "")
+	if err != nil {
+		s.opts.Logger.Warn("count pending approvals", "err", err)
+		return
+	}
+	s.hub.Broadcast(ownerID, bridge.ApprovalsMsg{Type: bridge.TypeApprovals, Pending: len(pending), Event: e.Type,
+		Request: map[string]string{"id": e.Request.ID, "tool": e.Request.Tool, "site": e.Request.Site, "taskId": e.Request.TaskID}})
 }

@@ -22,6 +22,7 @@ const (
 	evTokenRevoked     = "token.revoked"
 	evTaskCreated      = "task.created"
 	evTaskUpdated      = "task.updated"
+	evCallFinished     = "call.finished"
 )
 
 // eventHeartbeat is how often an idle stream sends a comment: proxies keep it

@@ -17,7 +17,7 @@ import (
 func (s *Server) startHub() {
 	s.hub = bridge.NewHub(bridge.Options{
 		DB: s.opts.DB, Logger: s.opts.Logger, Idle: s.opts.ExtensionIdle, QueueSize: s.opts.ExtensionQueue,
-		MaxMessage: s.opts.ExtensionMaxMessage, CloseGrace: s.opts.ExtensionCloseGrace,
+		MaxMessage: s.opts.ExtensionMaxMessage, CloseGrace: s.opts.ExtensionCloseGrace, Catalog: s.catalog,
 	})
 	s.wg.Add(1)
 	go func() {
@@ -45,6 +45,7 @@ func (s *Server) mountExtension(web guard) {
 	me.Get("/sites", s.getSites)
 	me.Post("/sites", s.postSite)
 	me.Delete("/sites/:id", s.deleteSite)
+	me.Patch("/sites/:id", s.patchSite)
 	me.Get("/browsers", s.getBrowsers)
 	me.Patch("/browsers/:id", s.patchBrowser)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/live"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -54,6 +55,11 @@ type Options struct {
 	// MCPSessionTimeout ends MCP sessions idle this long (default 1 hour);
 	// a client then opens a new session.
 	MCPSessionTimeout time.Duration
+	// CallTimeout bounds a tool call in the browser (default 60 s).
+	CallTimeout time.Duration
+	// ProgressInterval is the pace of MCP progress notifications while a
+	// call waits (default 5 s).
+	ProgressInterval time.Duration
 	// ApprovalWindow is how long a request waits for the person (default 5 minutes).
 	ApprovalWindow time.Duration
 	// Now is the clock for tokens and tickets; time.Now when nil.
@@ -77,9 +83,11 @@ type Server struct {
 	app     *fiber.App // static after New
 	tickets *tickets.Issuer
 	gate    *approvals.Gate
-	public  *url.URL  // parsed PublicURL, static
-	live    *live.Hub // per-person events for the web app's streams; static
-	pages   *pages    // parsed web app templates; static
+	catalog *sitetools.Catalog // live and persisted tools of shared sites
+	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
+	public  *url.URL           // parsed PublicURL, static
+	live    *live.Hub          // per-person events for the web app's streams; static
+	pages   *pages             // parsed web app templates; static
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
@@ -121,7 +129,11 @@ func New(opts Options) (*Server, error) {
 		opts.Logger.Info("withdrew approval requests left by an earlier run", "count", n)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.catalog = sitetools.NewCatalog(opts.DB, opts.DB.Shares)
 	s.startHub()
+	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: s.hub, Gate: s.gate,
+		ApprovalWindow: s.gate.Window(), Logger: opts.Logger, CallTimeout: opts.CallTimeout,
+		OnCall: func(e *store.AuditEntry) { s.publish(e.UserID, evCallFinished, e) }})
 	s.app = fiber.New(fiber.Config{
 		AppName: "tabbridge",
 		// Immutable: strings from a request (cookies, params) stay valid after
@@ -168,6 +180,9 @@ func fillDefaults(o *Options) error {
 	}
 	if o.AuthAttemptsPerMinute == 0 {
 		o.AuthAttemptsPerMinute = 20
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = 5 * time.Second
 	}
 	if o.MCPSessionTimeout == 0 {
 		o.MCPSessionTimeout = time.Hour

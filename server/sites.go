@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -25,6 +26,12 @@ func (s *Server) pushSites(c *fiber.Ctx, uid string) {
 type siteView struct {
 	store.SharedSite
 	OpenIn []openIn `json:"openIn"`
+	// AskAll is the "ask for every tool" setting.
+	AskAll bool `json:"askAll"`
+	// Tools are the site's tools, live or as last announced.
+	Tools []sitetools.ToolSummary `json:"tools"`
+	// Live is true while an open tab of the site announces its tools.
+	Live bool `json:"live"`
 }
 
 type openIn struct {
@@ -48,9 +55,12 @@ func (s *Server) getSites(c *fiber.Ctx) error {
 	}
 	out := make([]siteView, len(rows))
 	for i, r := range rows {
-		out[i] = siteView{SharedSite: r, OpenIn: open[r.Origin]}
+		out[i] = siteView{SharedSite: r, OpenIn: open[r.Origin], Tools: []sitetools.ToolSummary{}}
 		if out[i].OpenIn == nil {
 			out[i].OpenIn = []openIn{}
+		}
+		if err := s.fillSite(c, &out[i]); err != nil {
+			return err
 		}
 	}
 	return c.JSON(fiber.Map{"sites": out})
@@ -90,11 +100,39 @@ func (s *Server) postSite(c *fiber.Ctx) error {
 
 func (s *Server) deleteSite(c *fiber.Ctx) error {
 	uid := userID(c)
-	if err := s.opts.DB.UnshareSite(c.Context(), uid, c.Params("id")); err != nil {
+	site, err := s.opts.DB.SharedSite(c.Context(), uid, c.Params("id"))
+	if err != nil {
 		return storeError(err, "shared site")
 	}
+	if err := s.opts.DB.UnshareSite(c.Context(), uid, site.ID); err != nil {
+		return storeError(err, "shared site")
+	}
+	s.catalog.ForgetSite(uid, site.Origin)
 	s.pushSites(c, uid)
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// patchSite changes a shared site's settings: {"askAll": true} asks the
+// person about every tool of the site, read-only ones too.
+func (s *Server) patchSite(c *fiber.Ctx) error {
+	var in struct {
+		AskAll *bool `json:"askAll"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if in.AskAll == nil {
+		return badRequest("invalid_field", "Send {\"askAll\": true} or {\"askAll\": false}.")
+	}
+	uid := userID(c)
+	site, err := s.opts.DB.SharedSite(c.Context(), uid, c.Params("id"))
+	if err != nil {
+		return storeError(err, "shared site")
+	}
+	if err := s.gate.SetAskAll(c.Context(), uid, site.Origin, *in.AskAll); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"site": siteView{SharedSite: *site, OpenIn: []openIn{}, AskAll: *in.AskAll}})
 }
 
 // browserView is a browser the person has connected, live or not.
@@ -151,4 +189,21 @@ func (s *Server) patchBrowser(c *fiber.Ctx) error {
 	}
 	s.hub.Rename(uid, b.BrowserID, b.Name)
 	return c.JSON(fiber.Map{"browser": browserView{ID: b.BrowserID, Name: b.Name, Version: b.Version, FirstSeen: b.FirstSeen, LastSeen: b.LastSeen, OpenSites: []bridge.OpenSite{}}})
+}
+
+// fillSite adds a site's setting and tools to its view.
+func (s *Server) fillSite(c *fiber.Ctx, v *siteView) error {
+	ask, err := s.gate.AskAll(c.Context(), v.UserID, v.Origin)
+	if err != nil {
+		return err
+	}
+	cat, err := s.catalog.Site(c.Context(), v.UserID, v.Origin)
+	if err != nil {
+		return err
+	}
+	v.AskAll, v.Live = ask, cat.Live
+	for _, t := range cat.Tools {
+		v.Tools = append(v.Tools, sitetools.Summary(t))
+	}
+	return nil
 }

@@ -1,7 +1,202 @@
 package server
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"time"
 
-// addSiteTools registers listSiteTools, getSiteToolDefinition and
-// callSiteTool once the catalog exists.
-func (s *Server) addSiteTools(srv *mcp.Server) {}
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tabbridge/tabbridge/sitetools"
+)
+
+type listSitesOut struct {
+	Sites []sitetools.SiteListing `json:"sites"`
+}
+
+type definitionIn struct {
+	Site string `json:"site" jsonschema:"the site's origin as listSiteTools gives it, e.g. https://shop.example"`
+	Tool string `json:"tool" jsonschema:"the tool's name as listSiteTools gives it"`
+}
+
+type callIn struct {
+	Site      string         `json:"site" jsonschema:"the site's origin as listSiteTools gives it"`
+	Tool      string         `json:"tool" jsonschema:"the tool's name"`
+	Arguments map[string]any `json:"arguments,omitempty" jsonschema:"the tool's input, matching the inputSchema from getSiteToolDefinition"`
+	TaskID    string         `json:"taskId,omitempty" jsonschema:"the task this call belongs to (from createTask); required for tools that are not read-only"`
+}
+
+func (s *Server) addSiteTools(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: "listSiteTools",
+		Description: "List the websites shared with your workspace and the tools each offers: name, title, description, " +
+			"and whether it is read-only. online says whether the person's Chrome is connected (calls can run); " +
+			"openTabs how many of the site's pages are open. Schemas are not included: call getSiteToolDefinition for the one you need.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, s.mcpListSiteTools)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "getSiteToolDefinition",
+		Description: "Get one site tool's full input schema and annotations, to build a valid callSiteTool request.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, s.mcpGetSiteToolDefinition)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: "callSiteTool",
+		Description: "Run one tool of a shared website inside the person's own signed-in Chrome tab and return the page's result. " +
+			"Arguments are checked against the tool's input schema first. Read-only tools run at once; any other tool needs taskId " +
+			"and waits for the person to approve it (Allow once, Always allow, or Deny) — this can take minutes, and progress " +
+			"notifications are sent meanwhile. A denial or an unanswered request comes back as a result saying so. Calls time out after 60 s in the page.",
+	}, s.mcpCallSiteTool)
+}
+
+func (s *Server) agentOfCall(req *mcp.CallToolRequest) (sitetools.Agent, error) {
+	id, err := agentOf(req)
+	if err != nil {
+		return sitetools.Agent{}, err
+	}
+	return sitetools.Agent{OwnerID: id.Workspace.OwnerID, WorkspaceID: id.Workspace.ID, TokenID: id.TokenID}, nil
+}
+
+func (s *Server) mcpListSiteTools(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, listSitesOut, error) {
+	a, err := s.agentOfCall(req)
+	if err != nil {
+		return nil, listSitesOut{}, err
+	}
+	sites, err := s.ops.List(ctx, a)
+	if err != nil {
+		return nil, listSitesOut{}, s.internal("listSiteTools", err)
+	}
+	return nil, listSitesOut{Sites: sites}, nil
+}
+
+// definitionOut is a tool's definition for MCP: the schema as an object, so
+// the SDK's output schema describes it as one.
+type definitionOut struct {
+	Site        string                `json:"site"`
+	Name        string                `json:"name"`
+	Title       string                `json:"title,omitempty"`
+	Description string                `json:"description"`
+	InputSchema map[string]any        `json:"inputSchema"`
+	Annotations sitetools.Annotations `json:"annotations"`
+}
+
+func (s *Server) mcpGetSiteToolDefinition(ctx context.Context, req *mcp.CallToolRequest, in definitionIn) (*mcp.CallToolResult, *definitionOut, error) {
+	a, err := s.agentOfCall(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	def, err := s.ops.Describe(ctx, a, in.Site, in.Tool)
+	if err != nil {
+		return nil, nil, s.agentFacing("getSiteToolDefinition", err)
+	}
+	out := &definitionOut{Site: def.Site, Name: def.Name, Title: def.Title, Description: def.Description, Annotations: def.Annotations}
+	if err := json.Unmarshal(def.InputSchema, &out.InputSchema); err != nil {
+		return nil, nil, s.internal("getSiteToolDefinition", err)
+	}
+	return nil, out, nil
+}
+
+func (s *Server) mcpCallSiteTool(ctx context.Context, req *mcp.CallToolRequest, in callIn) (*mcp.CallToolResult, any, error) {
+	a, err := s.agentOfCall(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	args, err := json.Marshal(in.Arguments)
+	if err != nil || in.Arguments == nil {
+		args = json.RawMessage(`{}`)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel) // shutdown ends the call
+	defer stop()
+	defer s.progress(ctx, req)()
+	res, err := s.ops.Call(ctx, a, sitetools.CallRequest{Site: in.Site, Tool: in.Tool, Arguments: args, TaskID: in.TaskID})
+	if err != nil {
+		if ctx.Err() != nil && s.ctx.Err() != nil {
+			return errorResult("The Tabbridge server is shutting down; the call was stopped. Call again in a moment."), nil, nil
+		}
+		return nil, nil, s.agentFacing("callSiteTool", err)
+	}
+	return pageResult(res.Result), nil, nil
+}
+
+// progress sends a progress notification at a steady pace while a call waits
+// (for the person, or for the page), so clients and proxies keep it open.
+// It returns the function that stops it.
+func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) func() {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var n atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.opts.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				p := n.Add(1)
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(p),
+					Message: "still waiting: for the person's approval, or for the page to finish"})
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// agentFacing turns an operation's error into what the agent reads: its own
+// sentence for an AgentError, a generic one (logged) for a bug.
+func (s *Server) agentFacing(op string, err error) error {
+	var ae *sitetools.AgentError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return s.internal(op, err)
+}
+
+func (s *Server) internal(op string, err error) error {
+	s.opts.Logger.Error("mcp operation failed", "op", op, "err", err)
+	return errors.New("Tabbridge hit an internal error and did not finish this request; try again, and tell the person if it keeps happening.")
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// pageResult turns the page's own result into MCP content: an MCP-shaped
+// {"content":[…]} passes its text items through; a string is the text;
+// anything else is its JSON.
+func pageResult(raw json.RawMessage) *mcp.CallToolResult {
+	var shaped struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &shaped) == nil && len(shaped.Content) > 0 {
+		out := &mcp.CallToolResult{IsError: shaped.IsError}
+		for _, c := range shaped.Content {
+			if c.Type == "text" {
+				out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+			}
+		}
+		if len(out.Content) == len(shaped.Content) {
+			return out
+		}
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: str}}}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}}
+}

@@ -148,3 +148,24 @@ func (db *DB) RenameBrowser(ctx context.Context, userID, browserID, name string)
 	}
 	return db.Browser(ctx, userID, browserID)
 }
+
+// WorkspaceSites lists the sites shared with a workspace, ordered by origin,
+// for a caller already scoped to it (an agent token's workspace).
+func (db *DB) WorkspaceSites(ctx context.Context, workspaceID string) ([]SharedSite, error) {
+	out := []SharedSite{}
+	err := db.sharedSitesQuery(ctx).Where("shared_sites.workspace_id = ?", workspaceID).Order("shared_sites.origin").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("workspace sites: %w", err)
+	}
+	return out, nil
+}
+
+// Shares reports whether a person shares origin with any workspace.
+func (db *DB) Shares(ctx context.Context, userID, origin string) (bool, error) {
+	var n int64
+	err := db.WithContext(ctx).Table("shared_sites").Where("user_id = ? AND origin = ?", userID, origin).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("shares: %w", err)
+	}
+	return n > 0, nil
+}

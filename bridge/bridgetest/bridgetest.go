@@ -44,6 +44,24 @@ type Message struct {
 	Code        string        `json:"code"`
 	Message     string        `json:"message"`
 	Ref         string        `json:"ref"`
+	// call and call.cancel
+	Site       string          `json:"site"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	DocumentID string          `json:"documentId"`
+	URL        string          `json:"url"`
+	Deadline   int64           `json:"deadline"`
+	CallID     string          `json:"callId"`
+	Reason     string          `json:"reason"`
+	// tools.accepted
+	Accepted []string `json:"accepted"`
+	Refused  []struct {
+		Tool   string `json:"tool"`
+		Reason string `json:"reason"`
+	} `json:"refused"`
+	// approvals
+	Pending int    `json:"pending"`
+	Event   string `json:"event"`
 	// Raw is the frame as received.
 	Raw json.RawMessage `json:"-"`
 }

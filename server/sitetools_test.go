@@ -1,0 +1,315 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/server"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+const shop = "https://shop.example"
+
+const shopTools = `[
+ {"name":"search","title":"Search","description":"Search the catalogue","annotations":{"readOnlyHint":true},
+  "inputSchema":{"type":"object","properties":{"q":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["q"]}},
+ {"name":"buy","description":"Buy an item","inputSchema":{"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer","minimum":1}},"required":["item"]}}
+]`
+
+// siteWorld is a person with a shared site open in one test browser, and an
+// agent connected over MCP to the site's workspace.
+type siteWorld struct {
+	env    *servertest.Env
+	person *servertest.Client
+	ws     string
+	token  string
+	agent  *mcp.ClientSession
+	br     *bridgetest.Browser
+	task   string
+}
+
+func newSiteWorld(t *testing.T, k storetest.Kind, tweak func(*server.Options), mcpOpts *servertest.MCPOptions) *siteWorld {
+	t.Helper()
+	env := servertest.Start(t, k, tweak)
+	w := &siteWorld{env: env, person: env.Person(t, "alice@example.com")}
+	w.ws = w.person.Workspace("Shopping")
+	w.token = w.person.AgentToken(w.ws, "laptop")
+	w.person.MustJSON("POST", "/api/sites", map[string]string{"origin": shop, "workspaceId": w.ws}, 201, nil)
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	w.person.MustJSON("POST", "/api/workspaces/"+w.ws+"/tasks", map[string]string{"title": "Buy tea"}, 201, &task)
+	w.task = task.Task.ID
+	w.br, _ = extBrowser(t, env, w.person, "browser-one")
+	w.agent = env.MCP(t, w.token, mcpOpts)
+	return w
+}
+
+func (w *siteWorld) announce(t *testing.T, doc string, used time.Time) {
+	t.Helper()
+	m, err := w.br.Announce(bridgetest.Doc{ID: doc, Origin: shop, URL: shop + "/" + doc, Title: "Shop " + doc, TabID: 7, LastUsed: used, Tools: shopTools}, wait)
+	if err != nil || m.Type != "tools.accepted" || len(m.Accepted) != 2 {
+		t.Fatalf("announce %s: %+v %v", doc, m, err)
+	}
+}
+
+type callOut struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// callAsync calls an MCP tool without waiting; cancel stops it.
+func callAsync(cs *mcp.ClientSession, name string, args any) (chan callOut, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	out := make(chan callOut, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		out <- callOut{res, err}
+	}()
+	return out, cancel
+}
+
+func awaitCall(t *testing.T, ch chan callOut) *mcp.CallToolResult {
+	t.Helper()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			t.Fatalf("call failed at the protocol level: %v", o.err)
+		}
+		return o.res
+	case <-time.After(30 * time.Second):
+		t.Fatal("call did not return")
+	}
+	return nil
+}
+
+func wantError(t *testing.T, res *mcp.CallToolResult, parts ...string) {
+	t.Helper()
+	text := servertest.ResultText(res)
+	if !res.IsError {
+		t.Fatalf("want an error result, got %q", text)
+	}
+	for _, p := range parts {
+		if !strings.Contains(text, p) {
+			t.Fatalf("error %q does not mention %q", text, p)
+		}
+	}
+}
+
+func TestListAndDescribeSiteTools(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		w := newSiteWorld(t, k, nil, nil)
+		w.announce(t, "d1", time.Now())
+		res := servertest.CallTool(t, w.agent, "listSiteTools", map[string]any{})
+		var list struct {
+			Sites []struct {
+				Site     string
+				Online   bool
+				OpenTabs int
+				LastURL  string
+				Tools    []struct {
+					Name, Description string
+					ReadOnly          bool
+				}
+			}
+		}
+		servertest.Structured(t, res, &list)
+		if len(list.Sites) != 1 || list.Sites[0].Site != shop || !list.Sites[0].Online || list.Sites[0].OpenTabs != 1 || list.Sites[0].LastURL != shop+"/d1" {
+			t.Fatalf("listing: %+v", list.Sites)
+		}
+		if ts := list.Sites[0].Tools; len(ts) != 2 || ts[0].Name != "buy" || ts[0].ReadOnly || ts[1].Name != "search" || !ts[1].ReadOnly {
+			t.Fatalf("tools: %+v", ts)
+		}
+		if strings.Contains(servertest.ResultText(res), "inputSchema") {
+			t.Fatal("listing carries schemas")
+		}
+		res = servertest.CallTool(t, w.agent, "getSiteToolDefinition", map[string]any{"site": shop, "tool": "search"})
+		var def struct {
+			InputSchema map[string]any
+			Annotations struct{ ReadOnlyHint bool }
+		}
+		servertest.Structured(t, res, &def)
+		if def.InputSchema["required"] == nil || !def.Annotations.ReadOnlyHint {
+			t.Fatalf("definition: %+v", def)
+		}
+		// The browser leaves: the site still lists its tools, offline.
+		w.br.Conn.Close()
+		waitUntil(t, func() bool {
+			res := servertest.CallTool(t, w.agent, "listSiteTools", map[string]any{})
+			servertest.Structured(t, res, &list)
+			return !list.Sites[0].Online
+		})
+		if len(list.Sites[0].Tools) != 2 || list.Sites[0].OpenTabs != 0 {
+			t.Fatalf("offline listing: %+v", list.Sites[0])
+		}
+		res = servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
+		wantError(t, res, "Chrome is not connected", "Ask them to open Chrome")
+	})
+}
+
+func TestReadOnlyCallRunsInTheMostRecentlyUsedTab(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		w := newSiteWorld(t, k, nil, nil)
+		now := time.Now()
+		w.announce(t, "d1", now.Add(-time.Minute))
+		w.announce(t, "d2", now)
+		call := func(wantDoc string) {
+			t.Helper()
+			ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
+			defer cancel()
+			m, err := w.br.Expect("call", wait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.DocumentID != wantDoc || m.Tool != "search" || m.Site != shop || string(m.Arguments) != `{"q":"tea"}` || m.URL != shop+"/d2" && m.URL != shop+"/d1" {
+				t.Fatalf("call message: %s", m.Raw)
+			}
+			w.br.Dispatched(m.ID, wantDoc)
+			w.br.Result(m.ID, map[string]any{"content": []map[string]string{{"type": "text", "text": "3 teas from " + wantDoc}}})
+			res := awaitCall(t, ch)
+			if res.IsError || servertest.ResultText(res) != "3 teas from "+wantDoc {
+				t.Fatalf("result: %v %q", res.IsError, servertest.ResultText(res))
+			}
+		}
+		call("d2")
+		if err := w.br.Used("d1", now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// The server handles a socket's frames in order: the pong means it has
+		// taken document.used before the next call is routed.
+		if _, err := w.br.Ping("p1", wait); err != nil {
+			t.Fatal(err)
+		}
+		call("d1")
+		// The audit log has both calls, decided as read-only.
+		var audit struct {
+			Entries []struct{ Tool, Decision, Outcome, Site string } `json:"entries"`
+		}
+		w.person.MustJSON("GET", "/api/audit?tool=search", nil, 200, &audit)
+		if len(audit.Entries) != 2 || audit.Entries[0].Decision != "read-only" || audit.Entries[0].Outcome != "ok" {
+			t.Fatalf("audit: %+v", audit.Entries)
+		}
+	})
+}
+
+func TestCallErrorsAreWrittenForTheAgent(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.CallTimeout = 300 * time.Millisecond }, nil)
+	w.announce(t, "d1", time.Now())
+	call := func(args map[string]any) *mcp.CallToolResult {
+		return servertest.CallTool(t, w.agent, "callSiteTool", args)
+	}
+	wantError(t, call(map[string]any{"site": "https://other.example", "tool": "search"}), "not shared with this workspace", shop)
+	wantError(t, call(map[string]any{"site": shop, "tool": "delete"}), `no tool named "delete"`, "buy, search")
+	wantError(t, call(map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": 3, "limit": 0}}),
+		"arguments.q", "arguments.limit", "getSiteToolDefinition")
+	wantError(t, call(map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{}}), `missing required property "q"`)
+	wantError(t, call(map[string]any{"site": shop, "tool": "buy", "arguments": map[string]any{"item": "tea"}}), "approves it inside a task", "taskId", "createTask")
+	other := w.person.Workspace("Other")
+	var ot struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	w.person.MustJSON("POST", "/api/workspaces/"+other+"/tasks", map[string]string{"title": "x"}, 201, &ot)
+	wantError(t, call(map[string]any{"site": shop, "tool": "buy", "taskId": ot.Task.ID, "arguments": map[string]any{"item": "tea"}}), "not a task of this workspace")
+
+	search := map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}}
+	// The page goes away mid-call.
+	ch, cancel := callAsync(w.agent, "callSiteTool", search)
+	m, _ := w.br.Expect("call", wait)
+	w.br.Dispatched(m.ID, "d1")
+	w.br.Gone("d1")
+	wantError(t, awaitCall(t, ch), "went away")
+	cancel()
+	w.announce(t, "d1", time.Now())
+	// The result is too large.
+	ch, cancel = callAsync(w.agent, "callSiteTool", search)
+	m, _ = w.br.Expect("call", wait)
+	w.br.Result(m.ID, strings.Repeat("x", 300<<10))
+	wantError(t, awaitCall(t, ch), "returned 307202 bytes", "262144")
+	cancel()
+	// The page's own error, in its own words.
+	ch, cancel = callAsync(w.agent, "callSiteTool", search)
+	m, _ = w.br.Expect("call", wait)
+	w.br.Fail(m.ID, "tool_error", "Out of stock")
+	wantError(t, awaitCall(t, ch), "failed in the page: Out of stock")
+	cancel()
+	// Over the deadline: the browser is told to cancel, the agent is told why.
+	ch, cancel = callAsync(w.agent, "callSiteTool", search)
+	m, _ = w.br.Expect("call", wait)
+	c, err := w.br.Expect("call.cancel", wait)
+	if err != nil || c.CallID != m.ID || c.Reason != "timeout" {
+		t.Fatalf("cancel on timeout: %+v %v", c, err)
+	}
+	wantError(t, awaitCall(t, ch), "did not finish within 300ms")
+	cancel()
+	// A late answer to a call that is gone is refused, not ignored.
+	w.br.Result(m.ID, "late")
+	if e, err := w.br.Expect("error", wait); err != nil || e.Code != "unknown_call" {
+		t.Fatalf("late result: %+v %v", e, err)
+	}
+	// The browser disconnects mid-call.
+	ch, cancel = callAsync(w.agent, "callSiteTool", search)
+	defer cancel()
+	w.br.Expect("call", wait)
+	w.br.Conn.Close()
+	wantError(t, awaitCall(t, ch), "disconnected")
+}
+
+func TestCancelReachesTheBrowser(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "slow"}})
+	m, err := w.br.Expect("call", wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	c, err := w.br.Expect("call.cancel", wait)
+	if err != nil || c.CallID != m.ID || c.Reason != "cancelled" {
+		t.Fatalf("cancel: %+v %v", c, err)
+	}
+	<-ch
+	waitUntil(t, func() bool {
+		var audit struct {
+			Entries []struct{ Outcome string } `json:"entries"`
+		}
+		w.person.MustJSON("GET", "/api/audit", nil, 200, &audit)
+		return len(audit.Entries) == 1 && audit.Entries[0].Outcome == "cancelled"
+	})
+}
+
+func TestAnnouncementsOnlyForSharedSites(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	m, err := w.br.Announce(bridgetest.Doc{ID: "x1", Origin: "https://bank.example", URL: "https://bank.example/", Tools: shopTools}, wait)
+	if err != nil || m.Type != "error" || m.Code != "site_not_shared" {
+		t.Fatalf("unshared announce: %+v %v", m, err)
+	}
+	// A page that lies: a bad tool among good ones is refused with its reason.
+	m, err = w.br.Announce(bridgetest.Doc{ID: "d9", Origin: shop, URL: shop + "/", Tools: `[{"name":"ok","description":"fine"},{"name":"bad name!","description":"x"}]`}, wait)
+	if err != nil || m.Type != "tools.accepted" || len(m.Accepted) != 1 || len(m.Refused) != 1 || m.Refused[0].Reason == "" {
+		t.Fatalf("mixed announce: %+v %v", m, err)
+	}
+	var raw json.RawMessage
+	w.person.MustJSON("GET", "/api/sites", nil, 200, &raw)
+	if !strings.Contains(string(raw), `"name":"ok"`) {
+		t.Fatalf("sites do not show the tool: %s", raw)
+	}
+}
+
+// waitUntil retries cond until it holds or a deadline passes.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

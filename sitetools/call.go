@@ -1,0 +1,195 @@
+package sitetools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// CallRequest is an agent's callSiteTool.
+type CallRequest struct {
+	Site      string
+	Tool      string
+	Arguments json.RawMessage
+	TaskID    string
+}
+
+// CallResult is what a completed call returns: the page's own result.
+type CallResult struct {
+	Site     string
+	Tool     string
+	Result   json.RawMessage
+	Decision approvals.Decision
+}
+
+// Outcomes recorded in the audit log.
+const (
+	OutcomeOK        = "ok"
+	OutcomeRefused   = "refused"   // not shared, no such tool, invalid arguments, no task
+	OutcomeDenied    = "denied"    // the person said no
+	OutcomeExpired   = "expired"   // nobody answered
+	OutcomeWithdrawn = "withdrawn" // the server ended before an answer
+	OutcomeCancelled = "cancelled" // the agent gave up
+	OutcomeFailed    = "failed"    // the browser or page failed
+)
+
+// Call validates a call against the page's own schema, passes it through the
+// approval gate, runs it in the person's browser and records it in the audit
+// log. Every failure an agent can act on is an *AgentError; ctx's error is
+// returned when the agent cancels.
+func (o *Ops) Call(ctx context.Context, a Agent, req CallRequest) (*CallResult, error) {
+	start := time.Now()
+	entry := &store.AuditEntry{UserID: a.OwnerID, WorkspaceID: a.WorkspaceID, TokenID: a.TokenID, TaskID: req.TaskID,
+		Site: req.Site, Tool: req.Tool, ArgsBytes: int64(len(req.Arguments)), Decision: "none"}
+	res, err := o.call(ctx, a, req, entry)
+	entry.DurationMS = time.Since(start).Milliseconds()
+	entry.Outcome, entry.Error = outcomeOf(res, err)
+	if aerr := o.opts.DB.AppendAudit(context.WithoutCancel(ctx), entry); aerr != nil {
+		o.opts.Logger.Error("audit", "err", aerr)
+	} else if o.opts.OnCall != nil {
+		o.opts.OnCall(entry)
+	}
+	return res, err
+}
+
+func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.AuditEntry) (*CallResult, error) {
+	site, d, err := o.find(ctx, a, req.Site, req.Tool)
+	if err != nil {
+		return nil, err
+	}
+	entry.Site = site.Origin
+	if err := o.validate(d, site.Origin, req.Arguments); err != nil {
+		return nil, err
+	}
+	dec, err := o.opts.Gate.Decide(ctx, approvals.Call{OwnerID: a.OwnerID, WorkspaceID: a.WorkspaceID, TaskID: req.TaskID,
+		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.Annotations.ReadOnlyHint})
+	entry.Decision, entry.DecidedBy = string(dec.Source), dec.DecidedBy
+	if err != nil {
+		return nil, o.gateError(err, site.Origin, d.Name, ctx)
+	}
+	if !dec.Allowed {
+		return nil, o.refusal(dec, site.Origin, d.Name)
+	}
+	out, err := o.invoke(ctx, a, site, d, req.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	entry.ResultBytes = int64(len(out))
+	return &CallResult{Site: site.Origin, Tool: d.Name, Result: out, Decision: dec}, nil
+}
+
+func (o *Ops) validate(d Descriptor, origin string, args json.RawMessage) error {
+	schema, err := d.Schema()
+	if err != nil {
+		return agentErr("invalid_schema", "The page's schema for %s cannot be used: %v. The site must fix it; nothing was run.", d.Name, err)
+	}
+	viol := schema.Validate(args)
+	if len(viol) == 0 {
+		return nil
+	}
+	lines := make([]string, len(viol))
+	for i, v := range viol {
+		lines[i] = "- " + v.String()
+	}
+	return agentErr("invalid_arguments", "The arguments do not match the input schema of %s on %s, so nothing was run:\n%s\nFix them and call again; getSiteToolDefinition returns the full schema.",
+		d.Name, origin, strings.Join(lines, "\n"))
+}
+
+func (o *Ops) gateError(err error, origin, tool string, ctx context.Context) error {
+	switch {
+	case errors.Is(err, approvals.ErrTaskRequired):
+		return agentErr("task_required", "%s changes something on %s, so the person approves it inside a task: pass taskId (open a task with createTask, or find yours with listTasks) and call again.", tool, origin)
+	case errors.Is(err, approvals.ErrNoSuchTask):
+		return agentErr("task_not_found", "That taskId is not a task of this workspace. Call listTasks to find yours, or createTask to open one, and call again.")
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return err
+}
+
+func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
+	switch dec.Source {
+	case approvals.SourceExpired:
+		return agentErr("approval_expired", "Nobody answered the approval request for %s on %s within %s, so it was not run. Ask the person to check the Tabbridge inbox, then call again if it is still needed.",
+			tool, origin, o.opts.ApprovalWindow)
+	case approvals.SourceWithdrawn:
+		return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered (the Tabbridge server is restarting), so it was not run. Call again in a moment.", tool, origin)
+	}
+	return agentErr("denied", "The person denied this call of %s on %s; it was not run. Do not repeat the same call: plan around it, or ask the person what they want instead.", tool, origin)
+}
+
+func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args json.RawMessage) (json.RawMessage, error) {
+	if !o.opts.Invoker.Online(a.OwnerID) {
+		return nil, agentErr("browser_offline", "The person's Chrome is not connected to Tabbridge, so %s cannot run tools right now. Ask them to open Chrome (signed in to the Tabbridge extension), then call again.", site.Origin)
+	}
+	deadline := time.Now().Add(o.opts.CallTimeout)
+	cctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	inv := Invocation{ID: store.NewID(), Site: site.Origin, Tool: d.Name, Arguments: args, LastURL: site.LastURL, Deadline: deadline}
+	for _, doc := range o.opts.Catalog.Candidates(a.OwnerID, site.Origin, d.Name) {
+		inv.Targets = append(inv.Targets, Target{BrowserID: doc.BrowserID, DocumentID: doc.DocumentID})
+	}
+	out, err := o.opts.Invoker.Invoke(cctx, a.OwnerID, inv)
+	if err == nil && len(out) > MaxResultBytes {
+		err = &TooLargeError{Size: len(out)}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, o.invokeError(err, site.Origin, d.Name)
+	}
+	return out, nil
+}
+
+func (o *Ops) invokeError(err error, origin, tool string) error {
+	var tl *TooLargeError
+	var pe *PageError
+	switch {
+	case errors.As(err, &tl):
+		return agentErr("result_too_large", "%s on %s returned %d bytes; results are limited to %d bytes and are never truncated. Ask for less (narrower arguments) and call again.",
+			tool, origin, tl.Size, MaxResultBytes)
+	case errors.As(err, &pe):
+		return agentErr("tool_failed", "%s on %s failed in the page: %s", tool, origin, pe.Message)
+	case errors.Is(err, ErrOffline):
+		return agentErr("browser_offline", "The person's Chrome is not connected to Tabbridge, so %s cannot run tools right now. Ask them to open Chrome (signed in to the Tabbridge extension), then call again.", origin)
+	case errors.Is(err, ErrBrowserGone):
+		return agentErr("browser_gone", "The person's Chrome disconnected while %s was running on %s. Whether it had an effect is unknown: check before calling again.", tool, origin)
+	case errors.Is(err, ErrPageGone):
+		return agentErr("page_gone", "The page running %s on %s went away (it navigated, reloaded or its tab closed) before the tool finished. Whether it had an effect is unknown: check before calling again.", tool, origin)
+	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return agentErr("timeout", "%s on %s did not finish within %s, so it was cancelled in the page. It may have had an effect: check before calling again.", tool, origin, o.opts.CallTimeout)
+	}
+	return fmt.Errorf("run %s on %s: %w", tool, origin, err)
+}
+
+// outcomeOf names a call's outcome for the audit log.
+func outcomeOf(res *CallResult, err error) (outcome, message string) {
+	if err == nil {
+		return OutcomeOK, ""
+	}
+	if errors.Is(err, context.Canceled) {
+		return OutcomeCancelled, "the agent cancelled the call"
+	}
+	var ae *AgentError
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case "denied":
+			return OutcomeDenied, ae.Message
+		case "approval_expired":
+			return OutcomeExpired, ae.Message
+		case "approval_withdrawn":
+			return OutcomeWithdrawn, ae.Message
+		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found":
+			return OutcomeRefused, ae.Message
+		}
+		return OutcomeFailed, ae.Message
+	}
+	return OutcomeFailed, err.Error()
+}

@@ -1,0 +1,240 @@
+package sitetools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// Limits on a call, as DESIGN.md fixes them.
+const (
+	// CallTimeout is the longest a call may run in the browser, by default.
+	CallTimeout = 60 * time.Second
+	// MaxResultBytes is the largest result returned; larger ones are refused
+	// with their size, never truncated.
+	MaxResultBytes = 256 << 10
+)
+
+// Errors an Invoker returns; the operations turn them into sentences for the agent.
+var (
+	// ErrOffline means no browser of the person is connected.
+	ErrOffline = errors.New("sitetools: the person's browser is not connected")
+	// ErrBrowserGone means the browser running the call disconnected.
+	ErrBrowserGone = errors.New("sitetools: the browser disconnected mid-call")
+	// ErrPageGone means the page running the call went away.
+	ErrPageGone = errors.New("sitetools: the page went away mid-call")
+	// ErrTimeout means the call ran past its deadline and was cancelled.
+	ErrTimeout = errors.New("sitetools: the call ran out of time")
+)
+
+// TooLargeError is a result refused for its size.
+type TooLargeError struct{ Size int }
+
+func (e *TooLargeError) Error() string { return fmt.Sprintf("sitetools: result of %d bytes", e.Size) }
+
+// PageError is the error the page's own tool reported, in its own words.
+type PageError struct{ Code, Message string }
+
+func (e *PageError) Error() string { return "sitetools: the tool failed: " + e.Message }
+
+// Target is a document a call may go to, most preferred first.
+type Target struct{ BrowserID, DocumentID string }
+
+// Invocation is a validated, approved call on its way to a browser.
+type Invocation struct {
+	ID        string
+	Site      string
+	Tool      string
+	Arguments json.RawMessage
+	// Targets are the live documents offering the tool, most recently used
+	// first; empty when no tab is open (the extension then reopens LastURL).
+	Targets []Target
+	LastURL string
+	// Deadline is when the browser must have answered.
+	Deadline time.Time
+}
+
+// Invoker runs invocations in a person's browsers (the bridge's hub).
+type Invoker interface {
+	// Online reports whether any browser of the person is connected.
+	Online(userID string) bool
+	// Invoke runs inv in a browser of the person and returns the page's result.
+	Invoke(ctx context.Context, userID string, inv Invocation) (json.RawMessage, error)
+}
+
+// Gate decides whether a call may run (approvals.Gate).
+type Gate interface {
+	Decide(ctx context.Context, call approvals.Call) (approvals.Decision, error)
+}
+
+// Agent is who is calling: an agent token of one workspace.
+type Agent struct {
+	OwnerID     string // the workspace's owner, whose browsers run the calls
+	WorkspaceID string
+	TokenID     string
+}
+
+// AgentError is a failure written for the agent: what happened and what to
+// do next. The MCP layer returns it as a tool result with isError set.
+type AgentError struct {
+	Code    string
+	Message string
+}
+
+func (e *AgentError) Error() string { return e.Message }
+
+func agentErr(code, format string, args ...any) *AgentError {
+	return &AgentError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Options configures the operations.
+type Options struct {
+	DB      *store.DB
+	Catalog *Catalog
+	Invoker Invoker
+	Gate    Gate
+	// CallTimeout bounds a call in the browser (default CallTimeout).
+	CallTimeout time.Duration
+	// OnCall, when set, is told of every call once it is in the audit log.
+	OnCall func(e *store.AuditEntry)
+	// ApprovalWindow is quoted in the expiry message.
+	ApprovalWindow time.Duration
+	Logger         *slog.Logger
+}
+
+// Ops are the three agent-facing operations: list, describe, call.
+type Ops struct{ opts Options }
+
+// NewOps returns the operations.
+func NewOps(o Options) *Ops {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ApprovalWindow == 0 {
+		o.ApprovalWindow = 5 * time.Minute
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = CallTimeout
+	}
+	return &Ops{opts: o}
+}
+
+// ToolSummary is one tool in a listing: no schema, to keep listings cheap.
+type ToolSummary struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description"`
+	ReadOnly    bool   `json:"readOnly"`
+}
+
+// Summary is a tool's listing entry.
+func Summary(t Descriptor) ToolSummary {
+	return ToolSummary{Name: t.Name, Title: t.Title, Description: t.Description, ReadOnly: t.Annotations.ReadOnlyHint}
+}
+
+// SiteListing is one shared site in a listing.
+type SiteListing struct {
+	Site     string        `json:"site"`
+	Online   bool          `json:"online"`
+	OpenTabs int           `json:"openTabs"`
+	LastURL  string        `json:"lastUrl,omitempty"`
+	Title    string        `json:"title,omitempty"`
+	Tools    []ToolSummary `json:"tools"`
+}
+
+// List returns every site shared with the agent's workspace.
+func (o *Ops) List(ctx context.Context, a Agent) ([]SiteListing, error) {
+	sites, err := o.opts.DB.WorkspaceSites(ctx, a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	online := o.opts.Invoker.Online(a.OwnerID)
+	out := make([]SiteListing, 0, len(sites))
+	for _, s := range sites {
+		site, err := o.opts.Catalog.Site(ctx, a.OwnerID, s.Origin)
+		if err != nil {
+			return nil, err
+		}
+		l := SiteListing{Site: s.Origin, Online: online, LastURL: site.LastURL, Title: site.LastTitle, Tools: []ToolSummary{}}
+		for _, n := range o.opts.Catalog.OpenTabs(a.OwnerID, s.Origin) {
+			l.OpenTabs += n
+		}
+		for _, t := range site.Tools {
+			l.Tools = append(l.Tools, Summary(t))
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Definition is one tool's full description.
+type Definition struct {
+	Site        string          `json:"site"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations Annotations     `json:"annotations"`
+}
+
+// Describe returns one tool's input schema and annotations.
+func (o *Ops) Describe(ctx context.Context, a Agent, site, tool string) (*Definition, error) {
+	s, d, err := o.find(ctx, a, site, tool)
+	if err != nil {
+		return nil, err
+	}
+	return &Definition{Site: s.Origin, Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema, Annotations: d.Annotations}, nil
+}
+
+// find resolves a site shared with the workspace and one of its tools, or
+// explains what exists instead.
+func (o *Ops) find(ctx context.Context, a Agent, site, tool string) (Site, Descriptor, error) {
+	origin, err := o.sharedOrigin(ctx, a, site)
+	if err != nil {
+		return Site{}, Descriptor{}, err
+	}
+	s, err := o.opts.Catalog.Site(ctx, a.OwnerID, origin)
+	if err != nil {
+		return Site{}, Descriptor{}, err
+	}
+	d, err := s.Tool(tool)
+	if err != nil {
+		if len(s.Tools) == 0 {
+			return s, d, agentErr("no_such_tool", "%s has not announced any tools yet. Ask the person to open %s in Chrome, then call listSiteTools again.", origin, origin)
+		}
+		return s, d, agentErr("no_such_tool", "%s has no tool named %q. Its tools are: %s. Call listSiteTools for their descriptions.",
+			origin, tool, strings.Join(s.Names(), ", "))
+	}
+	return s, d, nil
+}
+
+// sharedOrigin matches the agent's site against the sites shared with its
+// workspace, accepting the origin with or without a trailing slash or path.
+func (o *Ops) sharedOrigin(ctx context.Context, a Agent, site string) (string, error) {
+	sites, err := o.opts.DB.WorkspaceSites(ctx, a.WorkspaceID)
+	if err != nil {
+		return "", err
+	}
+	want := strings.TrimRight(strings.TrimSpace(site), "/")
+	var names []string
+	for _, s := range sites {
+		if s.Origin == want || strings.HasPrefix(want, s.Origin+"/") {
+			return s.Origin, nil
+		}
+		names = append(names, s.Origin)
+	}
+	if len(names) == 0 {
+		return "", agentErr("site_not_shared", "%q is not shared with this workspace, and no site is yet. Only the person can share a site: ask them to open it in Chrome and click Share in the Tabbridge extension.", site)
+	}
+	sort.Strings(names)
+	return "", agentErr("site_not_shared", "%q is not shared with this workspace. The sites shared with it are: %s. Only the person can share another one, from the Tabbridge extension.",
+		site, strings.Join(names, ", "))
+}
