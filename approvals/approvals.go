@@ -142,6 +142,16 @@ func New(o Options) *Gate {
 	return &Gate{opts: o, byKey: map[string]*waiting{}, byID: map[string]*waiting{}}
 }
 
+// Waiters reports how many calls wait on an in-flight request (0 once it ended).
+func (g *Gate) Waiters(requestID string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w := g.byID[requestID]; w != nil {
+		return w.waiters
+	}
+	return 0
+}
+
 // Window is how long a request waits for an answer.
 func (g *Gate) Window() time.Duration { return g.opts.Window }
 

@@ -195,7 +195,7 @@ func TestIdenticalCallsCollapse(t *testing.T) {
 		diff := w.decideAsync(ctx, w.call("buy", `{"item":"coffee"}`))
 		ev2 := w.nextEvent(t, "approval.created")
 		// All three join the one request before it is answered.
-		waitFor(t, func() bool { return approvals.WaitersJoined(w.gate, ev.Request.ID) == 3 })
+		waitFor(t, func() bool { return w.gate.Waiters(ev.Request.ID) == 3 })
 		if pend, _ := w.gate.Pending(ctx, w.owner, ""); len(pend) != 2 {
 			t.Fatalf("%d requests pending, want 2", len(pend))
 		}
@@ -237,7 +237,7 @@ func TestCancelledCallWithdrawsItsRequest(t *testing.T) {
 		keep := w.decideAsync(context.Background(), w.call("buy", `{}`))
 		ch := w.decideAsync(ctx, w.call("buy", `{}`))
 		ev := w.nextEvent(t, "approval.created")
-		waitFor(t, func() bool { return approvals.WaitersJoined(w.gate, ev.Request.ID) == 2 })
+		waitFor(t, func() bool { return w.gate.Waiters(ev.Request.ID) == 2 })
 		cancel()
 		if r := await(t, ch); !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("cancelled call: %+v", r)
