@@ -129,8 +129,13 @@ func size(n int64) string {
 
 // took writes a duration in milliseconds as a person reads it.
 func took(ms int64) string {
-	if ms < 1000 {
+	switch {
+	case ms < 1000:
 		return fmt.Sprintf("%d ms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.1f s", float64(ms)/1000)
+	case ms%60_000 < 1000:
+		return fmt.Sprintf("%d min", ms/60_000)
 	}
-	return fmt.Sprintf("%.1f s", float64(ms)/1000)
+	return fmt.Sprintf("%d min %d s", ms/60_000, ms%60_000/1000)
 }
