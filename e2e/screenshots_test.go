@@ -83,9 +83,12 @@ func TestScreenshots(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
 		chromedp.SendKeys(chromedp.ID("password"), "correct horse"),
 		chromedp.Submit(chromedp.ID("password")),
-		chromedp.WaitVisible(chromedp.ID("ws-name")),
+		chromedp.WaitVisible(chromedp.ID("inbox-empty")),
 	)
 	capture(shot{"workspaces-empty", "Workspaces, before the first", visit(env.URL+"/workspaces", `#ws-list .empty`)})
+	capture(shot{"inbox-empty", "The inbox with nothing waiting (the home page, where the popup opens)", visit(env.URL+"/", `#inbox-empty`)})
+	capture(shot{"grants-empty", "Grants, before the first", visit(env.URL+"/grants", `#grants .empty`)})
+	capture(shot{"audit-empty", "The audit log, before the first call", visit(env.URL+"/audit", `#audit-list .empty`)})
 
 	ws := owner.Workspace("Docs site")
 	owner.Workspace("Billing dashboard")
@@ -113,8 +116,9 @@ func TestScreenshots(t *testing.T) {
 			chromedp.WaitVisible(chromedp.ID("mcp-command")),
 		}
 	}})
+	approvalShots(t, ctx, env, owner, ws, task.Task.ID, capture)
 	capture(shot{"workspace-delete", "Deleting a workspace asks first", visit(env.URL+"/workspaces/"+ws+"/delete", `.btn-danger-solid`)})
-	capture(shot{"task", "A task", visit(env.URL+"/tasks/"+task.Task.ID, `#task-status`)})
+	capture(shot{"task", "A task: its approvals and calls in time order", visit(env.URL+"/tasks/"+task.Task.ID, `#timeline .list`)})
 	capture(shot{"settings", "Settings and invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})
 	capture(shot{"settings-invitation-created", "A new invitation link, shown once", func() []chromedp.Action[chromedp.Void] {
 		return []chromedp.Action[chromedp.Void]{

@@ -83,6 +83,7 @@ func (s *Server) deleteGrant(c *fiber.Ctx) error {
 		}
 		return err
 	}
+	s.publish(userID(c), evGrantRevoked, fiber.Map{"grant": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 

@@ -22,7 +22,10 @@ const (
 	evTokenRevoked     = "token.revoked"
 	evTaskCreated      = "task.created"
 	evTaskUpdated      = "task.updated"
-	evCallFinished     = "call.finished"
+	// evCallFinished carries the call's audit entry, published by the call
+	// path once the entry is appended.
+	evCallFinished = "call.finished"
+	evGrantRevoked = "grant.revoked"
 )
 
 // eventHeartbeat is how often an idle stream sends a comment: proxies keep it

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 
+	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -35,7 +36,8 @@ type pages struct {
 }
 
 func loadPages() (*pages, error) {
-	funcs := template.FuncMap{"statusLabel": statusLabel, "at": at}
+	funcs := template.FuncMap{"statusLabel": statusLabel, "at": at, "size": size, "took": took,
+		"requestLabel": requestLabel, "outcomeLabel": outcomeLabel, "outcomeClass": outcomeClass, "requestClass": requestClass, "answering": answering}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "web/templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("load pages: %w", err)
@@ -65,7 +67,10 @@ type navItem struct {
 }
 
 var navItems = []navItem{
+	{"inbox", "Inbox", "/"},
 	{"workspaces", "Workspaces", "/workspaces"},
+	{"grants", "Grants", "/grants"},
+	{"audit", "Audit", "/audit"},
 	{"settings", "Settings", "/settings"},
 }
 
@@ -80,6 +85,9 @@ type view struct {
 	Data  fiber.Map
 	Now   time.Time
 	Items []navItem
+	// Pending counts the person's requests waiting for an answer, for the
+	// Inbox badge in the navigation; set by render.
+	Pending int
 }
 
 // render writes a page with status.
@@ -91,6 +99,13 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 	v.CSRF, _ = c.Locals(localCSRF).(string)
 	v.Now = s.opts.Now()
 	v.Items = navItems
+	if v.User != nil {
+		n, err := s.pendingCount(c.Context(), v.User.ID)
+		if err != nil {
+			return fmt.Errorf("render %s: %w", name, err)
+		}
+		v.Pending = n
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
 		return fmt.Errorf("render %s: %w", name, err)
@@ -134,6 +149,16 @@ type timeAt struct {
 }
 
 func at(v view, t time.Time) timeAt { return timeAt{v, t} }
+
+// answerAt is the argument of the "answer-forms" template: the request, the
+// page to come back to, and the view (for its CSRF token and names).
+type answerAt struct {
+	V    view
+	R    approvals.Request
+	Back string
+}
+
+func answering(v view, r approvals.Request, back string) answerAt { return answerAt{v, r, back} }
 
 // Ago says how long before v.Now t was, in words a person reads at a glance.
 func (v view) Ago(t time.Time) string {

@@ -26,16 +26,11 @@ func (s *Server) mountPages() {
 	open.Post("/signout", s.postPageSignout)
 
 	me := open.with(s.pageSession)
-	me.Get("/", s.pageHome)
 	me.Get("/settings", s.pageSettings)
 	me.Post("/settings/invitations", s.postPageInvitation)
 	me.Post("/settings/invitations/:id/withdraw", s.postPageWithdrawInvitation)
 	s.mountWorkspacePages(me)
-}
-
-// pageHome is where a signed-in person lands.
-func (s *Server) pageHome(c *fiber.Ctx) error {
-	return c.Redirect("/workspaces", http.StatusSeeOther)
+	s.mountApprovalPages(me)
 }
 
 // accountForm reads the fields the setup, sign-up and invitation forms share.

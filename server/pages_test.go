@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
@@ -200,7 +202,9 @@ func TestEveryPageRendersForTheOwner(t *testing.T) {
 		env := servertest.Start(t, k, nil)
 		alice, id, _ := aliceWithInvitation(t, env)
 		b := newBrowser(t, env, alice)
-		b.get("/").redirect(t, "/workspaces")
+		b.get("/").want(t, 200, "Inbox", `aria-current="page">Inbox`)
+		b.get("/grants").want(t, 200, "No grants.")
+		b.get("/audit").want(t, 200, "No calls yet.")
 		p := b.get("/workspaces")
 		p.want(t, 200, "Alice&#39;s", `href="/workspaces/`+id.workspace+`"`, `data-src="/workspaces"`)
 		if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'self' chrome-extension://"+servertest.ExtensionID) {
@@ -406,7 +410,16 @@ func TestEveryControlHasALabel(t *testing.T) {
 	pages["/signin"] = anon.get("/signin").body
 	pages["/signup"] = anon.get("/signup").body
 	pages["/invite/x"] = anon.get("/invite/x").body
-	for _, p := range []string{"/workspaces", ws, ws + "/delete", "/tasks/" + id.task, "/settings"} {
+	var me struct {
+		User struct{ ID string } `json:"user"`
+	}
+	alice.MustJSON("GET", "/api/auth/me", nil, 200, &me)
+	if err := env.DB.AppendAudit(context.Background(), &store.AuditEntry{UserID: me.User.ID, WorkspaceID: id.workspace,
+		TokenID: id.token, TaskID: id.task, Site: site, Tool: "t", Decision: "grant", Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	newAsker(t, env, alice, id.ids).raise("fill_form", `{"a":1}`)
+	for _, p := range []string{"/workspaces", ws, ws + "/delete", "/tasks/" + id.task, "/settings", "/", "/grants", "/audit"} {
 		pages[p] = b.get(p).body
 	}
 	pages["token created"] = b.post(ws+"/tokens", url.Values{"tokenName": {"y"}}).body

@@ -173,9 +173,13 @@ func (s *Server) postPageTask(c *fiber.Ctx) error {
 	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
 }
 
-func (s *Server) taskView(c *fiber.Ctx) (view, error) {
+func (s *Server) taskView(c *fiber.Ctx) (view, error) { return s.taskViewOf(c, c.Params("id")) }
+
+// taskViewOf loads one of the person's tasks with its workspace and its
+// approvals and calls in time order.
+func (s *Server) taskViewOf(c *fiber.Ctx, id string) (view, error) {
 	uid := userID(c)
-	t, err := s.opts.DB.Task(c.Context(), uid, c.Params("id"))
+	t, err := s.opts.DB.Task(c.Context(), uid, id)
 	if err != nil {
 		return view{}, storeError(err, "task")
 	}
@@ -183,8 +187,17 @@ func (s *Server) taskView(c *fiber.Ctx) (view, error) {
 	if err != nil {
 		return view{}, storeError(err, "task")
 	}
+	timeline, err := s.taskTimeline(c.Context(), uid, t.ID)
+	if err != nil {
+		return view{}, err
+	}
+	n, err := s.namesFor(c)
+	if err != nil {
+		return view{}, err
+	}
 	return view{Title: t.Title, Nav: "workspaces", Src: "/tasks/" + t.ID, User: s.pageUser(c),
-		Data: fiber.Map{"Task": t, "Workspace": w, "Statuses": store.TaskStatuses, "ByMe": t.CreatedBy == uid}}, nil
+		Data: fiber.Map{"Task": t, "Workspace": w, "Statuses": store.TaskStatuses, "ByMe": t.CreatedBy == uid,
+			"Timeline": timeline, "Names": n}}, nil
 }
 
 func (s *Server) pageTask(c *fiber.Ctx) error {

@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// approvalShots fills the task with a history (an answered request, calls
+// that ran, failed and were refused) and two waiting requests, then captures
+// the inbox, grants and audit log.
+func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner *servertest.Client, ws, taskID string, capture func(shot)) {
+	var me struct {
+		User struct{ ID string } `json:"user"`
+	}
+	owner.MustJSON("GET", "/api/auth/me", nil, 200, &me)
+	uid := me.User.ID
+	agent := newCaller(t, env, approvals.Call{OwnerID: uid, WorkspaceID: ws, TaskID: taskID, Site: "https://docs.example.com"})
+	answerAll := func(a string) {
+		var pending struct {
+			Approvals []struct{ ID string } `json:"approvals"`
+		}
+		owner.MustJSON("GET", "/api/approvals", nil, 200, &pending)
+		for _, p := range pending.Approvals {
+			owner.MustJSON("POST", "/api/approvals/"+p.ID+"/answer", map[string]string{"answer": a}, 200, nil)
+		}
+	}
+	appendCall := func(tool, decision, outcome, errText string, ms, in, out int64) {
+		err := env.DB.AppendAudit(context.Background(), &store.AuditEntry{UserID: uid, WorkspaceID: ws, TokenID: "t", TaskID: taskID,
+			Site: "https://docs.example.com", Tool: tool, ArgsBytes: in, ResultBytes: out, Decision: decision, DecidedBy: uid,
+			Outcome: outcome, Error: errText, DurationMS: ms})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The gate opens requests in the background: the open inbox shows them
+	// live, so wait there for as many as expected.
+	waitPending := func(n int) {
+		t.Helper()
+		run(t, ctx, "wait for the requests", chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelectorAll('#inbox .request').length === %d`, n)))
+	}
+	run(t, ctx, "open the inbox", chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)))
+
+	appendCall("search_docs", "read-only", "ok", "", 212, 48, 5300)
+	done, _ := agent.ask("edit_section", map[string]any{"section": "pricing-table", "html": "<table>…</table>"})
+	waitPending(1)
+	answerAll("once")
+	released(t, done)
+	waitPending(0)
+	appendCall("edit_section", "asked", "ok", "", 1840, 2210, 96)
+	done, _ = agent.ask("publish_page", map[string]any{"path": "/pricing"})
+	waitPending(1)
+	answerAll("always")
+	released(t, done)
+	waitPending(0)
+	appendCall("publish_page", "asked", "error", "Publishing failed: the page has unsaved changes.", 640, 24, 0)
+	appendCall("publish_page", "grant", "ok", "", 910, 24, 120)
+	appendCall("delete_page", "expired", "denied", "", 300000, 30, 0)
+
+	agent.ask("update_price", map[string]any{"plan": "team", "price": map[string]any{"amount": 1200, "currency": "EUR", "interval": "month"}, "note": "Raise the Team plan to €12 per seat from 1 March, as agreed in the pricing review."})
+	agent.ask("delete_page", map[string]any{"path": "/pricing/2023"})
+	waitPending(2)
+
+	capture(shot{"inbox", "The inbox: two requests waiting, with their arguments and the three answers", visit(env.URL+"/", `#inbox .request`)})
+	capture(shot{"grants", "Grants, with Revoke", visit(env.URL+"/grants", `#grants .list`)})
+	capture(shot{"audit", "The audit log, filterable, newest first", visit(env.URL+"/audit", `#audit-list .list`)})
+	capture(shot{"audit-filtered", "The audit log filtered to one tool", visit(env.URL+"/audit?tool=publish_page", `#audit-list .list`)})
+}

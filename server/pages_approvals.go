@@ -1,0 +1,293 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// The approval pages: the inbox of waiting requests (the home page, where
+// the popup opens), the answer forms, grants, and the audit log. The task
+// page's timeline of approvals and calls is built here too.
+func (s *Server) mountApprovalPages(me guard) {
+	me.Get("/", s.pageInbox)
+	me.Post("/approvals/:id/answer", s.postPageAnswer)
+	me.Get("/grants", s.pageGrants)
+	me.Post("/grants/:id/revoke", s.postPageRevokeGrant)
+	me.Get("/audit", s.pageAudit)
+}
+
+// ApprovalGate is the server's approval gate: the call path raises requests
+// through it, and end-to-end tests raise them as an agent's call would.
+func (s *Server) ApprovalGate() *approvals.Gate { return s.gate }
+
+// pendingCount counts the person's requests waiting for an answer.
+func (s *Server) pendingCount(ctx context.Context, uid string) (int, error) {
+	var n int64
+	err := s.opts.DB.WithContext(ctx).Model(&approvals.Request{}).
+		Where("user_id = ? AND status = ?", uid, approvals.StatusPending).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count pending requests: %w", err)
+	}
+	return int(n), nil
+}
+
+// names resolves the ids pages show (workspaces, tasks, people) to what a
+// person reads, once per id per page, always scoped to the viewer.
+type names struct {
+	s          *Server
+	ctx        context.Context
+	uid        string
+	workspaces map[string]string
+	tasks      map[string]*store.Task
+	people     map[string]string
+}
+
+func (s *Server) namesFor(c *fiber.Ctx) (*names, error) {
+	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	if err != nil {
+		return nil, err
+	}
+	n := &names{s: s, ctx: c.Context(), uid: userID(c), workspaces: map[string]string{},
+		tasks: map[string]*store.Task{}, people: map[string]string{}}
+	for _, w := range ws {
+		n.workspaces[w.ID] = w.Name
+	}
+	return n, nil
+}
+
+// Workspace is the name of one of the viewer's workspaces ("" once deleted).
+func (n *names) Workspace(id string) string { return n.workspaces[id] }
+
+// Task is one of the viewer's tasks, or nil when it is gone.
+func (n *names) Task(id string) *store.Task {
+	if id == "" {
+		return nil
+	}
+	if t, ok := n.tasks[id]; ok {
+		return t
+	}
+	t, err := n.s.opts.DB.Task(n.ctx, n.uid, id)
+	if err != nil {
+		t = nil
+	}
+	n.tasks[id] = t
+	return t
+}
+
+// Person names who decided: "you" for the viewer.
+func (n *names) Person(id string) string {
+	if id == n.uid {
+		return "you"
+	}
+	if p, ok := n.people[id]; ok {
+		return p
+	}
+	p := "someone else"
+	if u, err := n.s.opts.DB.UserByID(n.ctx, id); err == nil {
+		p = u.Name
+	}
+	n.people[id] = p
+	return p
+}
+
+func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
+	reqs, err := s.gate.Pending(c.Context(), userID(c), "")
+	if err != nil {
+		return view{}, err
+	}
+	n, err := s.namesFor(c)
+	if err != nil {
+		return view{}, err
+	}
+	return view{Title: "Inbox", Nav: "inbox", Src: "/", User: s.pageUser(c),
+		Data: fiber.Map{"Requests": reqs, "Names": n}}, nil
+}
+
+// pageInbox is the home page: every request waiting for the person, oldest
+// first, with its arguments and the three answers.
+func (s *Server) pageInbox(c *fiber.Ctx) error {
+	v, err := s.inboxView(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, "inbox", v)
+}
+
+// postPageAnswer answers a request from the inbox or a task page and goes
+// back there. A request that ended meanwhile is no error to the person: the
+// page says so calmly and shows what still waits.
+func (s *Server) postPageAnswer(c *fiber.Ctx) error {
+	back := answerBack(c.FormValue("back"))
+	_, err := s.gate.Answer(c.Context(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")))
+	if errors.Is(err, approvals.ErrNotPending) {
+		v, verr := s.backView(c, back)
+		if verr != nil {
+			return verr
+		}
+		v.Data["Notice"] = "That request was already answered, expired, or withdrawn by its agent; nothing waits on it now."
+		page := "inbox"
+		if back != "/" {
+			page = "task"
+		}
+		return s.render(c, http.StatusConflict, page, v)
+	}
+	if err != nil {
+		return approvalError(err)
+	}
+	return c.Redirect(back, http.StatusSeeOther)
+}
+
+// answerBack is where an answer form returns: the inbox or a task page.
+func answerBack(back string) string {
+	if strings.HasPrefix(back, "/tasks/") && !strings.ContainsAny(back[len("/tasks/"):], "/?#\\\r\n") && len(back) > len("/tasks/") {
+		return back
+	}
+	return "/"
+}
+
+// backView builds the page an answer form came from, to show a notice on it.
+func (s *Server) backView(c *fiber.Ctx, back string) (view, error) {
+	if id, ok := strings.CutPrefix(back, "/tasks/"); ok {
+		return s.taskViewOf(c, id)
+	}
+	return s.inboxView(c)
+}
+
+// timelineItem is one line of a task's history: a request or a call.
+type timelineItem struct {
+	At       time.Time
+	Approval *approvals.Request
+	Call     *store.AuditEntry
+}
+
+// taskTimeline merges a task's requests and calls in time order.
+func (s *Server) taskTimeline(ctx context.Context, uid, taskID string) ([]timelineItem, error) {
+	reqs, err := s.gate.TaskRequests(ctx, uid, taskID)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := s.opts.DB.AuditLog(ctx, uid, store.AuditFilter{TaskID: taskID, Limit: 500})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]timelineItem, 0, len(reqs)+len(calls))
+	for i := range reqs {
+		out = append(out, timelineItem{At: reqs[i].CreatedAt, Approval: &reqs[i]})
+	}
+	for i := range calls {
+		out = append(out, timelineItem{At: calls[i].CreatedAt, Call: &calls[i]})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, nil
+}
+
+func (s *Server) grantsView(c *fiber.Ctx) (view, error) {
+	gs, err := s.gate.Grants(c.Context(), userID(c))
+	if err != nil {
+		return view{}, err
+	}
+	n, err := s.namesFor(c)
+	if err != nil {
+		return view{}, err
+	}
+	var reqs []approvals.Request
+	if len(gs) > 0 {
+		ids := make([]string, len(gs))
+		for i, g := range gs {
+			ids[i] = g.RequestID
+		}
+		err := s.opts.DB.WithContext(c.Context()).Where("user_id = ? AND id IN ?", userID(c), ids).Find(&reqs).Error
+		if err != nil {
+			return view{}, fmt.Errorf("grant requests: %w", err)
+		}
+	}
+	taskOf := map[string]string{}
+	for _, r := range reqs {
+		taskOf[r.ID] = r.TaskID
+	}
+	return view{Title: "Grants", Nav: "grants", Src: "/grants", User: s.pageUser(c),
+		Data: fiber.Map{"Grants": gs, "Names": n, "TaskOf": taskOf}}, nil
+}
+
+func (s *Server) pageGrants(c *fiber.Ctx) error {
+	v, err := s.grantsView(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, "grants", v)
+}
+
+func (s *Server) postPageRevokeGrant(c *fiber.Ctx) error {
+	if err := s.gate.RevokeGrant(c.Context(), userID(c), c.Params("id")); err != nil {
+		if errors.Is(err, approvals.ErrNotFound) {
+			return notFound("grant")
+		}
+		return err
+	}
+	s.publish(userID(c), evGrantRevoked, fiber.Map{"grant": fiber.Map{"id": c.Params("id")}})
+	return c.Redirect("/grants", http.StatusSeeOther)
+}
+
+// requestLabel says how a request ended, or that it waits.
+func requestLabel(r approvals.Request) string {
+	switch r.Status {
+	case approvals.StatusPending:
+		return "Waiting"
+	case approvals.StatusAllowed:
+		if r.Answer == approvals.AlwaysAllow {
+			return "Always allowed"
+		}
+		return "Allowed once"
+	case approvals.StatusDenied:
+		return "Denied"
+	case approvals.StatusExpired:
+		return "Expired unanswered"
+	case approvals.StatusWithdrawn:
+		return "Withdrawn by the agent"
+	}
+	return r.Status
+}
+
+var outcomeLabels = map[string]string{"ok": "OK", "error": "Error", "denied": "Denied", "timeout": "Timed out"}
+
+// outcomeLabel names a call's outcome.
+func outcomeLabel(o string) string {
+	if l, ok := outcomeLabels[o]; ok {
+		return l
+	}
+	return o
+}
+
+// outcomeClass colours an outcome badge like the task status badges.
+func outcomeClass(o string) string {
+	switch o {
+	case "ok":
+		return "status-completed"
+	case "denied":
+		return "status-blocked"
+	}
+	return "status-rejected"
+}
+
+// requestClass colours a request's badge.
+func requestClass(status string) string {
+	switch status {
+	case approvals.StatusPending:
+		return "status-ongoing"
+	case approvals.StatusAllowed:
+		return "status-completed"
+	case approvals.StatusDenied:
+		return "status-rejected"
+	}
+	return "status-notstarted"
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// auditPageSize is how many entries the audit page shows at a time.
+const auditPageSize = 50
+
+// auditChoices are the values the audit filters offer: what the person's
+// log actually holds.
+type auditChoices struct {
+	Sites, Tools, Outcomes, Tasks []string
+}
+
+// auditChoicesOf reads the distinct sites, tools, outcomes and tasks of the
+// person's log; a value chosen in the address is offered even if absent.
+func (s *Server) auditChoicesOf(c *fiber.Ctx, f store.AuditFilter) (auditChoices, error) {
+	var out auditChoices
+	for _, col := range []struct {
+		name, chosen string
+		into         *[]string
+	}{{"site", f.Site, &out.Sites}, {"tool", f.Tool, &out.Tools}, {"outcome", f.Outcome, &out.Outcomes}, {"task_id", f.TaskID, &out.Tasks}} {
+		var vals []string
+		err := s.opts.DB.WithContext(c.Context()).Model(&store.AuditEntry{}).Where("user_id = ? AND "+col.name+" <> ''", userID(c)).
+			Distinct(col.name).Pluck(col.name, &vals).Error
+		if err != nil {
+			return out, fmt.Errorf("audit choices: %w", err)
+		}
+		if col.chosen != "" && !contains(vals, col.chosen) {
+			vals = append(vals, col.chosen)
+		}
+		sort.Strings(vals)
+		*col.into = vals
+	}
+	return out, nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// pageAudit shows the person's audit log, newest first, filtered by the
+// query (site, tool, task, outcome) and paged with before=<entry id>.
+func (s *Server) pageAudit(c *fiber.Ctx) error {
+	f := store.AuditFilter{Site: c.Query("site"), Tool: c.Query("tool"), TaskID: c.Query("task"),
+		Outcome: c.Query("outcome"), Before: c.Query("before"), Limit: auditPageSize + 1}
+	entries, err := s.opts.DB.AuditLog(c.Context(), userID(c), f)
+	if err != nil {
+		return err
+	}
+	older := ""
+	if len(entries) > auditPageSize {
+		entries = entries[:auditPageSize]
+		older = auditURL(f, entries[len(entries)-1].ID)
+	}
+	choices, err := s.auditChoicesOf(c, f)
+	if err != nil {
+		return err
+	}
+	n, err := s.namesFor(c)
+	if err != nil {
+		return err
+	}
+	filtered := f.Site != "" || f.Tool != "" || f.TaskID != "" || f.Outcome != ""
+	return s.render(c, http.StatusOK, "audit", view{Title: "Audit log", Nav: "audit", Src: auditURL(f, f.Before), User: s.pageUser(c),
+		Data: fiber.Map{"Entries": entries, "Filter": f, "Choices": choices, "Names": n, "Older": older,
+			"Newest": auditURL(f, ""), "Filtered": filtered}})
+}
+
+// auditURL is the audit page's address for filter f, from before on.
+func auditURL(f store.AuditFilter, before string) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"site": f.Site, "tool": f.Tool, "task": f.TaskID, "outcome": f.Outcome, "before": before} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return "/audit"
+	}
+	return "/audit?" + q.Encode()
+}
+
+// Decision says where a call's decision came from, in words.
+func (n *names) Decision(e store.AuditEntry) string {
+	switch e.Decision {
+	case "read-only":
+		return "Read-only"
+	case "grant":
+		return "Grant"
+	case "asked":
+		if e.DecidedBy != "" {
+			return "Asked — answered by " + n.Person(e.DecidedBy)
+		}
+		return "Asked"
+	case "expired":
+		return "Expired unanswered"
+	case "withdrawn":
+		return "Withdrawn"
+	case "", "none":
+		return "None"
+	}
+	return e.Decision
+}
+
+// size writes a byte count as a person reads it.
+func size(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1f KB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/(1024*1024))
+}
+
+// took writes a duration in milliseconds as a person reads it.
+func took(ms int64) string {
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%d ms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.1f s", float64(ms)/1000)
+	case ms%60_000 < 1000:
+		return fmt.Sprintf("%d min", ms/60_000)
+	}
+	return fmt.Sprintf("%d min %d s", ms/60_000, ms%60_000/1000)
+}
