@@ -310,11 +310,6 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	if w == nil || req.UserID != ownerID {
 		return Request{}, g.whyNotPending(ctx, ownerID, requestID)
 	}
-	if a == AlwaysAllow {
-		if err := g.grant(ctx, req, ownerID); err != nil {
-			return Request{}, err
-		}
-	}
 	d := Decision{Allowed: a != Deny, Source: SourceAsked, Answer: a, DecidedBy: ownerID}
 	status := StatusAllowed
 	if a == Deny {
@@ -322,7 +317,12 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	}
 	ended, ok := g.settle(w, status, d, "approval.decided")
 	if !ok {
-		return Request{}, ErrNotPending
+		return Request{}, ErrNotPending // it expired or was withdrawn first: no grant either
+	}
+	if a == AlwaysAllow {
+		if err := g.grant(ctx, req, ownerID); err != nil {
+			return ended, err
+		}
 	}
 	return ended, nil
 }

@@ -5,8 +5,8 @@
 CREATE TABLE approval_requests (
     id           TEXT PRIMARY KEY,
     user_id      TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-    workspace_id TEXT NOT NULL,
-    task_id      TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    task_id      TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
     site         TEXT NOT NULL,
     tool         TEXT NOT NULL,
     arguments    TEXT NOT NULL,
@@ -26,7 +26,7 @@ CREATE INDEX approval_requests_task ON approval_requests (task_id);
 CREATE TABLE grants (
     id           TEXT PRIMARY KEY,
     user_id      TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-    workspace_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
     site         TEXT NOT NULL,
     tool         TEXT NOT NULL,
     created_by   TEXT NOT NULL,
