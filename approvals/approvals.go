@@ -115,6 +115,9 @@ type Gate struct {
 	// byKey and byID index the in-flight requests; guarded by mu.
 	byKey map[string]*waiting
 	byID  map[string]*waiting
+
+	// askAll caches the per-site setting (see askAllTTL).
+	askAll sync.Map
 }
 
 // waiting is one in-flight request and the calls waiting on it.

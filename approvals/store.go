@@ -121,13 +121,28 @@ func (g *Gate) liveGrant(ctx context.Context, workspaceID, site, tool string) (*
 	return &gr, nil
 }
 
+// askAllTTL bounds how long a cached "ask for every tool" setting is trusted:
+// another server instance may have changed it.
+const askAllTTL = 10 * time.Second
+
+type askAllEntry struct {
+	on bool
+	at time.Time
+}
+
 // AskAll reports whether the person wants every tool of a site asked about.
+// It is read on every read-only call, so it is cached briefly.
 func (g *Gate) AskAll(ctx context.Context, ownerID, origin string) (bool, error) {
+	key := ownerID + "\x00" + origin
+	if v, ok := g.askAll.Load(key); ok && time.Since(v.(askAllEntry).at) < askAllTTL {
+		return v.(askAllEntry).on, nil
+	}
 	var s siteSetting
 	err := g.opts.DB.WithContext(ctx).Where("user_id = ? AND origin = ?", ownerID, origin).Limit(1).Find(&s).Error
 	if err != nil {
 		return false, fmt.Errorf("read site setting: %w", err)
 	}
+	g.askAll.Store(key, askAllEntry{on: s.AskAll, at: time.Now()})
 	return s.AskAll, nil
 }
 
@@ -138,5 +153,6 @@ func (g *Gate) SetAskAll(ctx context.Context, ownerID, origin string, on bool) e
 	if err != nil {
 		return fmt.Errorf("save site setting: %w", err)
 	}
+	g.askAll.Store(ownerID+"\x00"+origin, askAllEntry{on: on, at: time.Now()})
 	return nil
 }

@@ -58,7 +58,7 @@ func socketGoroutines() string {
 	return strings.Join(out, "\n\n")
 }
 
-func ticketFor(t *testing.T, c *servertest.Client) string {
+func ticketFor(t testing.TB, c *servertest.Client) string {
 	t.Helper()
 	var out struct {
 		Ticket    string    `json:"ticket"`
@@ -72,7 +72,7 @@ func ticketFor(t *testing.T, c *servertest.Client) string {
 }
 
 // browser dials the extension socket for c and says hello as browserID.
-func extBrowser(t *testing.T, env *servertest.Env, c *servertest.Client, browserID string) (*bridgetest.Browser, *bridgetest.Message) {
+func extBrowser(t testing.TB, env *servertest.Env, c *servertest.Client, browserID string) (*bridgetest.Browser, *bridgetest.Message) {
 	t.Helper()
 	b, resp, err := bridgetest.Dial(context.Background(), env.URL, ticketFor(t, c), extOrigin)
 	if err != nil {

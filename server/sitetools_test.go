@@ -35,7 +35,7 @@ type siteWorld struct {
 	task   string
 }
 
-func newSiteWorld(t *testing.T, k storetest.Kind, tweak func(*server.Options), mcpOpts *servertest.MCPOptions) *siteWorld {
+func newSiteWorld(t testing.TB, k storetest.Kind, tweak func(*server.Options), mcpOpts *servertest.MCPOptions) *siteWorld {
 	t.Helper()
 	env := servertest.Start(t, k, tweak)
 	w := &siteWorld{env: env, person: env.Person(t, "alice@example.com")}
@@ -52,7 +52,7 @@ func newSiteWorld(t *testing.T, k storetest.Kind, tweak func(*server.Options), m
 	return w
 }
 
-func (w *siteWorld) announce(t *testing.T, doc string, used time.Time) {
+func (w *siteWorld) announce(t testing.TB, doc string, used time.Time) {
 	t.Helper()
 	m, err := w.br.Announce(bridgetest.Doc{ID: doc, Origin: shop, URL: shop + "/" + doc, Title: "Shop " + doc, TabID: 7, LastUsed: used, Tools: shopTools}, wait)
 	if err != nil || m.Type != "tools.accepted" || len(m.Accepted) != 2 {

@@ -225,8 +225,13 @@ type Site struct {
 func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error) {
 	c.mu.RLock()
 	tools := c.unionLocked(userID, origin)
-	live := len(tools) > 0 || c.hasDocLocked(userID, origin)
+	latest := c.latestLocked(userID, origin)
 	c.mu.RUnlock()
+	if latest != nil {
+		// Live: the open documents are the truth, no database read needed.
+		return Site{Origin: origin, Tools: tools, LastURL: latest.URL, LastTitle: latest.Title, Live: true}, nil
+	}
+	live := false
 	var row siteRow
 	err := c.db.WithContext(ctx).Where("user_id = ? AND origin = ?", userID, origin).Limit(1).Find(&row).Error
 	if err != nil {
@@ -241,13 +246,15 @@ func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error)
 	return s, nil
 }
 
-func (c *Catalog) hasDocLocked(userID, origin string) bool {
+// latestLocked returns the most recently used live document of a site.
+func (c *Catalog) latestLocked(userID, origin string) *Document {
+	var latest *Document
 	for _, d := range c.docs[userID] {
-		if d.Origin == origin {
-			return true
+		if d.Origin == origin && (latest == nil || d.LastUsed.After(latest.LastUsed)) {
+			latest = d
 		}
 	}
-	return false
+	return latest
 }
 
 // Tool returns one tool of a site, live or persisted, or ErrNoSuchTool.

@@ -74,6 +74,9 @@ func connect(opts Options) (*DB, error) {
 		NowFunc:        Now,
 		Logger:         logger.Discard,
 		TranslateError: true,
+		// Prepared statements are cached per connection: the hot paths (agent
+		// authentication, audit) then skip re-parsing their SQL every call.
+		PrepareStmt: true,
 	}
 	if isPostgres(opts.DatabaseURL) {
 		g, err := gorm.Open(postgres.Open(opts.DatabaseURL), cfg)

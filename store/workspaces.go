@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -89,22 +90,35 @@ type AgentIdentity struct {
 	Workspace Workspace
 }
 
+// agentTouchEvery is how stale a token's last-used time may get: recording
+// every request would be a write per MCP message.
+const agentTouchEvery = time.Minute
+
 // AuthenticateAgent resolves a presented agent token to its workspace and
-// records when it was last used.
+// records when it was last used (to the minute).
 func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdentity, error) {
-	var t AgentToken
-	err := db.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL", secret.Hash(token)).Take(&t).Error
+	var row struct {
+		AgentToken
+		WName      string
+		WOwnerID   string
+		WCreatedAt time.Time
+		WUpdatedAt time.Time
+	}
+	err := db.WithContext(ctx).Table("agent_tokens").
+		Select("agent_tokens.*, workspaces.name AS w_name, workspaces.owner_id AS w_owner_id, workspaces.created_at AS w_created_at, workspaces.updated_at AS w_updated_at").
+		Joins("JOIN workspaces ON workspaces.id = agent_tokens.workspace_id").
+		Where("agent_tokens.token_hash = ? AND agent_tokens.revoked_at IS NULL", secret.Hash(token)).Take(&row).Error
 	if err != nil {
 		return nil, notFound(err)
 	}
-	var w Workspace
-	if err := db.WithContext(ctx).Where("id = ?", t.WorkspaceID).Take(&w).Error; err != nil {
-		return nil, notFound(err)
+	now := Now()
+	if row.LastUsedAt == nil || now.Sub(*row.LastUsedAt) > agentTouchEvery {
+		if err := db.WithContext(ctx).Model(&AgentToken{}).Where("id = ?", row.ID).Update("last_used_at", now).Error; err != nil {
+			return nil, fmt.Errorf("touch agent token: %w", err)
+		}
 	}
-	if err := db.WithContext(ctx).Model(&AgentToken{}).Where("id = ?", t.ID).Update("last_used_at", Now()).Error; err != nil {
-		return nil, fmt.Errorf("touch agent token: %w", err)
-	}
-	return &AgentIdentity{TokenID: t.ID, Workspace: w}, nil
+	w := Workspace{ID: row.WorkspaceID, OwnerID: row.WOwnerID, Name: row.WName, CreatedAt: row.WCreatedAt, UpdatedAt: row.WUpdatedAt}
+	return &AgentIdentity{TokenID: row.ID, Workspace: w}, nil
 }
 
 // Tasks lists a workspace's tasks, newest first; the workspace must be the person's.
