@@ -97,6 +97,8 @@ func (b *ExtensionBrowser) eval(t testing.TB, ctx context.Context, expr string, 
 }
 
 func evalJS(ctx context.Context, expr string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		return err

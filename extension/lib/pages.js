@@ -184,6 +184,11 @@ export class Pages {
       if (this.now() >= deadline) return fail(codes.timeout, `No answer within ${timeoutMs} ms.`);
       let doc = chooseDocument(this.rec, origin, tool);
       if (!doc) {
+        const open = Object.values(this.rec.docs).filter((d) => d.origin === origin);
+        if (open.length > 0) {
+          const names = [...new Set(open.flatMap((d) => d.tools.map((t) => t.name)))].sort();
+          return fail(codes.noTool, `The open tabs of ${origin} do not offer the tool "${tool}"; they offer: ${names.join(', ') || 'no tools'}.`);
+        }
         if (!this.rec.addresses[origin]) return fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and the extension does not know the site's address to reopen it.`);
         doc = await this.reopen(origin, tool, deadline, signal);
         if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${origin} was reopened in a background tab but did not register the tool "${tool}" in time.`);
