@@ -172,7 +172,7 @@ func TestExtensionDetection(t *testing.T) {
 		}
 	})
 
-	index := site + "/" // FileServer answers /index.html with a redirect to /
+	index := site + "/"    // FileServer answers /index.html with a redirect to /
 	tab := b.Tab(t, index) // lives for the rest of the group
 
 	t.Run("the observer sees the tools without changing the page's modelContext", func(t *testing.T) {
@@ -349,4 +349,75 @@ func documentOf(t testing.TB, b *ExtensionBrowser, worker context.Context, url s
 	var d document
 	b.eval(t, worker, fmt.Sprintf(`__tabbridgeTest.documents().find(d => d.url === %q) ?? null`, url), &d)
 	return d
+}
+
+// TestExtensionReopenAndOff covers what needs a site with no tab open and detection turned off:
+// a call reopens the site's last address in a background tab, and turning detection off
+// unregisters the scripts and gives the permission back.
+func TestExtensionReopenAndOff(t *testing.T) {
+	b := startExtensionBrowser(t, ChromiumOptions{})
+	site := serveTestSite(t)
+	worker := b.Worker(t)
+	b.EnableDetection(t)
+
+	t.Run("all tabs closed, the site reopens in a background tab", func(t *testing.T) {
+		tab, closeTab := chromedp.NewContext(b.ctx)
+		if err := chromedp.Do(tab, chromedp.Navigate(site+"/?first")); err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		d := waitDocument(t, b, worker, site+"/?first", "search")
+		closeTab()
+		b.waitJS(t, worker, 5*time.Second, fmt.Sprintf(`!__tabbridgeTest.documents().some(d => d.documentId === %q)`, d.DocumentID), nil)
+		o := callTool(t, b, worker, site, "search", `{"q": "again"}`)
+		if !o.OK || o.Result["count"] != 1.0 {
+			t.Fatalf("call with no tab open = %+v, want a fresh page's answer", o)
+		}
+		var active bool
+		b.eval(t, worker, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => ts.some(t => t.active))`, site+"/*"), &active)
+		if active {
+			t.Fatal("the site was reopened in the foreground, want a background tab")
+		}
+	})
+
+	t.Run("turning detection off unregisters and gives the permission back", func(t *testing.T) {
+		opts := b.Tab(t, fmt.Sprintf("chrome-extension://%s/options/options.html", ExtensionID))
+		if err := chromedp.Do(opts, chromedp.WaitVisible(chromedp.ID("detection")), chromedp.Click(chromedp.ID("detection"))); err != nil {
+			t.Fatalf("click the switch: %v", err)
+		}
+		b.waitJS(t, opts, 10*time.Second, `document.getElementById('detection').dataset.state === 'off'`, nil)
+		var s detectionStatus
+		b.eval(t, worker, `__tabbridgeTest.detection()`, &s)
+		if s.On || s.Wanted || s.Permitted || len(s.Registered) != 0 {
+			t.Fatalf("after turning off = %+v", s)
+		}
+		tab := b.Tab(t, site+"/?after-off")
+		var nonce bool
+		b.eval(t, tab, `window.testsite.getTools().then(() => document.documentElement.hasAttribute('data-tabbridge-nonce'))`, &nonce)
+		if docs := documentsOf(t, b, worker, site); nonce || slices.ContainsFunc(docs, func(d document) bool { return strings.HasSuffix(d.URL, "after-off") }) {
+			t.Fatalf("a page opened with detection off was tracked: %+v (nonce on page: %v)", docs, nonce)
+		}
+	})
+}
+
+// TestExtensionWithoutWebMCP checks that the observer never adds a modelContext where the
+// browser has none.
+func TestExtensionWithoutWebMCP(t *testing.T) {
+	b := startExtensionBrowser(t, ChromiumOptions{NoWebMCP: true})
+	site := serveTestSite(t)
+	worker := b.Worker(t)
+	b.EnableDetection(t)
+	tab := b.Tab(t, site+"/")
+	var got struct {
+		Doc, Nav string
+		Log      []string
+		Nonce    bool
+	}
+	b.eval(t, tab, `({doc: typeof document.modelContext, nav: typeof navigator.modelContext, log: window.testsite.log,
+		nonce: document.documentElement.hasAttribute('data-tabbridge-nonce')})`, &got)
+	if got.Doc != "undefined" || got.Nav != "undefined" || !slices.Equal(got.Log, []string{"no modelContext"}) || got.Nonce {
+		t.Fatalf("without WebMCP the page sees %+v, want no modelContext and no nonce", got)
+	}
+	if docs := documentsOf(t, b, worker, site); len(docs) != 0 {
+		t.Fatalf("the worker tracks %+v", docs)
+	}
 }
