@@ -1,0 +1,107 @@
+// bridge.js runs in the isolated world at document_start in the top frame, before observer.js
+// (its registration id sorts first). It links the observer in the page's world to the service
+// worker:
+//
+//   observer ⇄ bridge: CustomEvents on window whose type is a random nonce this script puts on
+//   <html> (the observer removes it before any page script runs); the detail is a JSON string.
+//   bridge ⇄ worker: one long-lived chrome.runtime port. The worker learns the document from
+//   the port's sender.documentId; results and the port closing ("page gone") travel on the same
+//   ordered channel, so a navigating tool's result arrives before its page is reported gone.
+//
+// The port is opened only once the page has registered a tool, so pages without WebMCP never
+// wake the worker. Chrome closes the port when the page enters the back/forward cache and does
+// not run content scripts again on restore, so a persisted pageshow reconnects and re-announces.
+// Every message from the page's world is checked by TabbridgeMessages (lib/messages.js).
+(() => {
+  'use strict';
+
+  const M = globalThis.TabbridgeMessages;
+  const html = document.documentElement;
+  if (!M || !html) return;
+
+  const nonce = crypto.randomUUID();
+  html.setAttribute('data-tabbridge-nonce', nonce);
+
+  let port = null;
+  let tools = null; // the page's last tool list, checked; null until it registers one
+
+  function toPage(msg) {
+    msg.from = 'bridge';
+    window.dispatchEvent(new CustomEvent(nonce, { detail: JSON.stringify(msg) }));
+  }
+
+  function post(msg) {
+    try {
+      connect().postMessage(msg);
+    } catch {
+      port = null; // the extension was reloaded or the worker is gone; the next message retries
+    }
+  }
+
+  function announcement() {
+    return { type: 'announce', url: location.href, title: document.title, tools };
+  }
+
+  // announce sends the page's tools, on a new port if there is none (connect announces first).
+  function announce() {
+    if (tools === null) return;
+    if (port === null) {
+      connect();
+      return;
+    }
+    post(announcement());
+  }
+
+  // connect opens the port; a new port always starts with the page's tools, so the worker knows
+  // this document before anything else arrives on it.
+  function connect() {
+    if (port) return port;
+    const p = chrome.runtime.connect({ name: 'tabbridge-bridge' });
+    port = p;
+    p.onMessage.addListener(fromWorker);
+    p.onDisconnect.addListener(() => {
+      void chrome.runtime.lastError;
+      if (port === p) port = null;
+    });
+    if (tools !== null) p.postMessage(announcement());
+    return p;
+  }
+
+  function fromWorker(raw) {
+    const r = M.checkWorkerMessage(raw);
+    if (!r.ok) {
+      if (raw && M.checkCallId(raw.callId)) post({ type: 'result', callId: raw.callId, ok: false, error: `The extension refused the call: ${r.reason}.` });
+      return;
+    }
+    toPage(r.msg);
+  }
+
+  function fromPage(ev) {
+    const r = M.parsePageMessage(ev.detail);
+    if (!r.ok || r.msg === null) return;
+    if (r.msg.type === 'tools') {
+      tools = r.msg.tools;
+      announce();
+      return;
+    }
+    post(r.msg);
+  }
+
+  window.addEventListener(nonce, fromPage);
+
+  // A persisted pageshow is a restore from the back/forward cache: the old port was closed.
+  window.addEventListener('pageshow', (ev) => {
+    if (ev.persisted && tools !== null) {
+      port = null;
+      announce();
+    }
+  });
+
+  // The worker, started afresh, has no ports; it asks a document it remembers to reconnect.
+  chrome.runtime.onMessage.addListener((msg, sender, reply) => {
+    if (sender.id !== chrome.runtime.id || sender.tab || !msg || msg.type !== 'connect') return false;
+    announce();
+    reply({ ok: tools !== null });
+    return false;
+  });
+})();

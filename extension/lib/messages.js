@@ -1,0 +1,221 @@
+// messages.js checks every message that crosses a trust boundary inside the extension:
+// page (observer, main world) → bridge, worker → bridge, and bridge → worker. Each check returns
+// {ok: true, msg} with a fresh object holding only the known fields, or {ok: false, reason} with a
+// sentence saying what is wrong. Nothing here trusts its input: the page's world is the page's.
+//
+// It is deliberately a plain script, not an ES module with exports: the bridge loads it as a
+// classic content script in the isolated world (content scripts cannot import), while the service
+// worker and Node's tests import it for its side effect. It defines globalThis.TabbridgeMessages,
+// which only that world sees. The limits mirror package sitetools on the server.
+(function (root) {
+  'use strict';
+
+  const limits = Object.freeze({
+    maxTools: 128, // sitetools.MaxToolsPerSite
+    maxDescriptorBytes: 64 << 10, // sitetools.MaxDescriptorBytes
+    maxAnnouncementBytes: 1 << 20, // sitetools.MaxAnnouncementBytes
+    maxTitleBytes: 256,
+    maxDescriptionBytes: 8 << 10,
+    maxResultBytes: 256 << 10, // the server's result cap
+    maxErrorChars: 4096,
+    maxUrlChars: 8192,
+    maxDepth: 64,
+  });
+
+  const toolName = /^[A-Za-z0-9_.-]{1,128}$/;
+  const callId = /^[A-Za-z0-9_-]{1,64}$/;
+  const encoder = new TextEncoder();
+
+  const bytes = (s) => encoder.encode(s).length;
+  const refuse = (reason) => ({ ok: false, reason });
+  const accept = (msg) => ({ ok: true, msg });
+  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+  // jsonSafe says whether value is plain JSON data: what JSON.stringify would write without
+  // dropping or changing anything (no functions, undefined, NaN, Infinity, symbols, class
+  // instances or cycles), at most maxDepth deep.
+  function jsonSafe(value, depth = 0) {
+    if (depth > limits.maxDepth) return false;
+    if (value === null) return true;
+    switch (typeof value) {
+      case 'string':
+      case 'boolean':
+        return true;
+      case 'number':
+        return Number.isFinite(value);
+      case 'object':
+        break;
+      default:
+        return false;
+    }
+    if (Array.isArray(value)) return value.every((v) => jsonSafe(v, depth + 1));
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return false;
+    return Object.values(value).every((v) => jsonSafe(v, depth + 1));
+  }
+
+  // checkText refuses a title or description that is the wrong type, too long, or holds control
+  // characters (a description may hold line breaks and tabs).
+  function checkText(value, field, limit, required, allowLines) {
+    if (value === undefined || value === null) {
+      return required ? `the tool has no ${field}` : null;
+    }
+    if (typeof value !== 'string') return `the tool's ${field} is not a string`;
+    if (bytes(value) > limit) return `the tool's ${field} is over ${limit} bytes`;
+    // eslint-disable-next-line no-control-regex
+    const control = allowLines ? /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/ : /[\u0000-\u001f\u007f-\u009f]/;
+    if (control.test(value)) return `the tool's ${field} contains control characters`;
+    return null;
+  }
+
+  // checkDescriptor checks one tool descriptor and returns a copy holding only the fields a
+  // remote agent is shown. An absent inputSchema means WebMCP's default, an object.
+  function checkDescriptor(d) {
+    if (!isObject(d)) return refuse('the tool descriptor is not an object');
+    if (typeof d.name !== 'string' || !toolName.test(d.name)) {
+      return refuse("the tool name must be 1 to 128 letters, digits, '_', '.' or '-'");
+    }
+    const bad = checkText(d.title, 'title', limits.maxTitleBytes, false, false) ||
+      checkText(d.description, 'description', limits.maxDescriptionBytes, true, true);
+    if (bad) return refuse(bad);
+    const inputSchema = d.inputSchema === undefined ? { type: 'object' } : d.inputSchema;
+    if (!isObject(inputSchema) || !jsonSafe(inputSchema)) {
+      return refuse("the tool's inputSchema is not a JSON object");
+    }
+    if (d.annotations !== undefined && (!isObject(d.annotations) || !jsonSafe(d.annotations))) {
+      return refuse("the tool's annotations are not a JSON object");
+    }
+    const out = { name: d.name, description: d.description, inputSchema };
+    if (typeof d.title === 'string' && d.title !== '') out.title = d.title;
+    out.annotations = { readOnlyHint: d.annotations?.readOnlyHint === true };
+    if (d.annotations?.untrustedContentHint === true) out.annotations.untrustedContentHint = true;
+    if (bytes(JSON.stringify(out)) > limits.maxDescriptorBytes) {
+      return refuse(`the tool descriptor is over ${limits.maxDescriptorBytes} bytes`);
+    }
+    return accept(out);
+  }
+
+  // checkTools checks a whole tool list. Bad descriptors are dropped one by one, each with its
+  // reason in refused; a list that is not a list, too long, too large, or names a tool twice is
+  // refused whole.
+  function checkTools(list) {
+    if (!Array.isArray(list)) return refuse('the tool list is not an array');
+    if (list.length > limits.maxTools) return refuse(`a page may announce at most ${limits.maxTools} tools`);
+    const tools = [];
+    const refused = [];
+    const seen = new Set();
+    for (const d of list) {
+      const r = checkDescriptor(d);
+      const name = isObject(d) && typeof d.name === 'string' ? d.name.slice(0, 128) : '';
+      if (!r.ok) {
+        refused.push({ name, reason: r.reason });
+        continue;
+      }
+      if (seen.has(r.msg.name)) return refuse(`the tool list names "${r.msg.name}" twice`);
+      seen.add(r.msg.name);
+      tools.push(r.msg);
+    }
+    if (bytes(JSON.stringify(tools)) > limits.maxAnnouncementBytes) {
+      return refuse(`the tool list is over ${limits.maxAnnouncementBytes} bytes`);
+    }
+    return { ok: true, msg: tools, refused };
+  }
+
+  function checkCallId(id) {
+    return typeof id === 'string' && callId.test(id);
+  }
+
+  // checkOutcome checks the result or error of one call, as both the observer and the bridge
+  // send it: {callId, ok: true, result} or {callId, ok: false, error}.
+  function checkOutcome(m) {
+    if (!checkCallId(m.callId)) return refuse('the result has no valid callId');
+    if (m.ok === true) {
+      if (!jsonSafe(m.result === undefined ? null : m.result)) return refuse('the result is not JSON data');
+      const result = m.result === undefined ? null : m.result;
+      if (bytes(JSON.stringify(result)) > limits.maxResultBytes) {
+        return refuse(`the result is over ${limits.maxResultBytes} bytes`);
+      }
+      return accept({ type: 'result', callId: m.callId, ok: true, result });
+    }
+    if (m.ok === false && typeof m.error === 'string') {
+      return accept({ type: 'result', callId: m.callId, ok: false, error: m.error.slice(0, limits.maxErrorChars) });
+    }
+    return refuse('the result is neither ok with a result nor failed with an error string');
+  }
+
+  // parsePageMessage decodes the detail of a nonce-typed CustomEvent sent by the observer: a JSON
+  // string of {from: "observer", type: "tools", tools} or {from: "observer", type: "result", ...}.
+  // Events the bridge itself sent (from: "bridge") come back as {ok: true, msg: null}.
+  function parsePageMessage(detail) {
+    if (typeof detail !== 'string') return refuse('the event detail is not a JSON string');
+    if (detail.length > limits.maxAnnouncementBytes + limits.maxResultBytes) return refuse('the event is too large');
+    let m;
+    try {
+      m = JSON.parse(detail);
+    } catch {
+      return refuse('the event detail is not valid JSON');
+    }
+    if (!isObject(m)) return refuse('the message is not an object');
+    if (m.from === 'bridge') return accept(null);
+    if (m.from !== 'observer') return refuse('the message does not say who sent it');
+    if (m.type === 'tools') {
+      const r = checkTools(m.tools);
+      return r.ok ? { ok: true, msg: { type: 'tools', tools: r.msg }, refused: r.refused } : r;
+    }
+    if (m.type === 'result') return checkOutcome(m);
+    return refuse(`unknown message type ${JSON.stringify(String(m.type)).slice(0, 40)}`);
+  }
+
+  // checkWorkerMessage checks what the worker sends a bridge over its port: a call to run or a
+  // call to cancel.
+  function checkWorkerMessage(m) {
+    if (!isObject(m)) return refuse('the message is not an object');
+    if (!checkCallId(m.callId)) return refuse('the message has no valid callId');
+    if (m.type === 'call') {
+      if (typeof m.tool !== 'string' || !toolName.test(m.tool)) return refuse('the call names no valid tool');
+      if (!isObject(m.args) || !jsonSafe(m.args)) return refuse('the call arguments are not a JSON object');
+      return accept({ type: 'call', callId: m.callId, tool: m.tool, args: m.args });
+    }
+    if (m.type === 'cancel') {
+      const reason = typeof m.reason === 'string' ? m.reason.slice(0, limits.maxErrorChars) : 'The call was cancelled.';
+      return accept({ type: 'cancel', callId: m.callId, reason });
+    }
+    return refuse('unknown message type');
+  }
+
+  // checkBridgeMessage checks what a bridge sends the worker over its port: an announcement of
+  // the page's tools (with its address and title) or the outcome of a call. pageOrigin is the
+  // origin Chrome reports for the port's sender; an announced address on another origin is
+  // refused, so a page cannot claim to be another site.
+  function checkBridgeMessage(m, pageOrigin) {
+    if (!isObject(m)) return refuse('the message is not an object');
+    if (m.type === 'announce') {
+      if (typeof m.url !== 'string' || m.url.length > limits.maxUrlChars) return refuse('the announcement has no address');
+      let url;
+      try {
+        url = new URL(m.url);
+      } catch {
+        return refuse('the announced address is not a URL');
+      }
+      if (url.origin !== pageOrigin) return refuse('the announced address is not on the page\'s origin');
+      const r = checkTools(m.tools);
+      if (!r.ok) return r;
+      const title = typeof m.title === 'string' ? m.title.slice(0, limits.maxTitleBytes) : '';
+      return accept({ type: 'announce', url: url.href, title, tools: r.msg });
+    }
+    if (m.type === 'result') return checkOutcome(m);
+    return refuse('unknown message type');
+  }
+
+  root.TabbridgeMessages = Object.freeze({
+    limits,
+    jsonSafe,
+    checkDescriptor,
+    checkTools,
+    checkCallId,
+    checkOutcome,
+    parsePageMessage,
+    checkWorkerMessage,
+    checkBridgeMessage,
+  });
+})(globalThis);

@@ -1,0 +1,239 @@
+// pages.js is the worker's side of the page link: it owns the bridges' ports, the record of which
+// document offers which tools (kept in chrome.storage.session, since Chrome may stop the worker at
+// any time), and the calls in flight, each tied to the one document it was sent to.
+//
+// A call goes to the most recently used document of its origin offering the tool; with none
+// open, the site's last address is reopened in a background tab and the call waits, within its
+// deadline, for the page to register the tool. A document's port closing fails only that
+// document's calls; a result that was posted before the close arrives first (one ordered port).
+
+import './messages.js';
+import { announce, emptyRecord, forget, forgetTab, touchTab, documentsOf } from './documents.js';
+import { chooseDocument } from './tabs.js';
+
+const M = globalThis.TabbridgeMessages;
+const PORT_NAME = 'tabbridge-bridge';
+const STORE_KEY = 'pages';
+
+// DEFAULT_TIMEOUT_MS is a call's deadline when the caller gives none (the server's is 60 s).
+export const DEFAULT_TIMEOUT_MS = 60000;
+
+// CallError codes say why a call failed, for the server to phrase for the agent.
+export const codes = Object.freeze({
+  noSite: 'site_not_open', // no document offers the tool and there is no address to reopen
+  noTool: 'tool_not_registered', // a reopened page did not register the tool in time
+  pageGone: 'page_gone', // the document unloaded or went into the back/forward cache mid-call
+  timeout: 'timeout',
+  cancelled: 'cancelled',
+  toolError: 'tool_error', // the page's execute threw or rejected; error is the page's message
+  refused: 'refused', // the extension refused a malformed message
+});
+
+const fail = (code, error) => ({ ok: false, code, error });
+
+// Pages is created once per worker start.
+export class Pages {
+  constructor({ now = Date.now, log = console } = {}) {
+    this.now = now;
+    this.log = log;
+    this.rec = emptyRecord();
+    this.ports = new Map(); // documentId → {port, origin}
+    this.calls = new Map(); // callId → {documentId, port, settle}
+    this.waiters = new Set(); // functions run after every announcement
+    this.reopening = new Map(); // origin → promise of the reopened tab's document
+  }
+
+  async load() {
+    const { [STORE_KEY]: saved } = await chrome.storage.session.get(STORE_KEY);
+    if (saved && saved.docs && saved.tabUsed && saved.addresses) this.rec = saved;
+  }
+
+  save() {
+    chrome.storage.session.set({ [STORE_KEY]: this.rec }).catch((e) => this.log.warn('tabbridge: save pages', e));
+  }
+
+  // accepts says whether a port comes from one of our bridges in a top frame of a tab.
+  static accepts(port) {
+    const s = port.sender;
+    return port.name === PORT_NAME && s && s.id === chrome.runtime.id && s.tab && s.frameId === 0 &&
+      typeof s.documentId === 'string' && typeof s.origin === 'string' && s.origin !== 'null';
+  }
+
+  // attach takes a new bridge port; listeners are added at once so no message is missed, and the
+  // handlers wait for ready so they run in order after the record is loaded.
+  attach(port, ready) {
+    if (!Pages.accepts(port)) {
+      port.disconnect();
+      return;
+    }
+    const { documentId, origin, tab } = port.sender;
+    port.onMessage.addListener((msg) => ready.then(() => this.onMessage(port, documentId, origin, tab.id, msg)));
+    port.onDisconnect.addListener(() => ready.then(() => this.onGone(port, documentId)));
+  }
+
+  onMessage(port, documentId, origin, tabId, raw) {
+    const r = M.checkBridgeMessage(raw, origin);
+    if (!r.ok) {
+      this.log.warn(`tabbridge: refused a message from ${origin}: ${r.reason}`);
+      if (raw && M.checkCallId(raw.callId)) this.settle(raw.callId, documentId, fail(codes.refused, `The page sent a result the extension refused: ${r.reason}.`));
+      return;
+    }
+    const m = r.msg;
+    if (m.type === 'announce') {
+      this.ports.set(documentId, { port, origin });
+      announce(this.rec, { documentId, tabId, origin, url: m.url, title: m.title, tools: m.tools, now: this.now() });
+      this.save();
+      for (const w of [...this.waiters]) w();
+      return;
+    }
+    const outcome = m.ok ? { ok: true, result: m.result } : fail(codes.toolError, m.error);
+    this.settle(m.callId, documentId, outcome);
+  }
+
+  onGone(port, documentId) {
+    if (this.ports.get(documentId)?.port !== port) return; // an older port of a restored page
+    this.ports.delete(documentId);
+    forget(this.rec, documentId);
+    this.save();
+    for (const [id, c] of [...this.calls]) {
+      if (c.documentId === documentId) this.settle(id, documentId, fail(codes.pageGone, 'The page went away (it was closed, navigated or put in the back/forward cache) while the call was running.'));
+    }
+  }
+
+  // settle ends a call once; only the document it was sent to may answer it.
+  settle(callId, documentId, outcome) {
+    const c = this.calls.get(callId);
+    if (!c || c.documentId !== documentId) return;
+    this.calls.delete(callId);
+    c.settle(outcome);
+  }
+
+  tabUsed(tabId) {
+    touchTab(this.rec, tabId, this.now());
+    this.save();
+  }
+
+  tabClosed(tabId) {
+    forgetTab(this.rec, tabId);
+    this.save();
+  }
+
+  // tabInfo is what the popup shows for a tab: its site and how many tools it registers.
+  tabInfo(tabId) {
+    const docs = documentsOf(this.rec, tabId).sort((a, b) => b.announcedAt - a.announcedAt);
+    if (docs.length === 0) return null;
+    const d = docs[0];
+    return { origin: d.origin, url: d.url, title: d.title, tools: d.tools.map((t) => t.name) };
+  }
+
+  // waitFor resolves with pick()'s first non-null answer after an announcement, or null at the
+  // deadline or when signal aborts.
+  waitFor(pick, deadline, signal) {
+    return new Promise((resolve) => {
+      const done = (v) => {
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', stop);
+        resolve(v);
+      };
+      const check = () => {
+        const v = pick();
+        if (v) done(v);
+      };
+      const stop = () => done(null);
+      const timer = setTimeout(stop, Math.max(0, deadline - this.now()));
+      signal?.addEventListener('abort', stop);
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  // portFor returns a live port to a document, asking a remembered document to reconnect when
+  // the worker was restarted since it announced. Null means the document is gone.
+  async portFor(doc, deadline, signal) {
+    const live = this.ports.get(doc.documentId);
+    if (live) return live.port;
+    try {
+      await chrome.tabs.sendMessage(doc.tabId, { type: 'connect' }, { documentId: doc.documentId });
+    } catch {
+      return null;
+    }
+    const got = await this.waitFor(() => this.ports.get(doc.documentId), Math.min(deadline, this.now() + 5000), signal);
+    return got ? got.port : null;
+  }
+
+  // reopen opens the site's last address in a background tab (once per origin at a time) and
+  // waits for a document there to offer the tool.
+  async reopen(origin, tool, deadline, signal) {
+    const address = this.rec.addresses[origin];
+    if (!address) return null;
+    if (!this.reopening.has(origin)) {
+      const opened = chrome.tabs.create({ url: address.url, active: false }).finally(() => this.reopening.delete(origin));
+      this.reopening.set(origin, opened);
+    }
+    await this.reopening.get(origin);
+    return this.waitFor(() => chooseDocument(this.rec, origin, tool), deadline, signal);
+  }
+
+  // call runs tool with args in the best document of origin and resolves with {ok, result} or
+  // {ok: false, code, error}; it never rejects. Aborting signal cancels it in the page.
+  async call({ callId = crypto.randomUUID(), origin, tool, args, timeoutMs = DEFAULT_TIMEOUT_MS, signal }) {
+    const deadline = this.now() + timeoutMs;
+    for (let tries = 0; tries < 8; tries++) {
+      if (signal?.aborted) return fail(codes.cancelled, 'The call was cancelled.');
+      if (this.now() >= deadline) return fail(codes.timeout, `No answer within ${timeoutMs} ms.`);
+      let doc = chooseDocument(this.rec, origin, tool);
+      if (!doc) {
+        const open = Object.values(this.rec.docs).filter((d) => d.origin === origin);
+        if (open.length > 0) {
+          const names = [...new Set(open.flatMap((d) => d.tools.map((t) => t.name)))].sort();
+          return fail(codes.noTool, `The open tabs of ${origin} do not offer the tool "${tool}"; they offer: ${names.join(', ') || 'no tools'}.`);
+        }
+        if (!this.rec.addresses[origin]) return fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and the extension does not know the site's address to reopen it.`);
+        doc = await this.reopen(origin, tool, deadline, signal);
+        if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${origin} was reopened in a background tab but did not register the tool "${tool}" in time.`);
+      }
+      const port = await this.portFor(doc, deadline, signal);
+      if (port) return this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
+      forget(this.rec, doc.documentId);
+      this.save();
+    }
+    return fail(codes.pageGone, `Every tab of ${origin} went away before the call could start.`);
+  }
+
+  // send posts the call on the document's port and waits for its outcome.
+  send(port, documentId, { callId, tool, args }, deadline, signal) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.cancel(callId, fail(codes.timeout, 'The page did not answer before the deadline.')), Math.max(0, deadline - this.now()));
+      const onAbort = () => this.cancel(callId, fail(codes.cancelled, 'The call was cancelled.'));
+      signal?.addEventListener('abort', onAbort);
+      this.calls.set(callId, {
+        documentId,
+        port,
+        settle: (outcome) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
+      });
+      try {
+        port.postMessage({ type: 'call', callId, tool, args });
+      } catch {
+        this.settle(callId, documentId, fail(codes.pageGone, 'The page went away before the call could be sent.'));
+      }
+    });
+  }
+
+  // cancel ends a call with outcome and tells its page, whose execute sees its signal abort.
+  cancel(callId, outcome = fail(codes.cancelled, 'The call was cancelled.')) {
+    const c = this.calls.get(callId);
+    if (!c) return false;
+    try {
+      c.port.postMessage({ type: 'cancel', callId, reason: outcome.error });
+    } catch {
+      // The page is gone; its port's close settles nothing more, as the call ends here.
+    }
+    this.settle(callId, c.documentId, outcome);
+    return true;
+  }
+}

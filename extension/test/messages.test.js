@@ -1,0 +1,116 @@
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import '../lib/messages.js';
+
+const M = globalThis.TabbridgeMessages;
+const good = { name: 'search', title: 'Search', description: 'Search the docs', inputSchema: { type: 'object', properties: { q: { type: 'string' } } }, annotations: { readOnlyHint: true } };
+const page = (m) => JSON.stringify({ from: 'observer', ...m });
+
+test('a good descriptor keeps only the fields an agent is shown', () => {
+  const r = M.checkDescriptor({ ...good, execute: 'x', extra: 1 });
+  assert.ok(r.ok);
+  assert.deepEqual(r.msg, { name: 'search', title: 'Search', description: 'Search the docs', inputSchema: good.inputSchema, annotations: { readOnlyHint: true } });
+});
+
+test('an absent schema is an object and readOnlyHint must be a real boolean', () => {
+  const r = M.checkDescriptor({ name: 'x', description: 'd', annotations: { readOnlyHint: 'yes' } });
+  assert.deepEqual(r.msg.inputSchema, { type: 'object' });
+  assert.equal(r.msg.annotations.readOnlyHint, false);
+});
+
+test('bad descriptors are refused with a reason', () => {
+  const cases = [
+    [null, /not an object/],
+    [{ ...good, name: 'has space' }, /tool name/],
+    [{ ...good, name: 'x'.repeat(129) }, /tool name/],
+    [{ ...good, description: undefined }, /no description/],
+    [{ ...good, description: 7 }, /description is not a string/],
+    [{ ...good, title: 'a\nb' }, /title contains control/],
+    [{ ...good, description: 'x'.repeat(9000) }, /description is over/],
+    [{ ...good, inputSchema: [] }, /inputSchema/],
+    [{ ...good, inputSchema: { type: 'object', default: NaN } }, /inputSchema/],
+    [{ ...good, inputSchema: { f: () => 1 } }, /inputSchema/],
+    [{ ...good, annotations: 'ro' }, /annotations/],
+    [{ ...good, inputSchema: { enum: ['x'.repeat(70000)] } }, /descriptor is over/],
+  ];
+  for (const [d, reason] of cases) {
+    const r = M.checkDescriptor(d);
+    assert.equal(r.ok, false, JSON.stringify(d)?.slice(0, 80));
+    assert.match(r.reason, reason);
+  }
+});
+
+test('a tool list drops bad tools one by one and refuses duplicates whole', () => {
+  const r = M.checkTools([good, { name: 'bad name', description: 'd' }]);
+  assert.ok(r.ok);
+  assert.deepEqual(r.msg.map((t) => t.name), ['search']);
+  assert.deepEqual(r.refused, [{ name: 'bad name', reason: "the tool name must be 1 to 128 letters, digits, '_', '.' or '-'" }]);
+  assert.match(M.checkTools([good, good]).reason, /twice/);
+  assert.match(M.checkTools({}).reason, /not an array/);
+  assert.match(M.checkTools(Array.from({ length: 129 }, (_, i) => ({ ...good, name: `t${i}` }))).reason, /at most 128/);
+});
+
+test('jsonSafe accepts plain data only', () => {
+  assert.ok(M.jsonSafe({ a: [1, 'x', null, true, { b: 2.5 }] }));
+  for (const v of [undefined, () => 1, Symbol('s'), 1n, Infinity, new Date(), new Map(), { a: undefined }]) {
+    assert.equal(M.jsonSafe(v), false, String(v));
+  }
+  const cycle = {};
+  cycle.self = cycle;
+  assert.equal(M.jsonSafe(cycle), false);
+  let deep = {};
+  for (let i = 0; i < 100; i++) deep = { deep };
+  assert.equal(M.jsonSafe(deep), false);
+});
+
+test('page messages: tools and results are accepted, the bridge\'s own echo is ignored', () => {
+  const tools = M.parsePageMessage(page({ type: 'tools', tools: [good] }));
+  assert.deepEqual(tools.msg, { type: 'tools', tools: [M.checkDescriptor(good).msg] });
+  assert.deepEqual(M.parsePageMessage(page({ type: 'result', callId: 'c-1', ok: true, result: { n: 1 } })).msg, { type: 'result', callId: 'c-1', ok: true, result: { n: 1 } });
+  assert.deepEqual(M.parsePageMessage(page({ type: 'result', callId: 'c-1', ok: true })).msg.result, null);
+  assert.deepEqual(M.parsePageMessage(page({ type: 'result', callId: 'c-1', ok: false, error: 'boom' })).msg, { type: 'result', callId: 'c-1', ok: false, error: 'boom' });
+  assert.deepEqual(M.parsePageMessage(JSON.stringify({ from: 'bridge', type: 'call' })), { ok: true, msg: null });
+});
+
+test('malformed page messages are refused with a reason', () => {
+  const cases = [
+    [{ not: 'a string' }, /not a JSON string/],
+    ['{', /not valid JSON/],
+    ['[1]', /not an object/],
+    [JSON.stringify({ type: 'tools', tools: [] }), /who sent it/],
+    [page({ type: 'steal' }), /unknown message type/],
+    [page({ type: 'tools', tools: 'all' }), /not an array/],
+    [page({ type: 'result', callId: '../x', ok: true }), /callId/],
+    [page({ type: 'result', callId: 'c', ok: 'yes' }), /neither ok/],
+    [page({ type: 'result', callId: 'c', ok: false }), /neither ok/],
+    [page({ type: 'result', callId: 'c', ok: true, result: 'x'.repeat(300 << 10) }), /over 262144 bytes/],
+  ];
+  for (const [detail, reason] of cases) {
+    const r = M.parsePageMessage(detail);
+    assert.equal(r.ok, false, String(detail).slice(0, 60));
+    assert.match(r.reason, reason);
+  }
+});
+
+test('worker messages: calls and cancels, nothing else', () => {
+  assert.deepEqual(M.checkWorkerMessage({ type: 'call', callId: 'c1', tool: 'search', args: { q: 'x' }, extra: 1 }).msg, { type: 'call', callId: 'c1', tool: 'search', args: { q: 'x' } });
+  assert.equal(M.checkWorkerMessage({ type: 'cancel', callId: 'c1' }).msg.reason, 'The call was cancelled.');
+  assert.match(M.checkWorkerMessage({ type: 'call', callId: 'c1', tool: 'search', args: [1] }).reason, /arguments/);
+  assert.match(M.checkWorkerMessage({ type: 'call', callId: 'c1', tool: 'a b', args: {} }).reason, /no valid tool/);
+  assert.match(M.checkWorkerMessage({ type: 'call', tool: 'search', args: {} }).reason, /callId/);
+  assert.match(M.checkWorkerMessage({ type: 'eval', callId: 'c1' }).reason, /unknown/);
+  assert.match(M.checkWorkerMessage('call').reason, /not an object/);
+});
+
+test('bridge messages: an announcement must stay on the page\'s own origin', () => {
+  const a = { type: 'announce', url: 'https://a.test/x?y#z', title: 'T', tools: [good] };
+  const r = M.checkBridgeMessage(a, 'https://a.test');
+  assert.ok(r.ok);
+  assert.equal(r.msg.url, 'https://a.test/x?y#z');
+  assert.match(M.checkBridgeMessage(a, 'https://b.test').reason, /not on the page's origin/);
+  assert.match(M.checkBridgeMessage({ ...a, url: 'not a url' }, 'https://a.test').reason, /not a URL/);
+  assert.match(M.checkBridgeMessage({ ...a, url: 5 }, 'https://a.test').reason, /no address/);
+  assert.match(M.checkBridgeMessage({ ...a, tools: [good, good] }, 'https://a.test').reason, /twice/);
+  assert.equal(M.checkBridgeMessage({ type: 'result', callId: 'c', ok: true, result: 1 }, 'https://a.test').msg.result, 1);
+  assert.match(M.checkBridgeMessage({ type: 'hello' }, 'https://a.test').reason, /unknown/);
+});
