@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -11,25 +9,6 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
-
-// chromiumPath finds Chromium: TABBRIDGE_CHROMIUM, else chromium on PATH. A
-// missing browser skips the test on a developer machine and fails it in CI.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TABBRIDGE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "/usr/bin/chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("Chromium is not installed (set TABBRIDGE_CHROMIUM, or run scripts/test, which installs it)")
-	}
-	t.Skip("Chromium is not installed; set TABBRIDGE_CHROMIUM or run scripts/test")
-	return ""
-}
 
 // startBrowser starts one headless Chromium with a fresh profile for the
 // test and returns a tab's context; everything ends with the test.
