@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -83,10 +84,12 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		}
 	}
 	status := c.Response().StatusCode()
-	level := s.opts.Logger.Debug
+	level := slog.LevelDebug
 	if status >= 500 {
-		level = s.opts.Logger.Warn
+		level = slog.LevelWarn
 	}
-	level("request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
+	if s.opts.Logger.Enabled(c.Context(), level) {
+		s.opts.Logger.Log(c.Context(), level, "request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
+	}
 	return nil
 }

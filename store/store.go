@@ -77,6 +77,9 @@ func connect(opts Options) (*DB, error) {
 		// Prepared statements are cached per connection: the hot paths (agent
 		// authentication, audit) then skip re-parsing their SQL every call.
 		PrepareStmt: true,
+		// Single-statement writes are atomic by themselves; gorm's implicit
+		// BEGIN/COMMIT around each would double their round trips.
+		SkipDefaultTransaction: true,
 	}
 	if isPostgres(opts.DatabaseURL) {
 		g, err := gorm.Open(postgres.Open(opts.DatabaseURL), cfg)
