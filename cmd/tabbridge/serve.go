@@ -20,6 +20,10 @@ import (
 	"github.com/tabbridge/tabbridge/store"
 )
 
+// DefaultExtensionID is the id of the extension in this repository (its
+// manifest key fixes it), trusted unless --extension-ids says otherwise.
+const DefaultExtensionID = "lknealedcnkkiahlealamioaolnbckeb"
+
 // serveConfig is the server's configuration as read from flags and environment.
 type serveConfig struct {
 	listen       string
@@ -32,6 +36,8 @@ type serveConfig struct {
 	openSignup   bool
 	logLevel     string
 	shutdownWait time.Duration
+	approvalWait time.Duration
+	mcpIdle      time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
@@ -42,6 +48,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		return def
 	}
 	envBool := func(name string) bool { b, _ := strconv.ParseBool(getenv(name)); return b }
+	envDuration := func(name string, def time.Duration) time.Duration {
+		if d, err := time.ParseDuration(getenv(name)); err == nil && d > 0 {
+			return d
+		}
+		return def
+	}
 	var c serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -50,11 +62,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; empty uses the embedded SQLite file in the data directory (DATABASE_URL)")
 	fs.StringVar(&c.dataDir, "data-dir", env("TABBRIDGE_DATA_DIR", "data"), "directory for the SQLite file and the generated signing key (TABBRIDGE_DATA_DIR)")
 	fs.StringVar(&c.jwtKey, "jwt-key", env("TABBRIDGE_JWT_KEY", ""), "key that signs access tokens, at least 32 bytes; generated into <data-dir>/jwt.key when empty (TABBRIDGE_JWT_KEY)")
-	fs.StringVar(&c.extensionIDs, "extension-ids", env("TABBRIDGE_EXTENSION_IDS", ""), "comma-separated Chrome extension ids allowed to connect (TABBRIDGE_EXTENSION_IDS)")
+	fs.StringVar(&c.extensionIDs, "extension-ids", env("TABBRIDGE_EXTENSION_IDS", DefaultExtensionID), "comma-separated Chrome extension ids allowed to connect (TABBRIDGE_EXTENSION_IDS)")
 	fs.BoolVar(&c.anyExtension, "dev-any-extension", envBool("TABBRIDGE_DEV_ANY_EXTENSION"), "development only: allow any chrome-extension:// origin (TABBRIDGE_DEV_ANY_EXTENSION)")
 	fs.BoolVar(&c.openSignup, "open-signup", envBool("TABBRIDGE_OPEN_SIGNUP"), "let anyone create an account; otherwise only invitations (TABBRIDGE_OPEN_SIGNUP)")
 	fs.StringVar(&c.logLevel, "log-level", env("TABBRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (TABBRIDGE_LOG_LEVEL)")
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
+	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
+	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
@@ -151,6 +165,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv, err := server.New(server.Options{
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
+		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle,
 	})
 	if err != nil {
 		return err
