@@ -271,3 +271,31 @@ func TestRequestsFromAKilledServerAreWithdrawnAtStart(t *testing.T) {
 		t.Fatalf("stale request still pending: %+v", out.Approvals)
 	}
 }
+
+func TestShutdownEndsWaitingCallsWithAClearAnswer(t *testing.T) {
+	// The client retries a dropped event stream, as standard clients do: the
+	// answer and the end of the session travel on different connections.
+	w := newSiteWorld(t, storetest.SQLite, nil, &servertest.MCPOptions{Retries: 2})
+	w.announce(t, "d1", time.Now())
+	ch, cancel := w.buy("tea")
+	defer cancel()
+	w.pending(t, 1)
+	done := make(chan error, 1)
+	go func() {
+		ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		done <- w.env.Server.Shutdown(ctx)
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			t.Fatalf("the waiting call got a protocol error instead of an answer: %v", o.err)
+		}
+		wantError(t, o.res, "shutting down")
+	case <-time.After(15 * time.Second):
+		t.Fatal("a waiting call hung through shutdown")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+}

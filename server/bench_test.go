@@ -146,4 +146,3 @@ func throughput(b *testing.B, w *siteWorld, call func(*mcp.ClientSession) time.D
 	wg.Wait()
 	return float64(total) / time.Since(start).Seconds()
 }
-

@@ -31,6 +31,7 @@ func (s *Server) newMCPHandler() http.Handler {
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.opts.Logger.With("component", "mcp")})
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
+	s.mcp = srv
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.MCPSessionTimeout,
 		// Bearer tokens are not ambient credentials, so DNS rebinding gains an
@@ -45,7 +46,14 @@ func (s *Server) newMCPHandler() http.Handler {
 		}
 		return &auth.TokenInfo{UserID: id.TokenID, Extra: map[string]any{"agent": id}}, nil
 	}
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			s.mcpPosts.Add(1)
+			defer s.mcpPosts.Done()
+		}
+		authed.ServeHTTP(w, r)
+	})
 }
 
 // mountMCP serves /mcp behind the agent guard, which authenticates the token

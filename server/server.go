@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tabbridge/tabbridge/approvals"
@@ -85,9 +86,13 @@ type Server struct {
 	gate    *approvals.Gate
 	catalog *sitetools.Catalog // live and persisted tools of shared sites
 	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
-	public  *url.URL           // parsed PublicURL, static
-	live    *live.Hub          // per-person events for the web app's streams; static
-	pages   *pages             // parsed web app templates; static
+	mcp     *mcp.Server        // set while routes are mounted, then static
+	// mcpPosts counts MCP POST requests in flight (each ends once its answer
+	// is written), so shutdown lets them answer before connections close.
+	mcpPosts sync.WaitGroup
+	public   *url.URL  // parsed PublicURL, static
+	live     *live.Hub // per-person events for the web app's streams; static
+	pages    *pages    // parsed web app templates; static
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
@@ -222,10 +227,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
 		s.cancel()
 		s.gate.Close()
+		s.endToolCalls(ctx)
 		err = s.app.ShutdownWithContext(ctx)
 		s.wg.Wait()
 	})
 	return err
+}
+
+// endToolCalls waits (until ctx ends) for MCP requests to answer — the
+// cancelled server context ends waiting tool calls with a clear result — and
+// then closes every MCP session, so clients see an orderly end instead of a
+// cut stream.
+func (s *Server) endToolCalls(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { s.mcpPosts.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	if s.mcp != nil {
+		for ss := range s.mcp.Sessions() {
+			ss.Close()
+		}
+	}
 }
 
 // secureCookies reports whether cookies get the Secure flag.

@@ -26,6 +26,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 type MCPOptions struct {
 	// OnProgress, when set, receives every progress notification.
 	OnProgress func(*mcp.ProgressNotificationClientRequest)
+	// Retries is how often the client retries a dropped stream, as real
+	// clients do (default none, so a test fails fast).
+	Retries int
 }
 
 // MCP connects the go-sdk MCP client to the test server's /mcp endpoint with
@@ -41,6 +44,9 @@ func (e *Env) MCP(t testing.TB, token string, o *MCPOptions) *mcp.ClientSession 
 		Endpoint:   e.URL + "/mcp",
 		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
 		MaxRetries: -1,
+	}
+	if o != nil && o.Retries > 0 {
+		transport.MaxRetries = o.Retries
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
