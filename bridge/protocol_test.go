@@ -27,12 +27,23 @@ func TestDecode(t *testing.T) {
 		`{"type":""}`:             ErrCodeInvalidMessage,
 		`{"type":"x"}`:            ErrCodeUnknownType,
 		`{"type":"ping","id":{}}`: ErrCodeInvalidField,
-		`{"type":"ping","id":"` + strings.Repeat("i", 65) + `"}`:                                        ErrCodeInvalidField,
-		`{"type":"hello","protocol":1.5,"browserId":"abcdefgh","name":"n","version":"1"}`:               ErrCodeInvalidField,
-		`{"type":"hello","protocol":1,"minProtocol":2,"browserId":"abcdefgh","name":"n","version":"1"}`: ErrCodeInvalidField,
-		`{"type":"hello","protocol":1,"browserId":"abc/defgh","name":"n","version":"1"}`:                ErrCodeInvalidField,
-		`{"type":"sites.open","sites":[{"origin":"https://a.example","tabs":-1}]}`:                      ErrCodeInvalidField,
-		`{"type":"sites.open","sites":{}}`:                                                              ErrCodeInvalidField,
+		`{"type":"ping","id":"` + strings.Repeat("i", 65) + `"}`:                                                                     ErrCodeInvalidField,
+		`{"type":"hello","protocol":1.5,"browserId":"abcdefgh","name":"n","version":"1"}`:                                            ErrCodeInvalidField,
+		`{"type":"hello","protocol":1,"minProtocol":2,"browserId":"abcdefgh","name":"n","version":"1"}`:                              ErrCodeInvalidField,
+		`{"type":"hello","protocol":1,"browserId":"abc/defgh","name":"n","version":"1"}`:                                             ErrCodeInvalidField,
+		`{"type":"sites.open","sites":[{"origin":"https://a.example","tabs":-1}]}`:                                                   ErrCodeInvalidField,
+		`{"type":"sites.open","sites":{}}`:                                                                                           ErrCodeInvalidField,
+		`{"type":"tools.announce","documentId":"d 1","origin":"https://a.example","url":"https://a.example/","tools":[]}`:            ErrCodeInvalidField,
+		`{"type":"tools.announce","documentId":"d1","origin":"https://a.example","url":"https://evil.example/","tools":[]}`:          ErrCodeInvalidField,
+		`{"type":"tools.announce","documentId":"d1","origin":"https://a.example","url":"javascript:alert(1)","tools":[]}`:            ErrCodeInvalidField,
+		`{"type":"tools.announce","documentId":"d1","origin":"chrome://settings","url":"chrome://settings/","tools":[]}`:             ErrCodeInvalidField,
+		`{"type":"tools.announce","documentId":"d1","origin":"https://a.example","url":"https://a.example/"}`:                        ErrCodeInvalidField,
+		`{"type":"tools.announce","documentId":"d1","origin":"https://a.example","url":"https://a.example/","tabId":"x","tools":[]}`: ErrCodeInvalidField,
+		`{"type":"document.gone"}`:                                     ErrCodeInvalidField,
+		`{"type":"document.used","documentId":"d1","lastUsed":-5}`:     ErrCodeInvalidField,
+		`{"type":"call.result","callId":"c1","ok":false}`:              ErrCodeInvalidField,
+		`{"type":"call.result","ok":true}`:                             ErrCodeInvalidField,
+		`{"type":"call.dispatched","callId":"c1","documentId":"../x"}`: ErrCodeInvalidField,
 	} {
 		_, err := Decode([]byte(frame))
 		var pe *ProtocolError
@@ -51,6 +62,12 @@ func FuzzDecode(f *testing.F) {
 		`{"type":"hello","protocol":1,"browserId":"abcdefgh","name":"n","version":"1"}`,
 		`{"type":"sites.open","sites":[{"origin":"https://a.example","lastUsed":1,"tabs":1}]}`,
 		`{"type":"sites.open","sites":[]}`, `{`, `[]`, `{"type":null}`, "\xff",
+		`{"type":"tools.announce","documentId":"d1","origin":"https://a.example","url":"https://a.example/x","title":"t","tabId":1,"lastUsed":1,"tools":[{"name":"s","description":"d"}]}`,
+		`{"type":"document.used","documentId":"d1","lastUsed":5}`,
+		`{"type":"document.gone","documentId":"d1"}`,
+		`{"type":"call.dispatched","callId":"c1","documentId":"d1"}`,
+		`{"type":"call.result","callId":"c1","ok":true,"result":{"a":1}}`,
+		`{"type":"call.result","callId":"c1","ok":false,"error":{"code":"tool_error","message":"boom"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -77,6 +94,24 @@ func FuzzDecode(f *testing.F) {
 				if o, err := NormalizeOrigin(s.Origin); err != nil || o != s.Origin {
 					t.Fatalf("accepted origin %q not normal", s.Origin)
 				}
+			}
+		case TypeToolsAnnounce:
+			a := in.Announce
+			if o, err := NormalizeOrigin(a.Origin); err != nil || o != a.Origin || !documentIDPattern.MatchString(a.DocumentID) || checkPageURL(a.URL, a.Origin) != nil {
+				t.Fatalf("accepted announce %+v", a)
+			}
+		case TypeDocumentUsed, TypeDocumentGone:
+			if !documentIDPattern.MatchString(in.Document.DocumentID) {
+				t.Fatalf("accepted document %+v", in.Document)
+			}
+		case TypeCallDispatched:
+			if in.Dispatched.CallID == "" {
+				t.Fatalf("accepted dispatched %+v", in.Dispatched)
+			}
+		case TypeCallResult:
+			r := in.Result
+			if r.CallID == "" || (!r.OK && (r.Error == nil || r.Error.Code == "")) {
+				t.Fatalf("accepted result %+v", r)
 			}
 		case TypePing:
 		default:
