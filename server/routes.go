@@ -22,6 +22,7 @@ func (s *Server) routes() {
 	web := guard{app.Group("/api"), []fiber.Handler{s.ensureCSRFCookie, s.csrf}}
 	s.mountAccounts(web)
 	s.mountWorkspaces(web.with(s.person))
+	s.mountTerminals(web.with(s.person))
 
 	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)

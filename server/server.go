@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tabbridge/tabbridge/relay"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -53,6 +54,8 @@ type Options struct {
 	MCPSessionTimeout time.Duration
 	// Now is the clock for tokens; time.Now when nil.
 	Now func() time.Time
+	// Relay configures the terminal relay (watermarks, queues, heartbeat).
+	Relay relay.Options
 }
 
 // Server holds the Fiber app and the long-lived state behind it.
@@ -60,7 +63,8 @@ type Server struct {
 	opts    Options    // static after New
 	app     *fiber.App // static after New
 	tickets *tickets.Issuer
-	public  *url.URL // parsed PublicURL, static
+	relay   *relay.Hub // terminal daemons, sessions and viewers
+	public  *url.URL   // parsed PublicURL, static
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
@@ -86,7 +90,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
-	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil)}
+	if opts.Relay.Logger == nil {
+		opts.Relay.Logger = opts.Logger
+	}
+	s := &Server{opts: opts, public: pub, tickets: tickets.New(opts.DB, nil), relay: relay.New(opts.Relay)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.app = fiber.New(fiber.Config{
 		AppName: "tabbridge",
@@ -157,6 +164,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		s.cancel()
+		s.relay.Close() // hijacked sockets are not tracked by Fiber
 		err = s.app.ShutdownWithContext(ctx)
 		s.wg.Wait()
 	})

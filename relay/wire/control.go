@@ -14,6 +14,7 @@ const (
 	TypeSession = "session" // a session exists (sent on connect and on start)
 	TypeExit    = "exit"    // a session's program ended (also server → viewer)
 	TypeGone    = "gone"    // a session was removed from the daemon
+	TypeSynced  = "synced"  // every live session has been announced
 	// Server → daemon.
 	TypeResize = "resize" // set a session's size (also viewer → server)
 	TypeRedraw = "redraw" // send a snapshot of a session soon
@@ -91,7 +92,7 @@ func DecodeFromDaemon(p []byte) (Control, error) {
 	switch c.Type {
 	case TypeSession:
 		return c, checkSession(c.Session)
-	case TypeExit, TypeGone:
+	case TypeExit, TypeGone, TypeSynced:
 		return c, nil
 	}
 	return c, fmt.Errorf("%w: type %q from a daemon", ErrControl, c.Type)
