@@ -134,7 +134,7 @@ func (e *entry) snapshot(s *terminal.Session, discard bool) []byte {
 		e.mu.Unlock()
 	}
 	return wire.AppendDaemonSnapshot(nil, wire.Snapshot{
-		Session: e.index, Offset: snap.Offset, Cols: snap.Cols, Rows: snap.Rows,
+		Resync: discard, Session: e.index, Offset: snap.Offset, Cols: snap.Cols, Rows: snap.Rows,
 		History: snap.History, Redraw: snap.Redraw,
 	})
 }

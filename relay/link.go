@@ -38,7 +38,7 @@ type link struct {
 func (l *link) close() {
 	l.once.Do(func() {
 		close(l.done)
-		_ = l.conn.Close()
+		closeConn(l.conn)
 	})
 }
 

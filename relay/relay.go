@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -197,4 +198,16 @@ func keepReading(conn *websocket.Conn, ping time.Duration) func() {
 	conn.SetPongHandler(func(string) error { extend(); return nil })
 	extend()
 	return extend
+}
+
+// closeConn closes a socket so that its reader returns at once. Closing a
+// WebSocket the server hijacked from fasthttp does nothing until the handler
+// returns (fasthttp closes it then), so the reader is woken by a past read
+// deadline and the connection underneath is closed.
+func closeConn(c *websocket.Conn) {
+	_ = c.SetReadDeadline(time.Unix(1, 0))
+	if u, ok := c.NetConn().(interface{ UnsafeConn() net.Conn }); ok {
+		_ = u.UnsafeConn().Close()
+	}
+	_ = c.Close()
 }

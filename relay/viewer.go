@@ -49,7 +49,7 @@ func (v *viewer) signal() {
 func (v *viewer) close() {
 	v.once.Do(func() {
 		close(v.done)
-		_ = v.conn.Close()
+		closeConn(v.conn)
 	})
 }
 
@@ -57,6 +57,13 @@ func (v *viewer) waiting() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.next < 0
+}
+
+// at reports whether the viewer has every byte before offset and none after.
+func (v *viewer) at(offset int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.next == offset
 }
 
 // offer queues a batch. It reports true when the batch did not follow what
@@ -171,13 +178,15 @@ func (v *viewer) nextFrame() (typ int, frame []byte) {
 	return 0, nil
 }
 
-// takeOutput merges pending batches into one frame; every cut stays a
-// batch boundary.
+// takeOutput merges pending batches into one frame, no larger than the
+// window has room for (but at least one batch); every cut stays a batch
+// boundary.
 func (v *viewer) takeOutput() []byte {
 	first := v.pending[0]
+	limit := 9 + min(maxFrame, v.hub.opts.HighWater-(v.sent-v.acked))
 	frame := wire.AppendViewerOutput(make([]byte, 0, 9+min(v.pendingBytes, maxFrame)), first.Offset, nil)
 	n := 0
-	for n < len(v.pending) && (n == 0 || len(frame)+len(v.pending[n].Data) <= maxFrame) {
+	for n < len(v.pending) && (n == 0 || int64(len(frame)+len(v.pending[n].Data)) <= limit) {
 		frame = append(frame, v.pending[n].Data...)
 		v.pendingBytes -= int64(len(v.pending[n].Data))
 		n++

@@ -116,12 +116,25 @@ func DecodeFromServer(p []byte) (Control, error) {
 	return c, fmt.Errorf("%w: type %q from the server", ErrControl, c.Type)
 }
 
+// fromViewer is all a viewer may say: every other field, a "session" or
+// "sessionId" above all, is ignored whatever its type.
+type fromViewer struct {
+	Type  string `json:"type"`
+	Bytes int64  `json:"bytes"`
+	Cols  int    `json:"cols"`
+	Rows  int    `json:"rows"`
+}
+
 // DecodeFromViewer decodes a control message a viewer sent.
 func DecodeFromViewer(p []byte) (Control, error) {
-	c, err := decode(p)
-	if err != nil {
-		return c, err
+	var v fromViewer
+	if len(p) > MaxControl {
+		return Control{}, fmt.Errorf("%w: %d bytes", ErrControl, len(p))
 	}
+	if err := json.Unmarshal(p, &v); err != nil {
+		return Control{}, fmt.Errorf("%w: %v", ErrControl, err)
+	}
+	c := Control{Type: v.Type, Bytes: v.Bytes, Cols: v.Cols, Rows: v.Rows}
 	switch c.Type {
 	case TypeAck:
 		if c.Bytes < 0 {

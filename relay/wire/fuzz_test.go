@@ -9,7 +9,8 @@ func FuzzDecodeDaemon(f *testing.F) {
 	f.Add(AppendDaemonOutput(nil, Output{Session: 3, Offset: 10, Data: []byte("hi")}))
 	f.Add(AppendDaemonSnapshot(nil, Snapshot{Session: 1, Offset: 5, Cols: 80, Rows: 24, History: []byte("h\r\n"), Redraw: []byte("r")}))
 	f.Add(AppendDaemonInput(nil, Input{Session: 2, Data: []byte{0x1b}}))
-	f.Add([]byte{FrameSnapshot, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 80, 0, 24, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{FrameSnapshot, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 80, 0, 24, 1, 0xff, 0xff, 0xff, 0xff})
+	f.Add(AppendDaemonSnapshot(nil, Snapshot{Resync: true, Session: 1, Offset: 5, Cols: 80, Rows: 24}))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		fr, err := DecodeDaemon(p)
 		if err != nil {

@@ -43,6 +43,9 @@ type Output struct {
 // that fell behind only the redraw); on a viewer socket Data is the bytes to
 // write, after resizing the terminal to Cols×Rows.
 type Snapshot struct {
+	// Resync (daemon socket only) says the snapshot replaces output the
+	// daemon discarded: nothing before Offset will follow it.
+	Resync     bool
 	Session    uint32
 	Offset     int64
 	Cols, Rows int
@@ -58,7 +61,7 @@ type Input struct {
 
 const (
 	daemonOutputHeader   = 1 + 4 + 8
-	daemonSnapshotHeader = 1 + 4 + 8 + 2 + 2 + 4
+	daemonSnapshotHeader = 1 + 4 + 8 + 2 + 2 + 1 + 4
 	daemonInputHeader    = 1 + 4
 	viewerOutputHeader   = 1 + 8
 	viewerSnapshotHeader = 1 + 8 + 2 + 2
@@ -79,6 +82,11 @@ func AppendDaemonSnapshot(b []byte, s Snapshot) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(s.Offset))
 	b = binary.BigEndian.AppendUint16(b, uint16(s.Cols))
 	b = binary.BigEndian.AppendUint16(b, uint16(s.Rows))
+	var flags byte
+	if s.Resync {
+		flags = 1
+	}
+	b = append(b, flags)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.History)))
 	b = append(b, s.History...)
 	return append(b, s.Redraw...)
@@ -137,8 +145,12 @@ func decodeDaemonSnapshot(p []byte) (DaemonFrame, error) {
 	if err := checkSize(s.Cols, s.Rows); err != nil {
 		return DaemonFrame{}, err
 	}
+	if p[17] > 1 {
+		return DaemonFrame{}, fmt.Errorf("%w: snapshot flags 0x%02x", ErrFrame, p[17])
+	}
+	s.Resync = p[17] == 1
 	rest := p[daemonSnapshotHeader:]
-	n := be32(p[17:])
+	n := be32(p[18:])
 	if uint64(n) > uint64(len(rest)) {
 		return DaemonFrame{}, fmt.Errorf("%w: history of %d bytes in %d", ErrFrame, n, len(rest))
 	}
