@@ -32,8 +32,10 @@ const (
 	DefaultQueue      = 1 << 20
 	DefaultPing       = 20 * time.Second
 	DefaultWriteWait  = 10 * time.Second
-	// maxOutputFrame bounds the output merged into one frame.
-	maxOutputFrame = 1 << 20
+	// maxOutputFrame bounds the batches merged into one frame: the server
+	// sees a frame as one unit it cannot cut, and a viewer's window can be
+	// overshot by one unit.
+	maxOutputFrame = 64 << 10
 )
 
 // ErrRefused is returned by Serve when the server refuses the machine token

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const wait = 30 * time.Second
+const wait = 90 * time.Second // generous for -race on a loaded machine
 
 // rig is a real server, a person, a machine and its running daemon.
 type rig struct {
@@ -244,8 +244,10 @@ func TestLateViewerSeesTheDaemonsScreen(t *testing.T) {
 // stream stays valid, is resynchronised with redraws, and once it keeps up
 // ends on the exact screen.
 func TestBackpressure(t *testing.T) {
+	// The fast viewer feeds its own emulator, as slow as the daemon's, so
+	// its queue must absorb the difference on this shared 2-core machine.
 	r := newRig(t, func(o *server.Options) { o.Relay.ViewerQueue = 1 << 20 })
-	id := r.start(120, 40, "flood", "3000000")
+	id := r.start(120, 40, "flood", "2500000")
 	slow := r.viewer(id, true, true)
 	fast := r.viewer(id, true, false)
 	r.waitDaemon(id, "END")
@@ -254,12 +256,12 @@ func TestBackpressure(t *testing.T) {
 	if fs.Snapshots != 1 {
 		t.Errorf("fast viewer got %d snapshots, want only the first", fs.Snapshots)
 	}
-	if fs.OutputBytes < 2_000_000 {
+	if fs.OutputBytes < 2_400_000 {
 		t.Errorf("fast viewer got %d bytes of output, want the whole flood", fs.OutputBytes)
 	}
 	ss := slow.Stats()
 	if ss.Written > 500<<10 {
-		t.Errorf("slow viewer was sent %d bytes without acknowledging any", ss.Written)
+		t.Errorf("slow viewer was sent %d bytes without acknowledging any: %d snapshots, %d outputs of %d bytes", ss.Written, ss.Snapshots, ss.Outputs, ss.OutputBytes)
 	}
 	if err := slow.Release(); err != nil {
 		t.Fatal(err)
