@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	web.Get("/events", s.sessionOrError, s.getEvents)
 	s.mountPages()
 	s.mountExtension(web)
+	s.mountTerminals(web.with(s.person))
 
 	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)

@@ -23,6 +23,7 @@ import (
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/live"
+	"github.com/tabbridge/tabbridge/relay"
 	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
@@ -76,6 +77,8 @@ type Options struct {
 	// ExtensionCloseGrace is how long a closing socket waits for the
 	// browser's close frame (default 1 s).
 	ExtensionCloseGrace time.Duration
+	// Relay configures the terminal relay (watermarks, queues, heartbeat).
+	Relay relay.Options
 }
 
 // Server holds the Fiber app and the long-lived state behind it.
@@ -97,6 +100,7 @@ type Server struct {
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
 	hub       *bridge.Hub // connected browsers; closed when ctx ends
+	relay     *relay.Hub  // terminal daemons, sessions and viewers
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
@@ -122,7 +126,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
-	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer),
+	if opts.Relay.Logger == nil {
+		opts.Relay.Logger = opts.Logger
+	}
+	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), relay: relay.New(opts.Relay),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
@@ -228,6 +235,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancel()
 		s.gate.Close()
 		s.endToolCalls(ctx)
+		s.relay.Close() // hijacked sockets are not tracked by Fiber
 		err = s.app.ShutdownWithContext(ctx)
 		s.wg.Wait()
 	})

@@ -81,3 +81,15 @@ func ValidTaskStatus(s string) bool {
 	}
 	return false
 }
+
+// Machine is a computer whose terminal daemon a person connected; its
+// sessions live on the daemon and are not stored.
+type Machine struct {
+	ID         string     `json:"id"`
+	UserID     string     `json:"-"`
+	Name       string     `json:"name"`
+	TokenHash  string     `json:"-"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastSeenAt *time.Time `json:"lastSeenAt"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+}

@@ -9,6 +9,10 @@ import (
 // frame, so a spinner redrawing 100 times a second costs about 40 batches.
 const Window = 25 * time.Millisecond
 
+// MaxBatch is the default CoalescerOptions.MaxBatch. Only output faster
+// than about 2.6 MB/s reaches it, where coalescing saves nothing anyway.
+const MaxBatch = 64 << 10
+
 // Batch is a run of output bytes cut at a ground-state point. Offset is the
 // position of Data's first byte in the session's output.
 type Batch struct {
@@ -24,6 +28,11 @@ type CoalescerOptions struct {
 	// sequence to complete (a program that never ends an OSC, say); after it
 	// they go out as they are. Default 4 windows.
 	MaxHold time.Duration
+	// MaxBatch bounds a batch: once this many bytes wait within a window
+	// they go out at once, cut at the last cut point, instead of at the
+	// window's end. A relay can then pace a viewer in units no larger than
+	// about this (plus one read). Default MaxBatch.
+	MaxBatch int
 	// Clock makes the window timers; default the system clock.
 	Clock Clock
 	// Emit receives batches in order, from the coalescer's goroutine.
@@ -52,6 +61,9 @@ func NewCoalescer(o CoalescerOptions) *Coalescer {
 	}
 	if o.Clock == nil {
 		o.Clock = systemClock{}
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = MaxBatch
 	}
 	c := &Coalescer{in: make(chan []byte), done: make(chan struct{}), opts: o}
 	go c.run()
@@ -108,6 +120,9 @@ func (c *Coalescer) run() {
 			p.add(chunk)
 			if timer != nil {
 				active = true
+				if len(p.buf) >= c.opts.MaxBatch {
+					c.emit(p, p.cut())
+				}
 				continue
 			}
 			c.emit(p, p.cut())

@@ -135,3 +135,17 @@ func TestCoalescerCloseFlushesEverything(t *testing.T) {
 	_ = r.c.Close()
 	r.expect(4, "\x1b[")
 }
+
+func TestCoalescerBoundsBatches(t *testing.T) {
+	r := &coalescerRig{t: t, clock: &fakeClock{timers: make(chan *fakeTimer, 16)}, batches: make(chan Batch, 16)}
+	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, MaxBatch: 20, Emit: func(b Batch) { r.batches <- b }})
+	t.Cleanup(func() { _ = r.c.Close() })
+	r.write("a")
+	r.expect(0, "a")
+	recv(t, r.clock.timers, "window timer")
+	r.write("0123456789\r\n")
+	r.noBatch()
+	r.write("0123456789\r\nabc") // 27 bytes wait: out at once, up to the cut point
+	r.expect(1, "0123456789\r\n0123456789\r\n")
+	r.noBatch()
+}

@@ -1,6 +1,7 @@
-// Command tabbridge runs the Tabbridge server.
+// Command tabbridge runs the Tabbridge server, or a machine's terminal daemon.
 //
 //	tabbridge [serve] [flags]
+//	tabbridge daemon --server URL --token tbm_… [-- command [args]]
 //
 // Every flag has an environment variable (shown in --help and README.md);
 // a flag given on the command line wins over the environment.
@@ -42,8 +43,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, getenv, stderr, ready)
+	case "daemon":
+		return runDaemon(ctx, args, getenv, stderr)
 	case "help":
 		fmt.Fprintln(stderr, "usage: tabbridge [serve] [flags]   (tabbridge serve --help lists the flags)")
+		fmt.Fprintln(stderr, "       tabbridge daemon --server URL --token tbm_… [-- command [args]]")
 		return nil
 	}
 	fmt.Fprintf(stderr, "tabbridge: unknown command %q; try 'tabbridge help'\n", cmd)

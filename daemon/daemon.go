@@ -1,0 +1,224 @@
+// Package daemon owns the machine side of live terminals: the sessions a
+// daemon runs (each a terminal.Session in a PTY with its emulator), and the
+// one WebSocket it dials out to the server, reconnecting with backoff while
+// the sessions keep running and their screens keep updating.
+//
+// The link never blocks a session: output waits in a bounded queue per
+// session, and when the server cannot keep up the queue is discarded whole
+// and a snapshot (a redraw) is sent in its place, as on every reconnect.
+// It knows nothing of the server's storage or of viewers.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tabbridge/tabbridge/terminal"
+)
+
+// Defaults for Options.
+const (
+	DefaultMinBackoff = time.Second
+	DefaultMaxBackoff = 30 * time.Second
+	DefaultQueue      = 1 << 20
+	DefaultPing       = 20 * time.Second
+	DefaultWriteWait  = 10 * time.Second
+	// maxOutputFrame bounds the batches merged into one frame: the server
+	// sees a frame as one unit it cannot cut, and a viewer's window can be
+	// overshot by one unit.
+	maxOutputFrame = 64 << 10
+)
+
+// ErrRefused is returned by Serve when the server refuses the machine token
+// (unknown or revoked): retrying cannot help; a person must create a new one.
+var ErrRefused = errors.New("daemon: the server refused the machine token")
+
+// Options configure a Daemon; New fills zero values.
+type Options struct {
+	// Server is the server's public URL (http:// or https://).
+	Server string
+	// Token is the machine token (tbm_…) a person created in the web app.
+	Token string
+	// MinBackoff and MaxBackoff bound the wait between reconnects, which
+	// doubles from the first to the second.
+	MinBackoff, MaxBackoff time.Duration
+	// Queue bounds the output bytes waiting for the server per session;
+	// past it they are discarded and replaced by a snapshot.
+	Queue int64
+	// Ping is the heartbeat interval; WriteWait each write's deadline.
+	Ping, WriteWait time.Duration
+	Logger          *slog.Logger
+	// Connected, if set, is told each time the link is up (true) or down.
+	Connected func(bool)
+}
+
+// Spec describes a session to start.
+type Spec struct {
+	Argv       []string // program and arguments
+	Dir        string
+	Env        []string // nil means the daemon's environment
+	Cols, Rows int      // default 80×24
+}
+
+// Daemon runs sessions and keeps them linked to the server.
+type Daemon struct {
+	opts  Options // static after New
+	wsURL string  // static
+
+	mu      sync.Mutex
+	entries map[uint32]*entry
+	nextIdx uint32
+	closed  bool
+	linked  bool          // a link is up: new sessions are announced at once
+	wake    chan struct{} // capacity 1: the link writer has work
+	wg      sync.WaitGroup
+}
+
+// New checks the options and returns a Daemon with no sessions.
+func New(o Options) (*Daemon, error) {
+	u, err := url.Parse(strings.TrimRight(o.Server, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("new daemon: server %q must be an http or https URL", o.Server)
+	}
+	if !strings.HasPrefix(o.Token, tokenPrefix) {
+		return nil, fmt.Errorf("new daemon: the machine token must start with %s; create one in the web app", tokenPrefix)
+	}
+	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	u.Path += "/ws/daemon"
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
+	}
+	if o.Queue <= 0 {
+		o.Queue = DefaultQueue
+	}
+	if o.Ping <= 0 {
+		o.Ping = DefaultPing
+	}
+	if o.WriteWait <= 0 {
+		o.WriteWait = DefaultWriteWait
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Daemon{opts: o, wsURL: u.String(), entries: map[uint32]*entry{}, wake: make(chan struct{}, 1)}, nil
+}
+
+func (d *Daemon) signal() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs a program in a new session and returns its id.
+func (d *Daemon) Start(spec Spec) (string, error) {
+	if len(spec.Argv) == 0 {
+		return "", errors.New("start session: no command")
+	}
+	if spec.Cols <= 0 || spec.Rows <= 0 {
+		spec.Cols, spec.Rows = 80, 24
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return "", errors.New("start session: daemon closed")
+	}
+	d.nextIdx++
+	e := newEntry(d, d.nextIdx, spec)
+	d.entries[e.index] = e
+	if d.linked {
+		e.link(true)
+	}
+	d.mu.Unlock()
+	sess, err := terminal.Start(terminal.Options{
+		Path: spec.Argv[0], Args: spec.Argv[1:], Dir: spec.Dir, Env: spec.Env,
+		Cols: spec.Cols, Rows: spec.Rows, Output: e.output,
+	})
+	if err != nil {
+		d.mu.Lock()
+		delete(d.entries, e.index)
+		d.mu.Unlock()
+		return "", err
+	}
+	e.started(sess)
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); e.await() }()
+	d.signal()
+	return e.info.ID, nil
+}
+
+// Session returns a running or exited session by id, for tests and the
+// local control socket.
+func (d *Daemon) Session(id string) (*terminal.Session, bool) {
+	for _, e := range d.list() {
+		if e.info.ID == id {
+			return e.session(), true
+		}
+	}
+	return nil, false
+}
+
+// list returns the entries by index.
+func (d *Daemon) list() []*entry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*entry, 0, len(d.entries))
+	for _, e := range d.entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	return out
+}
+
+// setLinked marks every session online or offline with the link, under
+// d.mu so that a session started meanwhile is not missed.
+func (d *Daemon) setLinked(up bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.linked = up
+	for _, e := range d.entries {
+		e.link(up)
+	}
+}
+
+func (d *Daemon) entry(index uint32) *entry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.entries[index]
+}
+
+// Close stops every session (killing its process group) and waits for the
+// daemon's goroutines. Serve must have returned, or ctx ended.
+func (d *Daemon) Close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	var errs []error
+	for _, e := range d.list() {
+		if s := e.session(); s != nil {
+			if err := s.Stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	d.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// tokenPrefix starts every machine token (store.MachineTokenPrefix).
+const tokenPrefix = "tbm_"
+
+// newID is a session id: time-ordered, unique across the machine.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tabbridge/tabbridge/relay/wire"
+	"github.com/tabbridge/tabbridge/terminal"
+)
+
+// entry is one session and its state on the current link.
+type entry struct {
+	d     *Daemon // static
+	index uint32  // static: the session's index on the wire
+
+	mu   sync.Mutex // guards everything below
+	info wire.SessionInfo
+	sess *terminal.Session
+	// online is true while a link is up and has announced this session;
+	// output is queued only then.
+	online   bool
+	announce bool // the server has not been told of this session yet
+	// resync asks for a snapshot in place of discarded output: batches
+	// before the snapshot's offset are then skipped. redraw asks for one
+	// without discarding anything (the server asked, or the size changed).
+	resync, redraw bool
+	skip           int64 // batches starting before it are covered by a snapshot
+	queue          []terminal.Batch
+	queueBytes     int64
+	exitPending    bool // the exit status is still to be sent
+	done           chan struct{}
+}
+
+func newEntry(d *Daemon, index uint32, spec Spec) *entry {
+	return &entry{d: d, index: index, done: make(chan struct{}), info: wire.SessionInfo{
+		ID: newID(), Command: spec.Argv, Dir: spec.Dir, StartedAt: time.Now().UTC(),
+		Cols: spec.Cols, Rows: spec.Rows,
+	}}
+}
+
+func (e *entry) started(s *terminal.Session) {
+	e.mu.Lock()
+	e.sess = s
+	e.mu.Unlock()
+}
+
+func (e *entry) session() *terminal.Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sess
+}
+
+// await records the exit status once every byte has been delivered; the
+// link sends it after the session's queued output.
+func (e *entry) await() {
+	s := e.session()
+	<-s.Done()
+	code := s.ExitCode()
+	e.mu.Lock()
+	e.info.Exited, e.info.ExitCode = true, code
+	e.exitPending = e.online
+	e.mu.Unlock()
+	close(e.done)
+	e.d.signal()
+}
+
+// output is the session's Output: it runs on the session's goroutine after
+// the emulator took the batch, and must never block. Offline, or while a
+// snapshot is due, the batch is already covered by the next snapshot.
+func (e *entry) output(b terminal.Batch) {
+	e.mu.Lock()
+	switch {
+	case !e.online || e.resync:
+	case e.queueBytes+int64(len(b.Data)) > e.d.opts.Queue:
+		e.queue, e.queueBytes, e.resync = nil, 0, true
+	default:
+		e.queue = append(e.queue, b)
+		e.queueBytes += int64(len(b.Data))
+	}
+	e.mu.Unlock()
+	e.d.signal()
+}
+
+// link marks the entry online on a new link: the server is told of it and
+// gets a snapshot before any output.
+func (e *entry) link(up bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.online, e.announce, e.resync, e.redraw = up, up, up, false
+	e.queue, e.queueBytes, e.exitPending = nil, 0, false
+}
+
+// takeFrames returns what the link should send next for this session, in
+// order: the announcement, a due snapshot, queued output merged into
+// frames, then the exit status.
+func (e *entry) takeFrames() [][]byte {
+	e.mu.Lock()
+	var frames [][]byte
+	if e.announce {
+		info := e.info
+		frames = append(frames, wire.Control{Type: wire.TypeSession, Index: e.index, Session: &info}.Encode())
+		e.announce = false
+	}
+	snap := (e.resync || e.redraw) && e.sess != nil
+	discard := e.resync
+	e.resync, e.redraw = false, false
+	sess := e.sess
+	e.mu.Unlock()
+	if snap {
+		if f := e.snapshot(sess, discard); f != nil {
+			frames = append(frames, f)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	frames = append(frames, e.outputFrames()...)
+	if e.exitPending && !e.resync && len(e.queue) == 0 {
+		frames = append(frames, wire.Control{Type: wire.TypeExit, Index: e.index, ExitCode: e.info.ExitCode}.Encode())
+		e.exitPending = false
+	}
+	return frames
+}
+
+// snapshot takes the session's snapshot. For a resync, output queued
+// meanwhile that the snapshot covers is skipped.
+func (e *entry) snapshot(s *terminal.Session, discard bool) []byte {
+	snap, err := s.Snapshot()
+	if err != nil {
+		return nil
+	}
+	if discard {
+		e.mu.Lock()
+		e.skip = snap.Offset
+		e.mu.Unlock()
+	}
+	return wire.AppendDaemonSnapshot(nil, wire.Snapshot{
+		Resync: discard, Session: e.index, Offset: snap.Offset, Cols: snap.Cols, Rows: snap.Rows,
+		History: snap.History, Redraw: snap.Redraw,
+	})
+}
+
+// outputFrames merges queued batches into frames; callers hold e.mu.
+func (e *entry) outputFrames() [][]byte {
+	var frames [][]byte
+	var cur []byte
+	var end int64
+	for _, b := range e.queue {
+		if b.Offset < e.skip {
+			continue
+		}
+		if cur != nil && (b.Offset != end || len(cur)+len(b.Data) > maxOutputFrame) {
+			frames, cur = append(frames, cur), nil
+		}
+		if cur == nil {
+			cur = wire.AppendDaemonOutput(make([]byte, 0, 13+len(b.Data)), wire.Output{Session: e.index, Offset: b.Offset})
+		}
+		cur = append(cur, b.Data...)
+		end = b.Offset + int64(len(b.Data))
+	}
+	if cur != nil {
+		frames = append(frames, cur)
+	}
+	e.queue, e.queueBytes = nil, 0
+	return frames
+}
+
+// resize applies the server's size and sends a snapshot at it.
+func (e *entry) resize(cols, rows int) {
+	s := e.session()
+	if s == nil || s.Resize(cols, rows) != nil {
+		return
+	}
+	e.mu.Lock()
+	e.info.Cols, e.info.Rows = cols, rows
+	e.redraw = true
+	e.mu.Unlock()
+	e.d.signal()
+}
+
+func (e *entry) askRedraw() {
+	e.mu.Lock()
+	e.redraw = true
+	e.mu.Unlock()
+	e.d.signal()
+}

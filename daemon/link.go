@@ -1,0 +1,183 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/tabbridge/tabbridge/relay/wire"
+)
+
+// Serve keeps the daemon linked to the server until ctx ends, reconnecting
+// with backoff; sessions run on whether or not it is linked. It returns
+// ErrRefused when the server refuses the token, else ctx's error.
+func (d *Daemon) Serve(ctx context.Context) error {
+	wait := d.opts.MinBackoff
+	for {
+		linked, err := d.connect(ctx)
+		if errors.Is(err, ErrRefused) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if linked {
+			wait = d.opts.MinBackoff
+		}
+		d.opts.Logger.Info("server link down; reconnecting", "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, d.opts.MaxBackoff)
+	}
+}
+
+// connect dials once and runs the link until it fails; linked reports
+// whether the socket opened.
+func (d *Daemon) connect(ctx context.Context) (linked bool, err error) {
+	hdr := http.Header{"Authorization": {"Bearer " + d.opts.Token}}
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := dialer.DialContext(ctx, d.wsURL, hdr)
+	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+		return false, ErrRefused
+	}
+	if err != nil {
+		return false, fmt.Errorf("dial %s: %w", d.wsURL, err)
+	}
+	d.opts.Logger.Info("linked to server", "url", d.wsURL)
+	d.run(ctx, conn)
+	return true, nil
+}
+
+// run serves one socket: a reader for the server's frames and this
+// goroutine as the only writer.
+func (d *Daemon) run(ctx context.Context, conn *websocket.Conn) {
+	d.setLinked(true)
+	if d.opts.Connected != nil {
+		d.opts.Connected(true)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		d.read(conn)
+	}()
+	_ = d.write(ctx, conn)
+	cancel()
+	_ = conn.Close()
+	wg.Wait()
+	d.setLinked(false)
+	if d.opts.Connected != nil {
+		d.opts.Connected(false)
+	}
+}
+
+// write announces every session, says "synced", then sends each session's
+// frames as they come, pinging while idle.
+func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
+	send := func(f []byte) error {
+		_ = conn.SetWriteDeadline(time.Now().Add(d.opts.WriteWait))
+		typ := websocket.BinaryMessage
+		if len(f) > 0 && f[0] == '{' {
+			typ = websocket.TextMessage
+		}
+		return conn.WriteMessage(typ, f)
+	}
+	tick := time.NewTicker(d.opts.Ping)
+	defer tick.Stop()
+	synced := false
+	for {
+		for _, e := range d.list() {
+			for _, f := range e.takeFrames() {
+				if err := send(f); err != nil {
+					return err
+				}
+			}
+		}
+		if !synced {
+			if err := send(wire.Control{Type: wire.TypeSynced}.Encode()); err != nil {
+				return err
+			}
+			synced = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.wake:
+		case <-tick.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(d.opts.WriteWait)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// read handles the server's frames: keystrokes (written to the PTY exactly
+// as sent), resizes and redraw requests. Anything malformed ends the link.
+func (d *Daemon) read(conn *websocket.Conn) {
+	conn.SetReadLimit(1 << 20)
+	extend := func() { _ = conn.SetReadDeadline(time.Now().Add(3 * d.opts.Ping)) }
+	conn.SetPongHandler(func(string) error { extend(); return nil })
+	extend()
+	for {
+		typ, p, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		extend()
+		if typ == websocket.TextMessage {
+			err = d.control(p)
+		} else {
+			err = d.frame(p)
+		}
+		if err != nil {
+			d.opts.Logger.Warn("server sent a bad message; reconnecting", "err", err)
+			return
+		}
+	}
+}
+
+func (d *Daemon) frame(p []byte) error {
+	f, err := wire.DecodeDaemon(p)
+	if err != nil {
+		return err
+	}
+	if f.Input == nil {
+		return errors.New("daemon: the server may send only input frames")
+	}
+	if e := d.entry(f.Input.Session); e != nil {
+		if s := e.session(); s != nil {
+			_ = s.Input(f.Input.Data)
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) control(p []byte) error {
+	c, err := wire.DecodeFromServer(p)
+	if err != nil {
+		return err
+	}
+	e := d.entry(c.Index)
+	if e == nil {
+		return nil
+	}
+	switch c.Type {
+	case wire.TypeResize:
+		e.resize(c.Cols, c.Rows)
+	case wire.TypeRedraw:
+		e.askRedraw()
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/tabbridge/tabbridge/relay/wire"
+)
+
+// Machine is whose daemon a socket belongs to, as the server authenticated it.
+type Machine struct {
+	ID     string
+	UserID string
+}
+
+// link is one daemon's socket. Its reader is ServeDaemon's goroutine; its
+// writer sends what others queue on out.
+type link struct {
+	machine Machine // static
+	conn    *websocket.Conn
+	out     chan []byte   // frames for the writer; full means a stuck daemon
+	done    chan struct{} // closed by close
+	once    sync.Once
+
+	// byIndex maps the daemon's session indexes to sessions; owned by the
+	// reader goroutine.
+	byIndex map[uint32]*session
+	// synced lists the session ids announced on this link before "synced";
+	// owned by the reader.
+	announced map[string]bool
+}
+
+// close ends the link; safe to call more than once and from any goroutine.
+func (l *link) close() {
+	l.once.Do(func() {
+		close(l.done)
+		closeConn(l.conn)
+	})
+}
+
+// send queues a frame for the daemon. A daemon that does not read what it
+// is sent (a full queue) is a stuck consumer: its link is closed, and it
+// reconnects.
+func (l *link) send(frame []byte) {
+	select {
+	case l.out <- frame:
+	case <-l.done:
+	default:
+		l.close()
+	}
+}
+
+// ServeDaemon runs a daemon's socket until it closes, the machine is
+// disconnected or the hub closes. A new socket for the same machine
+// replaces the old one.
+func (h *Hub) ServeDaemon(m Machine, conn *websocket.Conn) error {
+	l := &link{machine: m, conn: conn, out: make(chan []byte, linkQueue), done: make(chan struct{}),
+		byIndex: map[uint32]*session{}, announced: map[string]bool{}}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return errors.New("relay: closed")
+	}
+	old := h.links[m.ID]
+	h.links[m.ID] = l
+	h.wg.Add(1)
+	h.mu.Unlock()
+	defer h.wg.Done()
+	if old != nil {
+		old.close()
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); h.writeLink(ctx, l) }()
+	err := h.readLink(l)
+	l.close()
+	cancel()
+	wg.Wait()
+	h.dropLink(l)
+	return err
+}
+
+// writeLink is the link's only writer.
+func (h *Hub) writeLink(ctx context.Context, l *link) {
+	tick := time.NewTicker(h.opts.Ping)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			l.close()
+			return
+		case <-l.done:
+			return
+		case f := <-l.out:
+			_ = l.conn.SetWriteDeadline(time.Now().Add(h.opts.WriteWait))
+			typ := websocket.BinaryMessage
+			if len(f) > 0 && f[0] == '{' {
+				typ = websocket.TextMessage
+			}
+			err = l.conn.WriteMessage(typ, f)
+		case <-tick.C:
+			err = l.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(h.opts.WriteWait))
+		}
+		if err != nil {
+			l.close()
+			return
+		}
+	}
+}
+
+// readLink reads the daemon's frames until the socket fails. A frame that
+// does not decode ends the link; one that names a session the daemon never
+// announced is ignored.
+func (h *Hub) readLink(l *link) error {
+	l.conn.SetReadLimit(daemonReadLimit)
+	extend := keepReading(l.conn, h.opts.Ping)
+	for {
+		typ, p, err := l.conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		extend()
+		if typ == websocket.TextMessage {
+			err = h.daemonControl(l, p)
+		} else {
+			err = h.daemonFrame(l, p)
+		}
+		if err != nil {
+			h.opts.Logger.Warn("daemon sent a bad message; closing its socket", "machine", l.machine.ID, "err", err)
+			return err
+		}
+	}
+}
+
+func (h *Hub) daemonFrame(l *link, p []byte) error {
+	f, err := wire.DecodeDaemon(p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case f.Output != nil:
+		if s := l.byIndex[f.Output.Session]; s != nil {
+			s.publish(h, *f.Output)
+		}
+	case f.Snapshot != nil:
+		if s := l.byIndex[f.Snapshot.Session]; s != nil {
+			s.snapshot(h, *f.Snapshot)
+		}
+	case f.Input != nil:
+		return errors.New("relay: input frame from a daemon")
+	}
+	return nil
+}
+
+func (h *Hub) daemonControl(l *link, p []byte) error {
+	c, err := wire.DecodeFromDaemon(p)
+	if err != nil {
+		return err
+	}
+	switch c.Type {
+	case wire.TypeSession:
+		h.announce(l, c.Index, *c.Session)
+	case wire.TypeSynced:
+		h.forgetUnannounced(l)
+	case wire.TypeExit:
+		if s := l.byIndex[c.Index]; s != nil {
+			s.exit(c.ExitCode)
+		}
+	case wire.TypeGone:
+		if s := l.byIndex[c.Index]; s != nil {
+			delete(l.byIndex, c.Index)
+			h.remove(s)
+		}
+	}
+	return nil
+}
+
+// announce binds a session the daemon reports to this link. A session id
+// already held by another machine is ignored: a daemon speaks only for its
+// own machine.
+func (h *Hub) announce(l *link, index uint32, info wire.SessionInfo) {
+	h.mu.Lock()
+	if h.links[l.machine.ID] != l {
+		h.mu.Unlock()
+		return
+	}
+	s := h.sessions[info.ID]
+	if s != nil && s.machineID != l.machine.ID {
+		h.mu.Unlock()
+		h.opts.Logger.Warn("daemon announced another machine's session id; ignored", "machine", l.machine.ID, "session", info.ID)
+		return
+	}
+	if s == nil {
+		s = newSession(l.machine, info)
+		h.sessions[info.ID] = s
+	}
+	h.mu.Unlock()
+	for i, other := range l.byIndex {
+		if other == s && i != index {
+			delete(l.byIndex, i)
+		}
+	}
+	l.byIndex[index] = s
+	l.announced[info.ID] = true
+	s.bind(l, index, info)
+}
+
+// forgetUnannounced drops the machine's sessions this link did not report:
+// the daemon restarted without them.
+func (h *Hub) forgetUnannounced(l *link) {
+	h.mu.Lock()
+	var gone []*session
+	if h.links[l.machine.ID] == l {
+		for id, s := range h.sessions {
+			if s.machineID == l.machine.ID && !l.announced[id] {
+				gone = append(gone, s)
+				delete(h.sessions, id)
+			}
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range gone {
+		s.end()
+	}
+}
+
+func (h *Hub) remove(s *session) {
+	h.mu.Lock()
+	if h.sessions[s.info.ID] == s {
+		delete(h.sessions, s.info.ID)
+	}
+	h.mu.Unlock()
+	s.end()
+}
+
+// dropLink marks the link's sessions offline; they stay listed and their
+// viewers stay attached until the daemon comes back or is disconnected.
+func (h *Hub) dropLink(l *link) {
+	h.mu.Lock()
+	if h.links[l.machine.ID] == l {
+		delete(h.links, l.machine.ID)
+	}
+	h.mu.Unlock()
+	for _, s := range l.byIndex {
+		s.unbind(l)
+	}
+}

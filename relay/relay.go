@@ -1,0 +1,213 @@
+// Package relay owns the server's half of live terminals: which machines'
+// daemons are connected, the sessions they report, and the viewers attached
+// to each session. It forwards output batches from a daemon to every viewer
+// of the session, each through its own bounded queue and acknowledgement
+// window, and replaces a viewer's pending output with a redraw when that
+// viewer cannot keep up, so one slow viewer never slows another or the
+// session. It forwards each viewer's keystrokes, unbatched, to the daemon.
+//
+// It does not authenticate: the server resolves a machine token or a viewer
+// ticket first and tells the hub whose socket it is. It knows nothing of
+// HTTP or Fiber; it speaks WebSocket frames as relay/wire defines them.
+package relay
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/tabbridge/tabbridge/relay/wire"
+)
+
+// Defaults for Options; the watermarks follow xterm.js's flow-control guide.
+const (
+	DefaultHighWater   = 100 << 10
+	DefaultLowWater    = 10 << 10
+	DefaultViewerQueue = 256 << 10
+	DefaultCacheTail   = 64 << 10
+	DefaultPing        = 20 * time.Second
+	DefaultWriteWait   = 10 * time.Second
+	// maxFrame bounds the output merged into one frame to a viewer.
+	maxFrame = 256 << 10
+	// linkQueue bounds the frames waiting for a daemon's writer.
+	linkQueue = 1024
+	// controlQueue bounds control messages waiting for a viewer's writer.
+	controlQueue = 32
+	// daemonReadLimit and viewerReadLimit bound one incoming message.
+	daemonReadLimit = 32 << 20
+	viewerReadLimit = 1 << 20
+)
+
+// ErrNoSession is returned for a session that does not exist or belongs to
+// someone else; the two are not told apart.
+var ErrNoSession = errors.New("relay: no such session")
+
+// Options configure a Hub; New fills zero values with the defaults.
+type Options struct {
+	// HighWater and LowWater bound a viewer's unacknowledged bytes: above
+	// HighWater the hub stops sending it output until acks bring it to
+	// LowWater. Keep HighWater at or below 500 KB so Ctrl-C stays quick.
+	HighWater, LowWater int64
+	// ViewerQueue bounds the output bytes waiting for one viewer; past it
+	// they are discarded whole and replaced by a redraw.
+	ViewerQueue int64
+	// CacheTail bounds the output kept after a session's cached snapshot,
+	// which lets a viewer attach without a round trip to the daemon.
+	CacheTail int64
+	// Ping is the heartbeat interval; a socket silent for three is closed.
+	Ping time.Duration
+	// WriteWait is the deadline of each write.
+	WriteWait time.Duration
+	Logger    *slog.Logger
+}
+
+// Hub holds every connected daemon, session and viewer.
+type Hub struct {
+	opts Options // static after New
+
+	mu       sync.Mutex
+	links    map[string]*link    // machine id → its daemon's current link
+	sessions map[string]*session // session id → session
+	closed   bool
+
+	ctx    context.Context // ends on Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // socket goroutines
+}
+
+// New returns an empty Hub.
+func New(o Options) *Hub {
+	if o.HighWater <= 0 {
+		o.HighWater = DefaultHighWater
+	}
+	if o.LowWater <= 0 || o.LowWater >= o.HighWater {
+		o.LowWater = min(DefaultLowWater, o.HighWater/2)
+	}
+	if o.ViewerQueue <= 0 {
+		o.ViewerQueue = DefaultViewerQueue
+	}
+	if o.CacheTail <= 0 {
+		o.CacheTail = DefaultCacheTail
+	}
+	if o.Ping <= 0 {
+		o.Ping = DefaultPing
+	}
+	if o.WriteWait <= 0 {
+		o.WriteWait = DefaultWriteWait
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &Hub{opts: o, links: map[string]*link{}, sessions: map[string]*session{}}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h
+}
+
+// Close ends every socket and waits for their goroutines.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}
+
+// SessionView is what a person sees of a session.
+type SessionView struct {
+	wire.SessionInfo
+	MachineID string `json:"machineId"`
+	Online    bool   `json:"online"`
+	Viewers   int    `json:"viewers"`
+}
+
+// Sessions lists a machine's sessions known to the hub, oldest first. The
+// caller has checked that the machine is the person's.
+func (h *Hub) Sessions(machineID string) []SessionView {
+	h.mu.Lock()
+	var ss []*session
+	for _, s := range h.sessions {
+		if s.machineID == machineID {
+			ss = append(ss, s)
+		}
+	}
+	h.mu.Unlock()
+	out := make([]SessionView, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, s.view())
+	}
+	sortViews(out)
+	return out
+}
+
+// Session finds one of userID's sessions.
+func (h *Hub) Session(userID, id string) (SessionView, error) {
+	s, err := h.session(userID, id)
+	if err != nil {
+		return SessionView{}, err
+	}
+	return s.view(), nil
+}
+
+func (h *Hub) session(userID, id string) (*session, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[id]
+	if s == nil || s.userID != userID {
+		return nil, ErrNoSession
+	}
+	return s, nil
+}
+
+// Online reports whether a machine's daemon is connected.
+func (h *Hub) Online(machineID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.links[machineID] != nil
+}
+
+// Disconnect closes a machine's daemon socket at once (its token was
+// revoked) and forgets its sessions.
+func (h *Hub) Disconnect(machineID string) {
+	h.mu.Lock()
+	l := h.links[machineID]
+	var gone []*session
+	for id, s := range h.sessions {
+		if s.machineID == machineID {
+			gone = append(gone, s)
+			delete(h.sessions, id)
+		}
+	}
+	h.mu.Unlock()
+	if l != nil {
+		l.close()
+	}
+	for _, s := range gone {
+		s.end()
+	}
+}
+
+// keepReading extends conn's read deadline on every pong and returns a func
+// that does the same after each message.
+func keepReading(conn *websocket.Conn, ping time.Duration) func() {
+	extend := func() { _ = conn.SetReadDeadline(time.Now().Add(3 * ping)) }
+	conn.SetPongHandler(func(string) error { extend(); return nil })
+	extend()
+	return extend
+}
+
+// closeConn closes a socket so that its reader returns at once. Closing a
+// WebSocket the server hijacked from fasthttp does nothing until the handler
+// returns (fasthttp closes it then), so the reader is woken by a past read
+// deadline and the connection underneath is closed.
+func closeConn(c *websocket.Conn) {
+	_ = c.SetReadDeadline(time.Unix(1, 0))
+	if u, ok := c.NetConn().(interface{ UnsafeConn() net.Conn }); ok {
+		_ = u.UnsafeConn().Close()
+	}
+	_ = c.Close()
+}

@@ -1,0 +1,451 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/relay/relaytest"
+	"github.com/tabbridge/tabbridge/server"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+	"github.com/tabbridge/tabbridge/terminal"
+)
+
+// prog is the test program (testdata/prog), built once.
+var prog string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "relaytest")
+	if err != nil {
+		panic(err)
+	}
+	prog = filepath.Join(dir, "prog")
+	if out, err := exec.Command("go", "build", "-o", prog, "./testdata/prog").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build test program: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const wait = 90 * time.Second // generous for -race on a loaded machine
+
+// rig is a real server, a person, a machine and its running daemon.
+type rig struct {
+	t         *testing.T
+	env       *servertest.Env
+	person    *servertest.Client
+	machineID string
+	token     string
+	d         *daemon.Daemon
+	links     chan bool // the daemon's link going up and down
+	serveErr  chan error
+	cancel    context.CancelFunc
+}
+
+// daemonQueue, when set, is the daemon's per-session queue for the next rig.
+var daemonQueue int64
+
+func newRig(t *testing.T, tweak func(*server.Options)) *rig {
+	t.Helper()
+	env := servertest.Start(t, storetest.SQLite, tweak)
+	r := &rig{t: t, env: env, person: env.Person(t, "ada@example.com"), links: make(chan bool, 16)}
+	var out struct {
+		Machine struct{ ID string } `json:"machine"`
+		Token   string              `json:"token"`
+		Command string              `json:"command"`
+	}
+	r.person.MustJSON("POST", "/api/machines", map[string]string{"name": "laptop"}, 201, &out)
+	r.machineID, r.token = out.Machine.ID, out.Token
+	r.startDaemon()
+	return r
+}
+
+func (r *rig) startDaemon() {
+	d, err := daemon.New(daemon.Options{
+		Server: r.env.URL, Token: r.token, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		Connected: func(up bool) { r.links <- up }, Queue: daemonQueue,
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.d, r.cancel, r.serveErr = d, cancel, make(chan error, 1)
+	go func() { r.serveErr <- d.Serve(ctx) }()
+	r.t.Cleanup(func() {
+		cancel()
+		<-r.serveErr
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		if err := d.Close(sctx); err != nil {
+			r.t.Error(err)
+		}
+	})
+	r.awaitLink(true)
+}
+
+func (r *rig) awaitLink(up bool) {
+	r.t.Helper()
+	timeout := time.After(wait)
+	for {
+		select {
+		case got := <-r.links:
+			if got == up {
+				return
+			}
+		case <-timeout:
+			r.t.Fatalf("daemon link never went %v", up)
+		}
+	}
+}
+
+// start runs prog with args in a new session and waits until the server
+// lists it.
+func (r *rig) start(cols, rows int, args ...string) string {
+	r.t.Helper()
+	id, err := r.d.Start(daemon.Spec{Argv: append([]string{prog}, args...), Cols: cols, Rows: rows,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color"}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.eventually(func() bool {
+		var out struct{ Sessions []struct{ ID string } }
+		r.person.MustJSON("GET", "/api/machines/"+r.machineID+"/sessions", nil, 200, &out)
+		for _, s := range out.Sessions {
+			if s.ID == id {
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+// eventually polls cond (an HTTP or daemon query with no event to wait on)
+// until it holds.
+func (r *rig) eventually(cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatal("condition never held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// daemonScreen is the session's screen on the daemon, as a redraw.
+func (r *rig) daemonScreen(id string) []byte {
+	s, ok := r.d.Session(id)
+	if !ok {
+		r.t.Fatalf("no session %s on the daemon", id)
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return snap.Redraw
+}
+
+// waitDaemon waits until the daemon's screen shows text.
+func (r *rig) waitDaemon(id, text string) {
+	r.t.Helper()
+	r.eventually(func() bool { return bytes.Contains(r.daemonScreen(id), []byte(text)) })
+}
+
+func (r *rig) ticket(id string, watchOnly bool) string {
+	r.t.Helper()
+	var out struct{ URL string }
+	r.person.MustJSON("POST", "/api/sessions/"+id+"/viewer-ticket", map[string]bool{"watchOnly": watchOnly}, 201, &out)
+	return out.URL
+}
+
+func (r *rig) viewer(id string, watchOnly, slow bool) *relaytest.Viewer {
+	r.t.Helper()
+	v, _, err := relaytest.Dial(relaytest.URL(r.env.URL, r.ticket(id, watchOnly)), r.env.Opts.PublicURL, slow)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(v.Close)
+	return v
+}
+
+// sameScreen waits until the viewer's screen is exactly the daemon's:
+// both redraws are rendered cell by cell from their emulators, with
+// colours, attributes, cursor, modes and title, so equal redraws mean equal
+// screens.
+func (r *rig) sameScreen(v *relaytest.Viewer, id string) {
+	r.t.Helper()
+	var last []byte
+	err := v.Wait(wait, func() bool {
+		got, err := v.Screen()
+		if err != nil {
+			return false
+		}
+		last = got.Redraw
+		return bytes.Equal(normal(got.Cols, got.Rows, got.Redraw), normal(got.Cols, got.Rows, r.daemonScreen(id)))
+	})
+	if err != nil {
+		r.t.Fatalf("viewer screen never matched the daemon's (%v):\nviewer %q\ndaemon %q", err, last, r.daemonScreen(id))
+	}
+	if bad := v.Stats().Violations; len(bad) > 0 {
+		r.t.Fatalf("invalid stream: %v", bad)
+	}
+}
+
+// normal is a redraw as a fresh emulator reproduces it: a redraw sets
+// modes to their defaults explicitly, which an emulator then lists in its
+// mode table, so two equal screens are compared after the same trip.
+func normal(cols, rows int, redraw []byte) []byte {
+	e := terminal.NewEmulator(cols, rows)
+	defer e.Close()
+	_, _ = e.Write(redraw)
+	s, _ := e.Snapshot()
+	return s.Redraw
+}
+
+func TestLateViewerSeesTheDaemonsScreen(t *testing.T) {
+	r := newRig(t, nil)
+	for _, tc := range []struct {
+		args  []string
+		ready string
+	}{
+		{[]string{"spinner"}, "SPIN DONE"},
+		{[]string{"alt"}, "ALT READY"},
+		{[]string{"colours"}, "COLOURS READY"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			id := r.start(100, 30, tc.args...)
+			early := r.viewer(id, true, false) // watches from the start
+			r.waitDaemon(id, tc.ready)
+			late := r.viewer(id, true, false)
+			r.sameScreen(late, id)
+			r.sameScreen(early, id)
+			if s := late.Stats(); s.Snapshots != 1 {
+				t.Errorf("late viewer got %d snapshots, want 1", s.Snapshots)
+			}
+		})
+	}
+}
+
+// TestBackpressure runs a flood with a slow viewer (no acks) and a fast one:
+// the fast one gets every byte with no redraw, unaffected; the slow one's
+// stream stays valid, is resynchronised with redraws, and once it keeps up
+// ends on the exact screen.
+func TestBackpressure(t *testing.T) {
+	// The fast viewer feeds its own emulator, as slow as the daemon's, so
+	// its queue must absorb the difference on this shared 2-core machine.
+	r := newRig(t, func(o *server.Options) { o.Relay.ViewerQueue = 1 << 20 })
+	id := r.start(120, 40, "flood", "2500000")
+	slow := r.viewer(id, true, true)
+	fast := r.viewer(id, true, false)
+	r.waitDaemon(id, "END")
+	r.sameScreen(fast, id)
+	fs := fast.Stats()
+	if fs.Snapshots != 1 {
+		t.Errorf("fast viewer got %d snapshots, want only the first", fs.Snapshots)
+	}
+	if fs.OutputBytes < 2_400_000 {
+		t.Errorf("fast viewer got %d bytes of output, want the whole flood", fs.OutputBytes)
+	}
+	ss := slow.Stats()
+	if ss.Written > 500<<10 {
+		t.Errorf("slow viewer was sent %d bytes without acknowledging any: %d snapshots, %d outputs of %d bytes", ss.Written, ss.Snapshots, ss.Outputs, ss.OutputBytes)
+	}
+	if err := slow.Release(); err != nil {
+		t.Fatal(err)
+	}
+	r.sameScreen(slow, id)
+	if ss := slow.Stats(); ss.Snapshots < 2 {
+		t.Errorf("slow viewer got %d snapshots; its backlog should have been replaced by a redraw", ss.Snapshots)
+	}
+}
+
+func TestEscArrivesAsALoneByte(t *testing.T) {
+	r := newRig(t, nil)
+	id := r.start(80, 24, "keys")
+	v := r.viewer(id, false, false)
+	r.waitDaemon(id, "KEYS READY")
+	for _, key := range []string{"\x1b", "\x1b[A", "a", "\r", "\x03"} {
+		if err := v.Type([]byte(key)); err != nil {
+			t.Fatal(err)
+		}
+		r.waitDaemon(id, fmt.Sprintf("got %x\r", key)[:len(fmt.Sprintf("got %x", key))])
+	}
+	screen := string(r.daemonScreen(id))
+	if !regexp.MustCompile(`got 1b\b`).MatchString(screen) || !strings.Contains(screen, "got 1b5b41") {
+		t.Fatalf("keys did not arrive one by one: %q", screen)
+	}
+}
+
+func TestViewerCannotChooseItsSession(t *testing.T) {
+	r := newRig(t, func(o *server.Options) { o.OpenSignup = true })
+	a := r.start(80, 24, "keys")
+	b := r.start(80, 24, "keys")
+	r.waitDaemon(a, "KEYS READY")
+	r.waitDaemon(b, "KEYS READY")
+	v := r.viewer(a, false, false)
+	for _, forged := range []map[string]any{
+		{"type": "resize", "cols": 90, "rows": 20, "sessionId": b, "session": b, "index": 2},
+		{"type": "ack", "bytes": 0, "sessionId": b},
+	} {
+		if err := v.Control(forged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := v.Type([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDaemon(a, "got 78")
+	if bytes.Contains(r.daemonScreen(b), []byte("got")) {
+		t.Fatal("input reached the session the viewer forged")
+	}
+	// Another person can neither get a ticket for the session nor use one.
+	eve := signUp(t, r.env, "eve@example.com")
+	status, body := eve.Do("POST", "/api/sessions/"+a+"/viewer-ticket", map[string]bool{"watchOnly": true})
+	if status != 404 {
+		t.Fatalf("another person's ticket: %d %s", status, body)
+	}
+}
+
+func signUp(t *testing.T, env *servertest.Env, email string) *servertest.Client {
+	t.Helper()
+	c := env.NewClient(t)
+	c.MustJSON("POST", "/api/auth/signup", map[string]string{"email": email, "name": "x", "password": "password-" + email}, 201, nil)
+	return c
+}
+
+func TestWatchOnlyViewersCannotType(t *testing.T) {
+	r := newRig(t, nil)
+	id := r.start(80, 24, "keys")
+	r.waitDaemon(id, "KEYS READY")
+	watcher := r.viewer(id, true, false)
+	if err := watcher.Type([]byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	typist := r.viewer(id, false, false)
+	if err := typist.Type([]byte("t")); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDaemon(id, "got 74")
+	r.sameScreen(watcher, id)
+	if bytes.Contains(r.daemonScreen(id), []byte("got 77")) {
+		t.Fatal("a watch-only viewer's keystroke reached the program")
+	}
+}
+
+func TestServerRestartKeepsSessions(t *testing.T) {
+	r := newRig(t, nil)
+	id := r.start(80, 24, "keys")
+	r.waitDaemon(id, "KEYS READY")
+	v := r.viewer(id, false, false)
+	r.sameScreen(v, id)
+	r.env.Restart(t)
+	r.awaitLink(false)
+	<-v.Done()
+	r.awaitLink(true)
+	s, _ := r.d.Session(id)
+	if err := s.Input([]byte("after")); err != nil { // the screen changes while no viewer watches
+		t.Fatal(err)
+	}
+	r.waitDaemon(id, "got 6166746572")
+	again := r.viewer(id, false, false)
+	r.sameScreen(again, id)
+	if err := again.Type([]byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDaemon(id, "got 7a")
+	r.sameScreen(again, id)
+}
+
+func TestRevokedMachineIsRefused(t *testing.T) {
+	r := newRig(t, nil)
+	r.person.MustJSON("DELETE", "/api/machines/"+r.machineID, nil, 204, nil)
+	r.awaitLink(false)
+	select {
+	case err := <-r.serveErr:
+		if !errors.Is(err, daemon.ErrRefused) {
+			t.Fatalf("Serve returned %v, want ErrRefused", err)
+		}
+		r.serveErr <- err // for cleanup
+	case <-time.After(wait):
+		t.Fatal("the daemon kept trying a revoked token")
+	}
+	c := r.env.Agent(t, r.token)
+	status, body := c.Do("GET", "/ws/daemon", nil)
+	if status != 401 || servertest.ErrorCode(body) != "machine_token_invalid" {
+		t.Fatalf("revoked token: %d %s", status, body)
+	}
+}
+
+// TestEveryByteBeforeExit: a program writes 4 MiB and exits at once; an
+// attached viewer gets every byte, with no redraw in their place, and then
+// the exit status.
+func TestEveryByteBeforeExit(t *testing.T) {
+	daemonQueue = 8 << 20
+	r := newRig(t, func(o *server.Options) { o.Relay.ViewerQueue = 8 << 20 })
+	daemonQueue = 0
+	id := r.start(80, 24, "burst", "4194304")
+	r.waitDaemon(id, "BURST READY")
+	v := r.viewer(id, false, false)
+	r.sameScreen(v, id)
+	if err := v.Type([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Wait(wait, func() bool { return v.Stats().ExitCode != nil }); err != nil {
+		s, _ := r.d.Session(id)
+		snap, _ := s.Snapshot()
+		st := v.Stats()
+		t.Fatalf("no exit status: %v; viewer at %d (%d snapshots, %v), daemon at %d; screen %q", err, st.Offset, st.Snapshots, st.Violations, snap.Offset, snap.Redraw)
+	}
+	st := v.Stats()
+	if *st.ExitCode != 3 {
+		t.Fatalf("exit code %d, want 3", *st.ExitCode)
+	}
+	s, _ := r.d.Session(id)
+	snap, _ := s.Snapshot()
+	if st.Offset != snap.Offset || st.Snapshots != 1 || st.OutputBytes < 4<<20 {
+		t.Fatalf("viewer reached offset %d with %d snapshots and %d output bytes; the daemon is at %d",
+			st.Offset, st.Snapshots, st.OutputBytes, snap.Offset)
+	}
+	got, _ := v.Screen()
+	if !bytes.Equal(normal(80, 24, got.Redraw), normal(80, 24, snap.Redraw)) || !bytes.Contains(snap.Redraw, []byte("BURST END")) {
+		t.Fatalf("after exit the viewer's screen differs from the daemon's:\n%q\n%q", got.Redraw, snap.Redraw)
+	}
+	if len(st.Violations) > 0 {
+		t.Fatal(st.Violations)
+	}
+}
+
+// TestDaemonLinkBackpressure: with a tiny queue on the daemon's side the
+// daemon discards output and sends redraws instead; the session is never
+// held up and the viewer ends on the exact screen, even though the program
+// goes quiet (exits) right after the redraw.
+func TestDaemonLinkBackpressure(t *testing.T) {
+	daemonQueue = 16 << 10
+	r := newRig(t, nil)
+	daemonQueue = 0
+	id := r.start(80, 24, "burst", "2000000")
+	r.waitDaemon(id, "BURST READY")
+	v := r.viewer(id, false, false)
+	r.sameScreen(v, id)
+	if err := v.Type([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Wait(wait, func() bool { return v.Stats().ExitCode != nil }); err != nil {
+		t.Fatal(err)
+	}
+	r.sameScreen(v, id)
+	t.Logf("viewer: %+v", v.Stats().Snapshots)
+}

@@ -1,0 +1,321 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/tabbridge/tabbridge/relay/wire"
+	"github.com/tabbridge/tabbridge/terminal"
+)
+
+// viewer is one viewer's socket on one session. Its reader is ServeViewer's
+// goroutine; its writer sends what the session offers it, paced by the
+// viewer's acknowledgements.
+type viewer struct {
+	hub       *Hub     // static
+	sess      *session // static
+	conn      *websocket.Conn
+	watchOnly bool          // static
+	wake      chan struct{} // capacity 1: something to send
+	done      chan struct{} // closed by close
+	once      sync.Once
+
+	mu sync.Mutex // guards everything below; taken after session.mu, never before
+	// next is the offset the next batch must start at; -1 while waiting for
+	// a snapshot, when output is ignored.
+	next         int64
+	pending      []wire.Output // contiguous batches not yet sent
+	pendingBytes int64
+	snap         *wire.Snapshot // to send before pending; nil for none
+	fresh        bool           // no snapshot sent yet: the next carries history
+	sent, acked  int64          // payload bytes written to / acknowledged by the viewer
+	paused       bool           // over the high watermark, until acks reach the low one
+	controls     []wire.Control
+	exitCode     *int // to send once the output before it is sent
+	cols, rows   int  // the viewer's own size, 0 until it says
+}
+
+func (v *viewer) signal() {
+	select {
+	case v.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (v *viewer) close() {
+	v.once.Do(func() {
+		close(v.done)
+		closeConn(v.conn)
+	})
+}
+
+func (v *viewer) waiting() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.next < 0
+}
+
+// at reports whether the viewer has every byte before offset and none after.
+func (v *viewer) at(offset int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.next == offset
+}
+
+// offer queues a batch. It reports true when the batch did not follow what
+// the viewer has, or its queue overflowed: its pending output is then
+// discarded whole and it needs a snapshot.
+func (v *viewer) offer(o wire.Output) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.next < 0 {
+		return false
+	}
+	n := int64(len(o.Data))
+	if o.Offset+n <= v.next {
+		return false
+	}
+	if o.Offset != v.next || v.pendingBytes+n > v.hub.opts.ViewerQueue {
+		v.pending, v.pendingBytes, v.snap, v.next = nil, 0, nil, -1
+		return true
+	}
+	v.pending = append(v.pending, o)
+	v.pendingBytes += n
+	v.next += n
+	v.signal()
+	return false
+}
+
+// load replaces the viewer's pending output by a snapshot and the output
+// after it. Without force it only serves a viewer waiting for a snapshot.
+func (v *viewer) load(snap *wire.Snapshot, tail []wire.Output, force bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.next >= 0 && !force {
+		return
+	}
+	v.snap, v.next = snap, snap.Offset
+	v.pending, v.pendingBytes = append([]wire.Output(nil), tail...), 0
+	for _, o := range tail {
+		v.pendingBytes += int64(len(o.Data))
+		v.next = o.Offset + int64(len(o.Data))
+	}
+	v.signal()
+}
+
+// control queues a control message; a viewer that lets controlQueue pile up
+// is a stuck consumer and is closed.
+func (v *viewer) control(c wire.Control) {
+	v.mu.Lock()
+	full := len(v.controls) >= controlQueue
+	if !full {
+		v.controls = append(v.controls, c)
+	}
+	v.mu.Unlock()
+	if full {
+		v.close()
+		return
+	}
+	v.signal()
+}
+
+func (v *viewer) exited(code int) {
+	v.mu.Lock()
+	v.exitCode = &code
+	v.mu.Unlock()
+	v.signal()
+}
+
+// ack records that the viewer wrote bytes of payload so far. Acks beyond
+// what was sent or going backwards are ignored.
+func (v *viewer) ack(bytes int64) {
+	v.mu.Lock()
+	if bytes > v.acked && bytes <= v.sent {
+		v.acked = bytes
+		if v.paused && v.sent-v.acked <= v.hub.opts.LowWater {
+			v.paused = false
+		}
+	}
+	v.mu.Unlock()
+	v.signal()
+}
+
+// nextFrame picks what to send now: a due snapshot, a control message,
+// pending output merged up to maxFrame while the window is open, or the
+// exit status once no output is left before it.
+func (v *viewer) nextFrame() (typ int, frame []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	o := v.hub.opts
+	if v.snap != nil && v.sent-v.acked <= o.LowWater {
+		data := v.snap.Redraw
+		if v.fresh {
+			ts := terminal.Snapshot{Rows: v.snap.Rows, History: v.snap.History, Redraw: v.snap.Redraw}
+			data = ts.Attach()
+		}
+		frame = wire.AppendViewerSnapshot(nil, v.snap.Offset, v.snap.Cols, v.snap.Rows, data)
+		v.snap, v.fresh = nil, false
+		v.account(int64(len(data)))
+		return websocket.BinaryMessage, frame
+	}
+	if len(v.controls) > 0 {
+		c := v.controls[0]
+		v.controls = v.controls[1:]
+		return websocket.TextMessage, c.Encode()
+	}
+	if v.snap == nil && len(v.pending) > 0 && !v.paused {
+		return websocket.BinaryMessage, v.takeOutput()
+	}
+	if v.exitCode != nil && v.snap == nil && len(v.pending) == 0 && v.next >= 0 {
+		c := wire.Control{Type: wire.TypeExit, ExitCode: *v.exitCode}
+		v.exitCode = nil
+		return websocket.TextMessage, c.Encode()
+	}
+	return 0, nil
+}
+
+// takeOutput merges pending batches into one frame, no larger than the
+// window has room for (but at least one batch); every cut stays a batch
+// boundary.
+func (v *viewer) takeOutput() []byte {
+	first := v.pending[0]
+	limit := 9 + min(maxFrame, v.hub.opts.HighWater-(v.sent-v.acked))
+	frame := wire.AppendViewerOutput(make([]byte, 0, 9+min(v.pendingBytes, maxFrame)), first.Offset, nil)
+	n := 0
+	for n < len(v.pending) && (n == 0 || int64(len(frame)+len(v.pending[n].Data)) <= limit) {
+		frame = append(frame, v.pending[n].Data...)
+		v.pendingBytes -= int64(len(v.pending[n].Data))
+		n++
+	}
+	v.pending = v.pending[n:]
+	if len(v.pending) == 0 {
+		v.pending = nil
+	}
+	v.account(int64(len(frame) - 9))
+	return frame
+}
+
+func (v *viewer) account(n int64) {
+	v.sent += n
+	if v.sent-v.acked >= v.hub.opts.HighWater {
+		v.paused = true
+	}
+}
+
+// write is the viewer's only writer.
+func (v *viewer) write(ctx context.Context) {
+	tick := time.NewTicker(v.hub.opts.Ping)
+	defer tick.Stop()
+	for {
+		typ, frame := v.nextFrame()
+		var err error
+		if frame != nil {
+			_ = v.conn.SetWriteDeadline(time.Now().Add(v.hub.opts.WriteWait))
+			err = v.conn.WriteMessage(typ, frame)
+		} else {
+			select {
+			case <-ctx.Done():
+				v.close()
+				return
+			case <-v.done:
+				return
+			case <-v.wake:
+			case <-tick.C:
+				err = v.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(v.hub.opts.WriteWait))
+			}
+		}
+		if err != nil {
+			v.close()
+			return
+		}
+	}
+}
+
+// ServeViewer runs a viewer's socket on one of userID's sessions until it
+// closes or the session ends. The server has redeemed the viewer's ticket:
+// the session is the ticket's, whatever the viewer's messages name.
+func (h *Hub) ServeViewer(userID, sessionID string, watchOnly bool, conn *websocket.Conn) error {
+	s, err := h.session(userID, sessionID)
+	if err != nil {
+		return err
+	}
+	v := &viewer{hub: h, sess: s, conn: conn, watchOnly: watchOnly, next: -1, fresh: true,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return errors.New("relay: closed")
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	defer h.wg.Done()
+	if !s.attach(v) {
+		return ErrNoSession
+	}
+	defer s.detach(v)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); v.write(ctx) }()
+	err = h.readViewer(v)
+	v.close()
+	cancel()
+	wg.Wait()
+	return err
+}
+
+func (h *Hub) readViewer(v *viewer) error {
+	v.conn.SetReadLimit(viewerReadLimit)
+	extend := keepReading(v.conn, h.opts.Ping)
+	for {
+		typ, p, err := v.conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		extend()
+		if typ == websocket.TextMessage {
+			err = h.viewerControl(v, p)
+		} else {
+			err = h.viewerFrame(v, p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (h *Hub) viewerFrame(v *viewer, p []byte) error {
+	f, err := wire.DecodeViewer(p)
+	if err != nil {
+		return err
+	}
+	if f.Input == nil {
+		return errors.New("relay: a viewer may send only input frames")
+	}
+	if !v.watchOnly && len(f.Input) > 0 {
+		v.sess.input(v, f.Input)
+	}
+	return nil
+}
+
+func (h *Hub) viewerControl(v *viewer, p []byte) error {
+	c, err := wire.DecodeFromViewer(p)
+	if err != nil {
+		return err
+	}
+	switch c.Type {
+	case wire.TypeAck:
+		v.ack(c.Bytes)
+	case wire.TypeResize:
+		v.mu.Lock()
+		v.cols, v.rows = c.Cols, c.Rows
+		v.mu.Unlock()
+		v.sess.sized(v)
+	}
+	return nil
+}

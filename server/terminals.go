@@ -1,0 +1,215 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/relay"
+	"github.com/tabbridge/tabbridge/store"
+	"github.com/tabbridge/tabbridge/tickets"
+)
+
+// Locals set before a terminal socket is upgraded.
+const (
+	localMachine = "tb.machine" // relay.Machine
+	localViewer  = "tb.viewer"  // viewerGrant
+)
+
+// viewerGrant is what a redeemed viewer ticket allows.
+type viewerGrant struct {
+	userID, sessionID string
+	watchOnly         bool
+}
+
+// Viewer ticket subjects are "<session id>:watch" or "<session id>:type".
+const (
+	modeWatch = "watch"
+	modeType  = "type"
+)
+
+func (s *Server) mountTerminals(me guard) {
+	me.Get("/machines", s.getMachines)
+	me.Post("/machines", s.postMachine)
+	me.Patch("/machines/:id", s.patchMachine)
+	me.Delete("/machines/:id", s.deleteMachine)
+	me.Get("/machines/:id/sessions", s.getMachineSessions)
+	me.Post("/sessions/:id/viewer-ticket", s.postViewerTicket)
+	s.app.Get("/ws/daemon", s.daemonGate, websocket.New(s.daemonSocket))
+	s.app.Get("/ws/viewer", s.viewerGate, websocket.New(s.viewerSocket))
+}
+
+// machineView is a machine as the person sees it.
+type machineView struct {
+	store.Machine
+	Online bool `json:"online"`
+}
+
+func (s *Server) machineView(m store.Machine) machineView {
+	return machineView{Machine: m, Online: s.relay.Online(m.ID)}
+}
+
+func (s *Server) getMachines(c *fiber.Ctx) error {
+	ms, err := s.opts.DB.Machines(c.Context(), userID(c))
+	if err != nil {
+		return err
+	}
+	out := make([]machineView, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, s.machineView(m))
+	}
+	return c.JSON(fiber.Map{"machines": out})
+}
+
+// postMachine answers with the machine's token: the only time it is shown.
+func (s *Server) postMachine(c *fiber.Ctx) error {
+	var in nameBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	name, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	m, plain, err := s.opts.DB.CreateMachine(c.Context(), userID(c), name)
+	if err != nil {
+		return err
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{
+		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(plain),
+	})
+}
+
+// daemonCommand is the exact line that connects a machine's daemon.
+func (s *Server) daemonCommand(token string) string {
+	return "tabbridge daemon --server " + shellWord(s.opts.PublicURL) + " --token " + shellWord(token)
+}
+
+func (s *Server) patchMachine(c *fiber.Ctx) error {
+	var in nameBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	name, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	m, err := s.opts.DB.RenameMachine(c.Context(), userID(c), c.Params("id"), name)
+	if err != nil {
+		return storeError(err, "machine")
+	}
+	return c.JSON(fiber.Map{"machine": s.machineView(*m)})
+}
+
+// deleteMachine revokes the machine's token and closes its socket at once.
+func (s *Server) deleteMachine(c *fiber.Ctx) error {
+	if err := s.opts.DB.RevokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
+		return storeError(err, "machine")
+	}
+	s.relay.Disconnect(c.Params("id"))
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (s *Server) getMachineSessions(c *fiber.Ctx) error {
+	m, err := s.opts.DB.Machine(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "machine")
+	}
+	return c.JSON(fiber.Map{"sessions": s.relay.Sessions(m.ID)})
+}
+
+type viewerTicketBody struct {
+	WatchOnly bool `json:"watchOnly"`
+}
+
+// postViewerTicket issues a one-minute ticket bound to one session and
+// mode: the viewer socket it opens can see and type into that session only.
+func (s *Server) postViewerTicket(c *fiber.Ctx) error {
+	var in viewerTicketBody
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	sess, err := s.relay.Session(userID(c), c.Params("id"))
+	if err != nil {
+		return notFound("session")
+	}
+	mode := modeType
+	if in.WatchOnly {
+		mode = modeWatch
+	}
+	plain, exp, err := s.tickets.Issue(c.Context(), userID(c), tickets.PurposeViewer, sess.ID+":"+mode)
+	if err != nil {
+		return err
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{
+		"ticket": plain, "expiresAt": exp, "url": "/ws/viewer?ticket=" + plain, "watchOnly": in.WatchOnly,
+	})
+}
+
+// daemonGate admits a daemon by its machine token before the upgrade, so a
+// refused token gets a plain 401 the daemon can tell apart from an outage.
+func (s *Server) daemonGate(c *fiber.Ctx) error {
+	tok, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok || strings.TrimSpace(tok) == "" {
+		return errorf(http.StatusUnauthorized, "machine_token_required",
+			"Send the machine token as 'Authorization: Bearer tbm_…'; a person creates one under Machines in the web app.")
+	}
+	m, err := s.opts.DB.AuthenticateMachine(c.Context(), strings.TrimSpace(tok))
+	if errors.Is(err, store.ErrNotFound) {
+		return errorf(http.StatusUnauthorized, "machine_token_invalid",
+			"This machine token is unknown or revoked; create a new one in the web app and restart the daemon with it.")
+	}
+	if err != nil {
+		return err
+	}
+	if !websocket.IsWebSocketUpgrade(c) {
+		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket; connect with the tabbridge daemon.")
+	}
+	c.Locals(localMachine, relay.Machine{ID: m.ID, UserID: m.UserID})
+	return c.Next()
+}
+
+func (s *Server) daemonSocket(conn *websocket.Conn) {
+	m, _ := conn.Locals(localMachine).(relay.Machine)
+	err := s.relay.ServeDaemon(m, conn.Conn)
+	s.opts.Logger.Debug("daemon socket closed", "machine", m.ID, "err", err)
+	if err := s.opts.DB.TouchMachine(s.ctx, m.ID); err != nil && s.ctx.Err() == nil {
+		s.opts.Logger.Warn("touch machine", "err", err)
+	}
+}
+
+// viewerGate admits a viewer by its ticket, from the server's own origin or
+// a trusted extension's.
+func (s *Server) viewerGate(c *fiber.Ctx) error {
+	origin := c.Get(fiber.HeaderOrigin)
+	if origin != s.publicOrigin() && !s.extensionOrigin(origin) {
+		return errorf(http.StatusForbidden, "origin_not_allowed",
+			"Viewer sockets open only from %s or the Tabbridge extension; this one came from %q.", s.publicOrigin(), origin)
+	}
+	t, err := s.tickets.Redeem(c.Context(), c.Query("ticket"), tickets.PurposeViewer)
+	if errors.Is(err, tickets.ErrInvalid) {
+		return errorf(http.StatusUnauthorized, "ticket_invalid",
+			"This viewer ticket is unknown, used or expired; ask for a new one (POST /api/sessions/:id/viewer-ticket) and connect within a minute.")
+	}
+	if err != nil {
+		return err
+	}
+	sid, mode, _ := strings.Cut(t.Subject, ":")
+	if _, err := s.relay.Session(t.UserID, sid); err != nil {
+		return notFound("session")
+	}
+	if !websocket.IsWebSocketUpgrade(c) {
+		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket.")
+	}
+	c.Locals(localViewer, viewerGrant{userID: t.UserID, sessionID: sid, watchOnly: mode != modeType})
+	return c.Next()
+}
+
+func (s *Server) viewerSocket(conn *websocket.Conn) {
+	g, _ := conn.Locals(localViewer).(viewerGrant)
+	err := s.relay.ServeViewer(g.userID, g.sessionID, g.watchOnly, conn.Conn)
+	s.opts.Logger.Debug("viewer socket closed", "session", g.sessionID, "err", err)
+}
