@@ -87,7 +87,15 @@
         var fresh = doc.getElementById(old.id);
         if (!fresh || fresh.innerHTML === old.innerHTML) return;
         var focused = document.activeElement && old.contains(document.activeElement) ? document.activeElement.id : '';
-        old.replaceWith(document.importNode(fresh, true));
+        // A <details> the person opened stays open across the swap.
+        var opened = [];
+        old.querySelectorAll('details[open][id]').forEach(function (d) { opened.push(d.id); });
+        var node = document.importNode(fresh, true);
+        opened.forEach(function (id) {
+          var d = node.querySelector('#' + CSS.escape(id));
+          if (d) d.setAttribute('open', '');
+        });
+        old.replaceWith(node);
         if (focused) {
           var again = document.getElementById(focused);
           if (again) again.focus();
