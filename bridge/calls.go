@@ -199,6 +199,7 @@ func (c *conn) announce(in *Inbound) {
 		return
 	}
 	c.enqueue(encode(acceptedMsg(in.ID, a.DocumentID, tools, refused)))
+	c.changed(ChangeTools, a.Origin)
 }
 
 func acceptedMsg(ref, doc string, tools []sitetools.Descriptor, refused []*sitetools.Refusal) toolsAccepted {
@@ -225,7 +226,9 @@ func (c *conn) documentUsed(in *Inbound) {
 func (c *conn) documentGone(in *Inbound) {
 	c.failCalls(in.Document.DocumentID, sitetools.ErrPageGone)
 	if c.h.opts.Catalog != nil {
-		c.h.opts.Catalog.Forget(c.userID, c.browserID, in.Document.DocumentID)
+		if origin, ok := c.h.opts.Catalog.Forget(c.userID, c.browserID, in.Document.DocumentID); ok {
+			c.changed(ChangeTools, origin)
+		}
 	}
 }
 

@@ -200,6 +200,7 @@ func (c *conn) hello(in *Inbound) {
 	}
 	c.ready = true
 	c.h.opts.Logger.Info("browser connected", "user", c.userID, "browser", c.browserID, "version", c.version)
+	c.changed(ChangeConnected, "")
 }
 
 func (c *conn) welcome(ref string) bool {
@@ -364,11 +365,29 @@ func (c *conn) setOpen(in *Inbound) {
 			open[s.Origin] = OpenSite{Origin: s.Origin, LastUsed: used.UTC(), Tabs: s.Tabs}
 		}
 	}
+	moved := !sameTabs(c.open, open)
 	c.open = open
 	c.mu.Unlock()
+	if moved {
+		c.changed(ChangeOpen, "")
+	}
 	if len(refused) > 0 {
 		c.sendError(protoErr(ErrCodeSiteNotShared, in.ID, "Not shared, so not recorded: %s. Share a site before announcing it.", clip(strings.Join(refused, ", "))))
 	}
+}
+
+// sameTabs reports whether two open-site lists name the same sites with the
+// same tab counts (when each was last used aside).
+func sameTabs(a, b map[string]OpenSite) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for origin, s := range a {
+		if t, ok := b[origin]; !ok || t.Tabs != s.Tabs {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *conn) openSite(origin string) (OpenSite, bool) {

@@ -68,6 +68,11 @@ type Options struct {
 	PingInterval time.Duration
 	// Catalog receives the tools each document announces; nil ignores them.
 	Catalog *sitetools.Catalog
+	// OnChange, if set, hears of every change a person's pages show: a
+	// browser connected or disconnected, a document's tools came or went,
+	// a browser's open shared sites changed. It is called on the socket's
+	// goroutine outside every lock and must not block.
+	OnChange func(userID string, ch Change)
 }
 
 func (o *Options) fillDefaults() {
@@ -175,6 +180,9 @@ func (h *Hub) leave(c *conn) {
 	// catalog to its successor, which announces for itself.
 	if current && h.opts.Catalog != nil {
 		h.opts.Catalog.ForgetBrowser(c.userID, c.browserID)
+	}
+	if current && c.ready {
+		c.changed(ChangeDisconnected, "")
 	}
 	h.wg.Done()
 }

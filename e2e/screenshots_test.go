@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -48,7 +50,8 @@ func visit(url, ready string) func() []chromedp.Action[chromedp.Void] {
 // docs/screenshots/, with an index.
 func TestScreenshots(t *testing.T) {
 	write := *writeScreenshots || os.Getenv("TABBRIDGE_SCREENSHOTS") == "1"
-	env := servertest.Start(t, storetest.SQLite, nil)
+	// The test browsers of the sites shots stay connected without pinging.
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.ExtensionIdle = 10 * time.Minute })
 	ctx := startBrowser(t)
 	var taken []shot
 	capture := func(s shot) {
@@ -89,9 +92,10 @@ func TestScreenshots(t *testing.T) {
 	capture(shot{"inbox-empty", "The inbox with nothing waiting (the home page, where the popup opens)", visit(env.URL+"/", `#inbox-empty`)})
 	capture(shot{"grants-empty", "Grants, before the first", visit(env.URL+"/grants", `#grants .empty`)})
 	capture(shot{"audit-empty", "The audit log, before the first call", visit(env.URL+"/audit", `#audit-list .empty`)})
+	sitesEmptyShots(env, capture)
 
 	ws := owner.Workspace("Docs site")
-	owner.Workspace("Billing dashboard")
+	billingWS := owner.Workspace("Billing dashboard")
 	secret := owner.AgentToken(ws, "laptop")
 	owner.AgentToken(ws, "build box")
 	env.Agent(t, secret).MustJSON("GET", "/api/agent/workspace", nil, 200, nil)
@@ -117,6 +121,7 @@ func TestScreenshots(t *testing.T) {
 		}
 	}})
 	approvalShots(t, ctx, env, owner, ws, task.Task.ID, capture)
+	sitesShots(t, ctx, env, owner, ws, billingWS, capture)
 	capture(shot{"workspace-delete", "Deleting a workspace asks first", visit(env.URL+"/workspaces/"+ws+"/delete", `.btn-danger-solid`)})
 	capture(shot{"task", "A task: its approvals and calls in time order", visit(env.URL+"/tasks/"+task.Task.ID, `#timeline .list`)})
 	capture(shot{"settings", "Settings and invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})

@@ -69,6 +69,8 @@ type navItem struct {
 var navItems = []navItem{
 	{"inbox", "Inbox", "/"},
 	{"workspaces", "Workspaces", "/workspaces"},
+	{"sites", "Sites", "/sites"},
+	{"browsers", "Browsers", "/browsers"},
 	{"grants", "Grants", "/grants"},
 	{"audit", "Audit", "/audit"},
 	{"settings", "Settings", "/settings"},

@@ -426,44 +426,54 @@ func TestEveryControlHasALabel(t *testing.T) {
 	pages["invitation created"] = b.post("/settings/invitations", nil).body
 	controls := 0
 	for name, body := range pages {
-		doc, err := html.Parse(strings.NewReader(body))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		labels := map[string]bool{}
-		ids := map[string]bool{}
-		walk(doc, func(n *html.Node) {
-			if n.Data == "label" && attr(n, "for") != "" {
-				labels[attr(n, "for")] = true
-			}
-			if id := attr(n, "id"); id != "" {
-				ids[id] = true
-			}
-		})
-		walk(doc, func(n *html.Node) {
-			if n.Type != html.ElementNode || (n.Data != "input" && n.Data != "select" && n.Data != "textarea") {
-				return
-			}
-			if attr(n, "type") == "hidden" {
-				return
-			}
-			controls++
-			id := attr(n, "id")
-			ok := (id != "" && labels[id]) || attr(n, "aria-label") != "" || ids[attr(n, "aria-labelledby")]
-			if !ok {
-				t.Errorf("%s: <%s name=%q> has no label", name, n.Data, attr(n, "name"))
-			}
-		})
-		// Buttons need a name too.
-		walk(doc, func(n *html.Node) {
-			if n.Type == html.ElementNode && n.Data == "button" && strings.TrimSpace(text(n)) == "" && attr(n, "aria-label") == "" {
-				t.Errorf("%s: a button has no text", name)
-			}
-		})
+		controls += checkControls(t, name, body)
 	}
 	if controls < 15 {
 		t.Fatalf("checked only %d controls; the pages did not render", controls)
 	}
+}
+
+// checkControls fails the test for each visible input, select or textarea
+// of a page without a <label for>, an aria-label or aria-labelledby, and
+// each button without a name; it returns how many controls it checked.
+func checkControls(t *testing.T, name, body string) int {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	labels := map[string]bool{}
+	ids := map[string]bool{}
+	walk(doc, func(n *html.Node) {
+		if n.Data == "label" && attr(n, "for") != "" {
+			labels[attr(n, "for")] = true
+		}
+		if id := attr(n, "id"); id != "" {
+			ids[id] = true
+		}
+	})
+	controls := 0
+	walk(doc, func(n *html.Node) {
+		if n.Type != html.ElementNode || (n.Data != "input" && n.Data != "select" && n.Data != "textarea") {
+			return
+		}
+		if attr(n, "type") == "hidden" {
+			return
+		}
+		controls++
+		id := attr(n, "id")
+		ok := (id != "" && labels[id]) || attr(n, "aria-label") != "" || ids[attr(n, "aria-labelledby")]
+		if !ok {
+			t.Errorf("%s: <%s name=%q> has no label", name, n.Data, attr(n, "name"))
+		}
+	})
+	// Buttons need a name too.
+	walk(doc, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "button" && strings.TrimSpace(text(n)) == "" && attr(n, "aria-label") == "" {
+			t.Errorf("%s: a button has no text", name)
+		}
+	})
+	return controls
 }
 
 func walk(n *html.Node, f func(*html.Node)) {

@@ -42,28 +42,57 @@ type openIn struct {
 }
 
 func (s *Server) getSites(c *fiber.Ctx) error {
-	uid := userID(c)
-	rows, err := s.opts.DB.SharedSites(c.Context(), uid)
+	out, err := s.siteViews(c, userID(c))
 	if err != nil {
 		return err
 	}
-	open := map[string][]openIn{}
-	for _, b := range s.hub.Connected(uid) {
-		for _, o := range b.OpenSites {
-			open[o.Origin] = append(open[o.Origin], openIn{BrowserID: b.BrowserID, Name: b.Name, LastUsed: o.LastUsed, Tabs: o.Tabs})
-		}
+	return c.JSON(fiber.Map{"sites": out})
+}
+
+// siteViews lists the person's shared sites with the connected browsers that
+// have each open — by their sites.open list or a page that announced tools —
+// and each site's setting and tools.
+func (s *Server) siteViews(c *fiber.Ctx, uid string) ([]siteView, error) {
+	rows, err := s.opts.DB.SharedSites(c.Context(), uid)
+	if err != nil {
+		return nil, err
 	}
+	browsers := s.hub.Connected(uid)
 	out := make([]siteView, len(rows))
 	for i, r := range rows {
-		out[i] = siteView{SharedSite: r, OpenIn: open[r.Origin], Tools: []sitetools.ToolSummary{}}
-		if out[i].OpenIn == nil {
-			out[i].OpenIn = []openIn{}
-		}
+		out[i] = siteView{SharedSite: r, OpenIn: s.openIn(uid, r.Origin, browsers), Tools: []sitetools.ToolSummary{}}
 		if err := s.fillSite(c, &out[i]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return c.JSON(fiber.Map{"sites": out})
+	return out, nil
+}
+
+// openIn lists the browsers that have origin open. A browser's sites.open
+// entry and its announcing pages may disagree for a moment (one message
+// arrives before the other): the larger tab count and later use win.
+func (s *Server) openIn(uid, origin string, browsers []bridge.BrowserInfo) []openIn {
+	docs := s.catalog.OpenIn(uid, origin)
+	out := []openIn{}
+	for _, b := range browsers {
+		o := openIn{BrowserID: b.BrowserID, Name: b.Name}
+		for _, site := range b.OpenSites {
+			if site.Origin == origin {
+				o.Tabs, o.LastUsed = site.Tabs, site.LastUsed
+			}
+		}
+		d, announced := docs[b.BrowserID]
+		if announced {
+			o.Tabs = max(o.Tabs, d.Tabs)
+			if d.LastUsed.After(o.LastUsed) {
+				o.LastUsed = d.LastUsed.UTC()
+			}
+		}
+		if o.Tabs > 0 || announced || !o.LastUsed.IsZero() {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 type shareBody struct {
@@ -78,19 +107,10 @@ func (s *Server) postSite(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	origin, err := bridge.NormalizeOrigin(in.Origin)
+	site, prev, err := s.shareSite(c, userID(c), in.Origin, in.WorkspaceID)
 	if err != nil {
-		return badRequest("invalid_origin", "%s.", strings.TrimPrefix(err.Error(), bridge.ErrOrigin.Error()+": "))
+		return err
 	}
-	if in.WorkspaceID == "" {
-		return badRequest("invalid_field", "Field \"workspaceId\" is required: the workspace to share the site with.")
-	}
-	uid := userID(c)
-	site, prev, err := s.opts.DB.ShareSite(c.Context(), uid, in.WorkspaceID, origin)
-	if err != nil {
-		return storeError(err, "workspace")
-	}
-	s.pushSites(c, uid)
 	status := http.StatusCreated
 	if prev != "" {
 		status = http.StatusOK
@@ -98,18 +118,52 @@ func (s *Server) postSite(c *fiber.Ctx) error {
 	return c.Status(status).JSON(fiber.Map{"site": site, "moved": prev != "" && prev != site.WorkspaceID})
 }
 
-func (s *Server) deleteSite(c *fiber.Ctx) error {
-	uid := userID(c)
-	site, err := s.opts.DB.SharedSite(c.Context(), uid, c.Params("id"))
+// shareSite shares origin with a workspace of uid's, or moves it there, and
+// tells the person's browsers and pages. prev is the workspace it was shared
+// with before ("" when it was not shared).
+func (s *Server) shareSite(c *fiber.Ctx, uid, rawOrigin, workspaceID string) (site *store.SharedSite, prev string, err error) {
+	origin, err := bridge.NormalizeOrigin(rawOrigin)
 	if err != nil {
-		return storeError(err, "shared site")
+		return nil, "", badRequest("invalid_origin", "%s.", strings.TrimPrefix(err.Error(), bridge.ErrOrigin.Error()+": "))
+	}
+	if workspaceID == "" {
+		return nil, "", badRequest("invalid_field", "Field \"workspaceId\" is required: the workspace to share the site with.")
+	}
+	site, prev, err = s.opts.DB.ShareSite(c.Context(), uid, workspaceID, origin)
+	if err != nil {
+		return nil, "", storeError(err, "workspace")
+	}
+	s.pushSites(c, uid)
+	switch {
+	case prev == "":
+		s.publish(uid, evSiteShared, fiber.Map{"site": site})
+	case prev != site.WorkspaceID:
+		s.publish(uid, evSiteUpdated, fiber.Map{"site": site, "movedFrom": prev})
+	}
+	return site, prev, nil
+}
+
+func (s *Server) deleteSite(c *fiber.Ctx) error {
+	if _, err := s.unshareSite(c, userID(c), c.Params("id")); err != nil {
+		return err
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// unshareSite stops sharing one of uid's sites and tells the person's
+// browsers and pages.
+func (s *Server) unshareSite(c *fiber.Ctx, uid, id string) (*store.SharedSite, error) {
+	site, err := s.opts.DB.SharedSite(c.Context(), uid, id)
+	if err != nil {
+		return nil, storeError(err, "shared site")
 	}
 	if err := s.opts.DB.UnshareSite(c.Context(), uid, site.ID); err != nil {
-		return storeError(err, "shared site")
+		return nil, storeError(err, "shared site")
 	}
 	s.catalog.ForgetSite(uid, site.Origin)
 	s.pushSites(c, uid)
-	return c.SendStatus(http.StatusNoContent)
+	s.publish(uid, evSiteUnshared, fiber.Map{"site": fiber.Map{"id": site.ID, "origin": site.Origin}})
+	return site, nil
 }
 
 // patchSite changes a shared site's settings: {"askAll": true} asks the
@@ -124,15 +178,24 @@ func (s *Server) patchSite(c *fiber.Ctx) error {
 	if in.AskAll == nil {
 		return badRequest("invalid_field", "Send {\"askAll\": true} or {\"askAll\": false}.")
 	}
-	uid := userID(c)
-	site, err := s.opts.DB.SharedSite(c.Context(), uid, c.Params("id"))
+	site, err := s.setAskAll(c, userID(c), c.Params("id"), *in.AskAll)
 	if err != nil {
-		return storeError(err, "shared site")
-	}
-	if err := s.gate.SetAskAll(c.Context(), uid, site.Origin, *in.AskAll); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"site": siteView{SharedSite: *site, OpenIn: []openIn{}, AskAll: *in.AskAll}})
+}
+
+// setAskAll sets the "ask for every tool" setting of one of uid's sites.
+func (s *Server) setAskAll(c *fiber.Ctx, uid, id string, on bool) (*store.SharedSite, error) {
+	site, err := s.opts.DB.SharedSite(c.Context(), uid, id)
+	if err != nil {
+		return nil, storeError(err, "shared site")
+	}
+	if err := s.gate.SetAskAll(c.Context(), uid, site.Origin, on); err != nil {
+		return nil, err
+	}
+	s.publish(uid, evSiteUpdated, fiber.Map{"site": site, "askAll": on})
+	return site, nil
 }
 
 // browserView is a browser the person has connected, live or not.
@@ -175,20 +238,30 @@ func (s *Server) patchBrowser(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	name, err := bridge.CleanBrowserName(in.Name)
-	if err != nil {
-		return badRequest("invalid_field", "Field %s", err)
-	}
-	uid := userID(c)
-	b, err := s.opts.DB.RenameBrowser(c.Context(), uid, c.Params("id"), name)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound("browser")
-	}
+	b, err := s.renameBrowser(c, userID(c), c.Params("id"), in.Name)
 	if err != nil {
 		return err
 	}
-	s.hub.Rename(uid, b.BrowserID, b.Name)
 	return c.JSON(fiber.Map{"browser": browserView{ID: b.BrowserID, Name: b.Name, Version: b.Version, FirstSeen: b.FirstSeen, LastSeen: b.LastSeen, OpenSites: []bridge.OpenSite{}}})
+}
+
+// renameBrowser renames one of uid's browsers, tells it if it is connected,
+// and tells the person's pages.
+func (s *Server) renameBrowser(c *fiber.Ctx, uid, id, rawName string) (*store.Browser, error) {
+	name, err := bridge.CleanBrowserName(rawName)
+	if err != nil {
+		return nil, badRequest("invalid_field", "Field %s", err)
+	}
+	b, err := s.opts.DB.RenameBrowser(c.Context(), uid, id, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound("browser")
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.hub.Rename(uid, b.BrowserID, b.Name)
+	s.publish(uid, evBrowserRenamed, fiber.Map{"browser": fiber.Map{"id": b.BrowserID, "name": b.Name}})
+	return b, nil
 }
 
 // fillSite adds a site's setting and tools to its view.

@@ -141,11 +141,18 @@ func (c *Catalog) persist(ctx context.Context, userID string, d *Document, tools
 	return nil
 }
 
-// Forget drops one document (it unloaded or its tab closed).
-func (c *Catalog) Forget(userID, browserID, documentID string) {
+// Forget drops one document (it unloaded or its tab closed) and returns its
+// site; ok is false when the document was not known.
+func (c *Catalog) Forget(userID, browserID, documentID string) (origin string, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.docs[userID], docKey{browserID, documentID})
+	k := docKey{browserID, documentID}
+	d := c.docs[userID][k]
+	if d == nil {
+		return "", false
+	}
+	delete(c.docs[userID], k)
+	return d.Origin, true
 }
 
 // ForgetBrowser drops every document of a browser that disconnected.
@@ -205,6 +212,31 @@ func (c *Catalog) OpenTabs(userID, origin string) map[string]int {
 	for k, d := range c.docs[userID] {
 		if d.Origin == origin {
 			out[k.browser]++
+		}
+	}
+	return out
+}
+
+// Opened is how many live documents of a site one browser has, and when
+// one of them was last used.
+type Opened struct {
+	Tabs     int
+	LastUsed time.Time
+}
+
+// OpenIn summarises the live documents of a site per browser.
+func (c *Catalog) OpenIn(userID, origin string) map[string]Opened {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]Opened{}
+	for k, d := range c.docs[userID] {
+		if d.Origin == origin {
+			o := out[k.browser]
+			o.Tabs++
+			if d.LastUsed.After(o.LastUsed) {
+				o.LastUsed = d.LastUsed
+			}
+			out[k.browser] = o
 		}
 	}
 	return out

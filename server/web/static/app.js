@@ -17,6 +17,25 @@
     history.replaceState(null, '', src);
   }
 
+  // In the popup the navigation scrolls sideways by itself: keep the
+  // current page's entry in view, and fade the edge while more lies beyond.
+  function tidyNav() {
+    var nav = document.getElementById('nav');
+    if (!nav) return;
+    var current = nav.querySelector('[aria-current="page"]');
+    if (current) {
+      var nr = nav.getBoundingClientRect(), cr = current.getBoundingClientRect();
+      if (cr.right > nr.right) nav.scrollLeft += cr.right - nr.right + 32;
+    }
+    var mark = function () { nav.classList.toggle('more', nav.scrollLeft + nav.clientWidth < nav.scrollWidth - 1); };
+    if (!nav.hasAttribute('data-tidy')) {
+      nav.setAttribute('data-tidy', '');
+      nav.addEventListener('scroll', mark, { passive: true });
+    }
+    mark();
+  }
+  tidyNav();
+
   document.addEventListener('click', function (ev) {
     var btn = ev.target.closest && ev.target.closest('[data-copy]');
     if (!btn) return;
@@ -87,12 +106,21 @@
         var fresh = doc.getElementById(old.id);
         if (!fresh || fresh.innerHTML === old.innerHTML) return;
         var focused = document.activeElement && old.contains(document.activeElement) ? document.activeElement.id : '';
-        old.replaceWith(document.importNode(fresh, true));
+        // A <details> the person opened stays open across the swap.
+        var opened = [];
+        old.querySelectorAll('details[open][id]').forEach(function (d) { opened.push(d.id); });
+        var node = document.importNode(fresh, true);
+        opened.forEach(function (id) {
+          var d = node.querySelector('#' + CSS.escape(id));
+          if (d) d.setAttribute('open', '');
+        });
+        old.replaceWith(node);
         if (focused) {
           var again = document.getElementById(focused);
           if (again) again.focus();
         }
       });
+      tidyNav();
       if (doc.title) document.title = doc.title;
     }).catch(function () { /* the stream's reconnect will try again */ });
   }
