@@ -308,3 +308,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		runtime.Gosched()
 	}
 }
+
+func TestForgettingASiteRevokesItsGrantsAndWithdrawsItsRequests(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		w := newWorld(t, db, time.Minute)
+		ctx := context.Background()
+		ch := w.decideAsync(ctx, w.call("buy", `{}`))
+		ev := w.nextEvent(t, "approval.created")
+		w.gate.Answer(ctx, w.owner, ev.Request.ID, approvals.AlwaysAllow)
+		await(t, ch)
+		w.nextEvent(t, "approval.decided")
+		waitingCh := w.decideAsync(ctx, w.call("sell", `{}`))
+		w.nextEvent(t, "approval.created")
+		if err := w.gate.ForgetSite(ctx, w.owner, "https://shop.example"); err != nil {
+			t.Fatal(err)
+		}
+		if r := await(t, waitingCh); r.d.Allowed || r.d.Source != approvals.SourceWithdrawn {
+			t.Fatalf("waiting request after unsharing: %+v", r.d)
+		}
+		if gs, _ := w.gate.Grants(ctx, w.owner); len(gs) != 0 {
+			t.Fatalf("grants after unsharing: %+v", gs)
+		}
+	})
+}

@@ -156,3 +156,26 @@ func (g *Gate) SetAskAll(ctx context.Context, ownerID, origin string, on bool) e
 	g.askAll.Store(ownerID+"\x00"+origin, askAllEntry{on: on, at: time.Now()})
 	return nil
 }
+
+// ForgetSite is called when the person stops sharing a site: its grants are
+// revoked (sharing it again starts from asking) and the requests waiting on
+// it are withdrawn, since no call of it may run now.
+func (g *Gate) ForgetSite(ctx context.Context, ownerID, origin string) error {
+	err := g.opts.DB.WithContext(ctx).Model(&Grant{}).
+		Where("user_id = ? AND site = ? AND revoked_at IS NULL", ownerID, origin).Update("revoked_at", store.Now()).Error
+	if err != nil {
+		return fmt.Errorf("revoke site grants: %w", err)
+	}
+	g.mu.Lock()
+	var waiting []*waiting
+	for _, w := range g.byID {
+		if w.req.UserID == ownerID && w.req.Site == origin {
+			waiting = append(waiting, w)
+		}
+	}
+	g.mu.Unlock()
+	for _, w := range waiting {
+		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn}, "approval.withdrawn")
+	}
+	return nil
+}

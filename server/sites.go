@@ -161,6 +161,9 @@ func (s *Server) unshareSite(c *fiber.Ctx, uid, id string) (*store.SharedSite, e
 		return nil, storeError(err, "shared site")
 	}
 	s.catalog.ForgetSite(uid, site.Origin)
+	if err := s.gate.ForgetSite(c.Context(), uid, site.Origin); err != nil {
+		return nil, err
+	}
 	s.pushSites(c, uid)
 	s.publish(uid, evSiteUnshared, fiber.Map{"site": fiber.Map{"id": site.ID, "origin": site.Origin}})
 	return site, nil
