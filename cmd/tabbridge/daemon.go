@@ -21,6 +21,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	fs.SetOutput(stderr)
 	server := fs.String("server", getenv("TABBRIDGE_SERVER"), "the server's public URL (TABBRIDGE_SERVER)")
 	token := fs.String("token", getenv("TABBRIDGE_MACHINE_TOKEN"), "machine token from the web app, tbm_… (TABBRIDGE_MACHINE_TOKEN)")
+	control := fs.String("control", getenv("TABBRIDGE_CONTROL"), "unix socket where 'tabbridge run' starts sessions; default "+daemon.DefaultControlPath()+" (TABBRIDGE_CONTROL)")
 	cols := fs.Int("cols", 120, "initial width of a session started here")
 	rows := fs.Int("rows", 40, "initial height of a session started here")
 	if err := fs.Parse(args); err != nil {
@@ -42,7 +43,18 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		log.Info("session started", "id", id, "command", argv)
 	}
+	if *control == "" {
+		*control = daemon.DefaultControlPath()
+	}
+	ln, err := daemon.ListenControl(*control)
+	if err != nil {
+		return err
+	}
+	controlDone := make(chan error, 1)
+	go func() { controlDone <- d.ServeControl(ctx, ln) }()
+	log.Info("daemon ready: start sessions with 'tabbridge run -- <command>'", "control", *control)
 	serveErr := d.Serve(ctx)
+	<-controlDone
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.Close(stopCtx); err != nil {
@@ -51,5 +63,37 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	if errors.Is(serveErr, daemon.ErrRefused) {
 		return fmt.Errorf("%w: create a new machine token in the web app and start the daemon with it", serveErr)
 	}
+	return nil
+}
+
+// runSession asks the local daemon to start a session:
+// tabbridge run [--control path] -- command [args]. The session runs in the
+// daemon's PTY, in this directory and environment, and is watched and typed
+// into from the web app.
+func runSession(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	control := fs.String("control", getenv("TABBRIDGE_CONTROL"), "the daemon's control socket (TABBRIDGE_CONTROL)")
+	cols := fs.Int("cols", 120, "initial width")
+	rows := fs.Int("rows", 40, "initial height")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "usage: tabbridge run [--control path] -- <command> [args]")
+		return errUsage
+	}
+	if *control == "" {
+		*control = daemon.DefaultControlPath()
+	}
+	dir, _ := os.Getwd()
+	id, err := daemon.RequestStart(*control, daemon.StartRequest{Argv: fs.Args(), Dir: dir, Env: os.Environ(), Cols: *cols, Rows: *rows})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "session %s started; open it from Machines in the Tabbridge web app\n", id)
 	return nil
 }

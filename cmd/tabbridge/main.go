@@ -45,9 +45,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return serve(ctx, args, getenv, stderr, ready)
 	case "daemon":
 		return runDaemon(ctx, args, getenv, stderr)
+	case "run":
+		return runSession(args, getenv, os.Stdout, stderr)
 	case "help":
 		fmt.Fprintln(stderr, "usage: tabbridge [serve] [flags]   (tabbridge serve --help lists the flags)")
 		fmt.Fprintln(stderr, "       tabbridge daemon --server URL --token tbm_… [-- command [args]]")
+		fmt.Fprintln(stderr, "       tabbridge run -- command [args]   (starts a session in the running daemon)")
 		return nil
 	}
 	fmt.Fprintf(stderr, "tabbridge: unknown command %q; try 'tabbridge help'\n", cmd)

@@ -1,0 +1,160 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// StartRequest is what `tabbridge run` sends the local daemon: one JSON line.
+type StartRequest struct {
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir"`
+	Env  []string `json:"env"`
+	Cols int      `json:"cols"`
+	Rows int      `json:"rows"`
+}
+
+// StartReply is the daemon's one-line answer.
+type StartReply struct {
+	ID    string `json:"id,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// maxControlLine bounds one request (argv and environment).
+const maxControlLine = 1 << 20
+
+// DefaultControlPath is where the daemon listens for `tabbridge run`:
+// $XDG_RUNTIME_DIR/tabbridge/daemon.sock, else ~/.tabbridge/daemon.sock.
+func DefaultControlPath() string {
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+		return filepath.Join(dir, "tabbridge", "daemon.sock")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".tabbridge", "daemon.sock")
+}
+
+// ListenControl opens the daemon's control socket at path, in a directory
+// only this user can enter, with the socket itself 0600: whoever can start
+// sessions can run commands as this user, so only this user may.
+func ListenControl(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("control socket: a daemon already listens on %s", path)
+	}
+	os.Remove(path) // a stale socket left by a daemon that died
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}
+
+// ServeControl starts a session for each request on ln until ctx ends.
+func (d *Daemon) ServeControl(ctx context.Context, ln net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("control socket: %w", err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); d.serveRequest(c) }()
+	}
+}
+
+func (d *Daemon) serveRequest(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReaderSize(c, 64<<10)
+	line, err := readLine(r)
+	reply := StartReply{}
+	var req StartRequest
+	switch {
+	case err != nil:
+		reply.Error = err.Error()
+	case json.Unmarshal(line, &req) != nil:
+		reply.Error = "the request is not one JSON object"
+	case len(req.Argv) == 0 || req.Argv[0] == "":
+		reply.Error = "no command to run"
+	default:
+		reply.ID, err = d.Start(Spec{Argv: req.Argv, Dir: req.Dir, Env: req.Env, Cols: req.Cols, Rows: req.Rows})
+		if err != nil {
+			reply.Error = err.Error()
+		}
+	}
+	b, _ := json.Marshal(reply)
+	c.Write(append(b, '\n'))
+}
+
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, isPrefix, err := r.ReadLine()
+		if err != nil {
+			return nil, fmt.Errorf("read request: %w", err)
+		}
+		line = append(line, chunk...)
+		if len(line) > maxControlLine {
+			return nil, fmt.Errorf("the request is over %d bytes", maxControlLine)
+		}
+		if !isPrefix {
+			return line, nil
+		}
+	}
+}
+
+// RequestStart asks the daemon listening on path to start a session.
+func RequestStart(path string, req StartRequest) (string, error) {
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("no daemon listens on %s (start one with 'tabbridge daemon --server … --token …'): %w", path, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(15 * time.Second))
+	b, err := json.Marshal(req)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return "", fmt.Errorf("send request: %w", err)
+	}
+	line, err := readLine(bufio.NewReader(c))
+	if err != nil {
+		return "", err
+	}
+	var reply StartReply
+	if err := json.Unmarshal(line, &reply); err != nil {
+		return "", fmt.Errorf("the daemon answered %q", line)
+	}
+	if reply.Error != "" {
+		return "", errors.New(reply.Error)
+	}
+	return reply.ID, nil
+}

@@ -1,0 +1,85 @@
+package daemon_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/daemon"
+)
+
+func TestRunStartsSessionsThroughTheControlSocket(t *testing.T) {
+	d, err := daemon.New(daemon.Options{Server: "http://127.0.0.1:1", Token: "tbm_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	path := filepath.Join(t.TempDir(), "run", "daemon.sock")
+	ln, err := daemon.ListenControl(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.ServeControl(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+
+	info, _ := os.Stat(path)
+	dir, _ := os.Stat(filepath.Dir(path))
+	if info.Mode().Perm() != 0o600 || dir.Mode().Perm() != 0o700 {
+		t.Fatalf("socket %v in directory %v: only this user may start sessions", info.Mode().Perm(), dir.Mode().Perm())
+	}
+	if _, err := daemon.ListenControl(path); err == nil || !strings.Contains(err.Error(), "already listens") {
+		t.Fatalf("second daemon on the same socket: %v", err)
+	}
+
+	ids := map[string]bool{}
+	for i := 0; i < 2; i++ { // a daemon holds many sessions
+		id, err := daemon.RequestStart(path, daemon.StartRequest{Argv: []string{"sh", "-c", "echo started; exit 3"}, Dir: t.TempDir()})
+		if err != nil || id == "" {
+			t.Fatalf("start: %q %v", id, err)
+		}
+		ids[id] = true
+		s, ok := d.Session(id)
+		if !ok {
+			t.Fatalf("session %s not held", id)
+		}
+		select {
+		case <-s.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("session did not end")
+		}
+		if s.ExitCode() != 3 {
+			t.Fatalf("exit code %d", s.ExitCode())
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("session ids %v", ids)
+	}
+	if _, err := daemon.RequestStart(path, daemon.StartRequest{}); err == nil || !strings.Contains(err.Error(), "no command") {
+		t.Fatalf("empty command: %v", err)
+	}
+	if _, err := daemon.RequestStart(path, daemon.StartRequest{Argv: []string{"/no/such/program"}}); err == nil {
+		t.Fatal("a missing program started")
+	}
+	// Garbage on the socket is answered, not a crash.
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("not json\n"))
+	buf := make([]byte, 256)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _ := c.Read(buf)
+	c.Close()
+	if !strings.Contains(string(buf[:n]), "not one JSON object") {
+		t.Fatalf("garbage answered %q", buf[:n])
+	}
+	if _, err := daemon.RequestStart(filepath.Join(t.TempDir(), "none.sock"), daemon.StartRequest{Argv: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "no daemon listens") {
+		t.Fatalf("no daemon: %v", err)
+	}
+}
