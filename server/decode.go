@@ -99,3 +99,17 @@ func cleanName(field, v string) (string, error) {
 	}
 	return v, nil
 }
+
+// nameBody is the body of every endpoint that takes only a name.
+type nameBody struct {
+	Name string `json:"name"`
+}
+
+// decodeName reads a {"name": …} body and checks the name.
+func decodeName(c *fiber.Ctx) (string, error) {
+	var in nameBody
+	if err := decodeJSON(c, &in); err != nil {
+		return "", err
+	}
+	return cleanName("name", in.Name)
+}

@@ -66,11 +66,7 @@ func (s *Server) getMachines(c *fiber.Ctx) error {
 
 // postMachine answers with the machine's token: the only time it is shown.
 func (s *Server) postMachine(c *fiber.Ctx) error {
-	var in nameBody
-	if err := decodeJSON(c, &in); err != nil {
-		return err
-	}
-	name, err := cleanName("name", in.Name)
+	name, err := decodeName(c)
 	if err != nil {
 		return err
 	}
@@ -89,11 +85,7 @@ func (s *Server) daemonCommand(token string) string {
 }
 
 func (s *Server) patchMachine(c *fiber.Ctx) error {
-	var in nameBody
-	if err := decodeJSON(c, &in); err != nil {
-		return err
-	}
-	name, err := cleanName("name", in.Name)
+	name, err := decodeName(c)
 	if err != nil {
 		return err
 	}

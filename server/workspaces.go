@@ -23,10 +23,6 @@ func (s *Server) mountWorkspaces(me guard) {
 	me.Patch("/tasks/:id", s.patchTask)
 }
 
-type nameBody struct {
-	Name string `json:"name"`
-}
-
 func (s *Server) getWorkspaces(c *fiber.Ctx) error {
 	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
 	if err != nil {
@@ -36,11 +32,7 @@ func (s *Server) getWorkspaces(c *fiber.Ctx) error {
 }
 
 func (s *Server) postWorkspace(c *fiber.Ctx) error {
-	var in nameBody
-	if err := decodeJSON(c, &in); err != nil {
-		return err
-	}
-	name, err := cleanName("name", in.Name)
+	name, err := decodeName(c)
 	if err != nil {
 		return err
 	}
@@ -61,11 +53,7 @@ func (s *Server) getWorkspace(c *fiber.Ctx) error {
 }
 
 func (s *Server) patchWorkspace(c *fiber.Ctx) error {
-	var in nameBody
-	if err := decodeJSON(c, &in); err != nil {
-		return err
-	}
-	name, err := cleanName("name", in.Name)
+	name, err := decodeName(c)
 	if err != nil {
 		return err
 	}
@@ -96,11 +84,7 @@ func (s *Server) getAgentTokens(c *fiber.Ctx) error {
 
 // postAgentToken answers with the token's secret: the only time it is shown.
 func (s *Server) postAgentToken(c *fiber.Ctx) error {
-	var in nameBody
-	if err := decodeJSON(c, &in); err != nil {
-		return err
-	}
-	name, err := cleanName("name", in.Name)
+	name, err := decodeName(c)
 	if err != nil {
 		return err
 	}
