@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+// TestTypeScriptSDKClient drives /mcp with the official MCP TypeScript SDK's
+// client — what Claude Code and most standard clients are built on — to show
+// a standard client works unmodified: it lists tools, lists a shared site,
+// runs a read-only tool in a (Go test) browser and reads an error.
+func TestTypeScriptSDKClient(t *testing.T) {
+	dir := repoPath(t, "e2e/mcpclient")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the TypeScript SDK is not installed: scripts/test runs 'npm ci' in e2e/mcpclient")
+		}
+		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
+	}
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "alice@example.com")
+	ws := person.Workspace("Work")
+	token := person.AgentToken(ws, "ts client")
+	const site = "https://shop.example"
+	person.MustJSON("POST", "/api/sites", map[string]string{"origin": site, "workspaceId": ws}, 201, nil)
+	var tk struct {
+		Ticket string `json:"ticket"`
+	}
+	person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
+	br, _, err := bridgetest.Dial(context.Background(), env.URL, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Conn.Close()
+	if _, err := br.Hello("ts-client-browser", "Chrome", "1.0.0", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tools := `[{"name":"search","description":"Search","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]`
+	if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: site, URL: site + "/", Tools: tools}, 10*time.Second); err != nil || len(m.Accepted) != 1 {
+		t.Fatalf("announce: %+v %v", m, err)
+	}
+	go func() {
+		for {
+			m, err := br.Next(time.Minute)
+			if err != nil {
+				return
+			}
+			if m.Type == "call" {
+				br.Result(m.ID, "results for "+string(m.Arguments))
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "check.mjs", env.URL, token, site, "search", `{"q":"tea"}`)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node client: %v\n%s", err, stderr)
+	}
+	var got struct {
+		SessionID string   `json:"sessionId"`
+		Tools     []string `json:"tools"`
+		Listing   struct {
+			Sites []struct {
+				Site   string `json:"site"`
+				Online bool   `json:"online"`
+			} `json:"sites"`
+		} `json:"listing"`
+		Result     string `json:"result"`
+		IsError    bool   `json:"isError"`
+		BadError   string `json:"badError"`
+		BadIsError bool   `json:"badIsError"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("client printed %s: %v", out, err)
+	}
+	if got.SessionID == "" {
+		t.Error("no stateful session")
+	}
+	if strings.Join(got.Tools, ",") != "callSiteTool,createTask,getSiteToolDefinition,listSiteTools,listTasks,updateTask" {
+		t.Errorf("tools %v", got.Tools)
+	}
+	if len(got.Listing.Sites) != 1 || got.Listing.Sites[0].Site != site || !got.Listing.Sites[0].Online {
+		t.Errorf("listing %+v", got.Listing)
+	}
+	if got.IsError || got.Result != `results for {"q":"tea"}` {
+		t.Errorf("call: %v %q", got.IsError, got.Result)
+	}
+	if !got.BadIsError || !strings.Contains(got.BadError, "no tool named") {
+		t.Errorf("error for the agent: %v %q", got.BadIsError, got.BadError)
+	}
+}
