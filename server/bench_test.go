@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -68,8 +69,14 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // the server adds, and calls per second from 16 concurrent agents.
 //
 //	go test ./server -run XXX -bench CallSiteTool -benchtime 2000x
+//
+// TABBRIDGE_BENCH_DB=postgres runs it on the test PostgreSQL instead of SQLite.
 func BenchmarkCallSiteTool(b *testing.B) {
-	w := newSiteWorld(b, storetest.SQLite, nil, nil)
+	kind := storetest.SQLite
+	if os.Getenv("TABBRIDGE_BENCH_DB") == "postgres" {
+		kind = storetest.Postgres
+	}
+	w := newSiteWorld(b, kind, nil, nil)
 	w.announce(b, "d1", time.Now())
 	go answerCalls(w.br)
 	args := map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}}
