@@ -64,6 +64,7 @@ func (db *DB) SharedSite(ctx context.Context, userID, id string) (*SharedSite, e
 // prevWorkspace is the workspace it was shared with before ("" when it was
 // not shared). The workspace must be the person's (else ErrNotFound).
 func (db *DB) ShareSite(ctx context.Context, userID, workspaceID, origin string) (site *SharedSite, prevWorkspace string, err error) {
+	defer db.sites.clear()
 	if _, err := db.Workspace(ctx, userID, workspaceID); err != nil {
 		return nil, "", err
 	}
@@ -93,6 +94,7 @@ func (db *DB) ShareSite(ctx context.Context, userID, workspaceID, origin string)
 
 // UnshareSite stops sharing one of a person's sites.
 func (db *DB) UnshareSite(ctx context.Context, userID, id string) error {
+	defer db.sites.clear()
 	return affectedOne(db.WithContext(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&SharedSite{}))
 }
 
@@ -152,11 +154,15 @@ func (db *DB) RenameBrowser(ctx context.Context, userID, browserID, name string)
 // WorkspaceSites lists the sites shared with a workspace, ordered by origin,
 // for a caller already scoped to it (an agent token's workspace).
 func (db *DB) WorkspaceSites(ctx context.Context, workspaceID string) ([]SharedSite, error) {
+	if out, ok := db.sites.get(workspaceID); ok {
+		return out, nil
+	}
 	out := []SharedSite{}
 	err := db.sharedSitesQuery(ctx).Where("shared_sites.workspace_id = ?", workspaceID).Order("shared_sites.origin").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("workspace sites: %w", err)
 	}
+	db.sites.put(workspaceID, out)
 	return out, nil
 }
 

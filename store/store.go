@@ -51,6 +51,10 @@ type DB struct {
 	*gorm.DB
 	// Postgres is true on PostgreSQL, false on the embedded SQLite.
 	Postgres bool
+
+	// agents and sites cache the two reads on every agent call (hotTTL).
+	agents ttlCache[AgentIdentity]
+	sites  ttlCache[[]SharedSite]
 }
 
 // Open connects and applies every pending migration before returning.

@@ -48,6 +48,8 @@ func (db *DB) RenameWorkspace(ctx context.Context, ownerID, id, name string) (*W
 
 // DeleteWorkspace deletes a workspace with its tokens and tasks.
 func (db *DB) DeleteWorkspace(ctx context.Context, ownerID, id string) error {
+	defer db.agents.clear()
+	defer db.sites.clear()
 	return affectedOne(db.WithContext(ctx).Where("id = ? AND owner_id = ?", id, ownerID).Delete(&Workspace{}))
 }
 
@@ -77,6 +79,7 @@ func (db *DB) CreateAgentToken(ctx context.Context, ownerID, workspaceID, name s
 
 // RevokeAgentToken revokes a token of one of a person's workspaces.
 func (db *DB) RevokeAgentToken(ctx context.Context, ownerID, workspaceID, id string) error {
+	defer db.agents.clear()
 	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
 		return err
 	}
@@ -97,6 +100,10 @@ const agentTouchEvery = time.Minute
 // AuthenticateAgent resolves a presented agent token to its workspace and
 // records when it was last used (to the minute).
 func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdentity, error) {
+	hash := secret.Hash(token)
+	if id, ok := db.agents.get(hash); ok {
+		return &id, nil
+	}
 	var row struct {
 		AgentToken
 		WName      string
@@ -107,7 +114,7 @@ func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdenti
 	err := db.WithContext(ctx).Table("agent_tokens").
 		Select("agent_tokens.*, workspaces.name AS w_name, workspaces.owner_id AS w_owner_id, workspaces.created_at AS w_created_at, workspaces.updated_at AS w_updated_at").
 		Joins("JOIN workspaces ON workspaces.id = agent_tokens.workspace_id").
-		Where("agent_tokens.token_hash = ? AND agent_tokens.revoked_at IS NULL", secret.Hash(token)).Take(&row).Error
+		Where("agent_tokens.token_hash = ? AND agent_tokens.revoked_at IS NULL", hash).Take(&row).Error
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -118,7 +125,9 @@ func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdenti
 		}
 	}
 	w := Workspace{ID: row.WorkspaceID, OwnerID: row.WOwnerID, Name: row.WName, CreatedAt: row.WCreatedAt, UpdatedAt: row.WUpdatedAt}
-	return &AgentIdentity{TokenID: row.ID, Workspace: w}, nil
+	id := AgentIdentity{TokenID: row.ID, Workspace: w}
+	db.agents.put(hash, id)
+	return &id, nil
 }
 
 // Tasks lists a workspace's tasks, newest first; the workspace must be the person's.
