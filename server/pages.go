@@ -70,6 +70,7 @@ var navItems = []navItem{
 	{"inbox", "Inbox", "/"},
 	{"workspaces", "Workspaces", "/workspaces"},
 	{"grants", "Grants", "/grants"},
+	{"machines", "Machines", "/machines"},
 	{"audit", "Audit", "/audit"},
 	{"settings", "Settings", "/settings"},
 }

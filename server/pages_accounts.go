@@ -31,6 +31,7 @@ func (s *Server) mountPages() {
 	me.Post("/settings/invitations/:id/withdraw", s.postPageWithdrawInvitation)
 	s.mountWorkspacePages(me)
 	s.mountApprovalPages(me)
+	s.mountMachinePages(me)
 }
 
 // accountForm reads the fields the setup, sign-up and invitation forms share.
