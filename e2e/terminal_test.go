@@ -289,3 +289,26 @@ func TestTerminalRenderers(t *testing.T) {
 		}
 	})
 }
+
+// TestTerminalKeepsUpWithAFlood: a program writes 2 MB after the page
+// attached and exits. The page acknowledges what xterm.js has written, so
+// the server's window keeps opening: the last line and the exit status
+// arrive (a page that did not acknowledge would stall at the high mark).
+func TestTerminalKeepsUpWithAFlood(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	m := connectMachine(t, env, person, "laptop")
+	id := m.start(100, 30, testProg(t), "burst", "2000000")
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	run(t, ctx, "open the terminal", viewport(1280, 800, "light"),
+		chromedp.Navigate(env.URL+"/sessions/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]`)))
+	waitScreen(t, ctx, "the program waiting", "BURST READY")
+	run(t, ctx, "start the flood", chromedp.KeyEvent(kb.Enter))
+	waitScreen(t, ctx, "the flood's end", "BURST END")
+	run(t, ctx, "the exit status", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="exited"]`)))
+	if s := get(t, ctx, "state", chromedp.Text(chromedp.ID("term-state"))); s != "Exited with status 3" {
+		t.Fatalf("state %q", s)
+	}
+}
