@@ -66,6 +66,11 @@ type machineRig struct {
 // connectMachine creates a machine for person and runs its daemon until the
 // test ends.
 func connectMachine(t *testing.T, env *servertest.Env, person *servertest.Client, name string) *machineRig {
+	return connectMachineBackoff(t, env, person, name, 10*time.Millisecond)
+}
+
+// connectMachineBackoff is connectMachine with the daemon's reconnect delay.
+func connectMachineBackoff(t *testing.T, env *servertest.Env, person *servertest.Client, name string, backoff time.Duration) *machineRig {
 	t.Helper()
 	var out struct {
 		Machine struct{ ID string } `json:"machine"`
@@ -73,8 +78,8 @@ func connectMachine(t *testing.T, env *servertest.Env, person *servertest.Client
 	}
 	person.MustJSON("POST", "/api/machines", map[string]string{"name": name}, 201, &out)
 	up := make(chan bool, 16)
-	d, err := daemon.New(daemon.Options{Server: env.URL, Token: out.Token, MinBackoff: 10 * time.Millisecond,
-		MaxBackoff: 100 * time.Millisecond, Connected: func(b bool) { up <- b }})
+	d, err := daemon.New(daemon.Options{Server: env.URL, Token: out.Token, MinBackoff: backoff,
+		MaxBackoff: 10 * backoff, Connected: func(b bool) { up <- b }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +161,28 @@ func waitScreen(t *testing.T, ctx context.Context, what, text string) {
 // app, in real Chromium, full size and popup size: xterm.js shows the
 // program's screen, fills its frame and has the keyboard; keystrokes (Esc
 // and an arrow included) and a paste reach the program as the exact bytes
-// xterm.js makes; watch-only mode cannot type.
+// xterm.js makes; watch-only mode cannot type; after a server restart the
+// page dials again with a new ticket and the terminal works on. The
+// machines page shows the session as it starts, without a reload.
 func TestTerminalInTheWebApp(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
 	person := env.Person(t, "ada@example.com")
-	m := connectMachine(t, env, person, "laptop")
-	id := m.start(80, 24, testProg(t), "keys")
+	// The daemon reconnects more slowly than the page, as it may in life:
+	// after the restart below the page first finds its session missing.
+	m := connectMachineBackoff(t, env, person, "laptop", 2500*time.Millisecond)
 	ctx := startBrowser(t)
 	signIn(t, ctx, env, "ada@example.com")
+	run(t, ctx, "machines page",
+		viewport(440, 600, "light"),
+		chromedp.Navigate(env.URL+"/machines"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"] #machines .state-online`)),
+	)
+	id := m.start(80, 24, testProg(t), "keys")
+	run(t, ctx, "the session appears live, and opens",
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/sessions/`+id+`"]`)),
+		chromedp.Click(chromedp.CSS(`a[href="/sessions/`+id+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]`)),
+	)
 
 	for _, size := range []struct{ w, h int64 }{{1280, 800}, {440, 600}} {
 		run(t, ctx, "open the terminal",
@@ -222,6 +241,24 @@ func TestTerminalInTheWebApp(t *testing.T) {
 	if strings.Contains(screen, "got 71") {
 		t.Fatalf("a key typed while watching reached the program:\n%s", screen)
 	}
+
+	// A deploy: the socket drops, the page asks for a new ticket and dials
+	// again; until the daemon is back the session is unknown and the page
+	// says its machine is offline rather than giving up. Then typing works on.
+	n := get(t, ctx, "connections", chromedp.Evaluate[string](`document.getElementById('term-page').dataset.connections`))
+	env.Restart(t)
+	run(t, ctx, "waiting for the machine", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="offline"]`)))
+	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx2, chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]:not([data-connections="`+n+`"])`))); err != nil {
+		t.Fatalf("the page never reconnected after a server restart: %v%s", err, pageState(ctx))
+	}
+	run(t, ctx, "type after the restart", chromedp.KeyEvent("r"))
+	waitScreen(t, ctx, "typing after the restart", "got 72")
+
+	// Revoking the machine ends the session for good: the page says so.
+	person.MustJSON("DELETE", "/api/machines/"+m.machineID, nil, 204, nil)
+	run(t, ctx, "the session is gone", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="gone"]`)))
 }
 
 func renderer(t *testing.T, ctx context.Context) string {

@@ -137,7 +137,10 @@ func (s *Server) pageTerminal(c *fiber.Ctx) error {
 		return storeError(err, "session")
 	}
 	title := strings.Join(sess.Command, " ")
-	if err := s.render(c, http.StatusOK, "session", view{Title: title, Nav: "machines", Src: "/sessions/" + sess.ID,
+	// No Src: app.js would re-fetch the page on every event-stream
+	// reconnect and, while a restarted server waits for the daemon to
+	// announce the session again, replace the terminal with a 404.
+	if err := s.render(c, http.StatusOK, "session", view{Title: title, Nav: "machines",
 		User: s.pageUser(c), Data: fiber.Map{"Session": sess, "Machine": m, "Command": title}}); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@
   var stateEl = document.getElementById('term-state');
   if (!page || !host || !window.Terminal || !window.FitAddon) return;
   var sessionID = page.getAttribute('data-session');
+  var machineID = page.getAttribute('data-machine');
   var enc = new TextEncoder();
 
   var MIN_BACKOFF = 1000, MAX_BACKOFF = 30000;
@@ -113,7 +114,7 @@
   }
 
   // ---- socket ----
-  var ws = null, generation = 0, timer = null, backoff = MIN_BACKOFF;
+  var ws = null, generation = 0, timer = null, backoff = MIN_BACKOFF, opened = 0;
 
   function cookie(name) {
     var m = document.cookie.match(new RegExp('(?:^|; )' + name + '=([^;]*)'));
@@ -145,7 +146,7 @@
       if (gen === generation) dial(t.url, gen);
     }, function (err) {
       if (gen !== generation) return;
-      if (err.status === 404) return end('gone', 'This session is gone: its daemon removed it, or the machine was revoked.');
+      if (err.status === 404) return sessionMissing(gen);
       if (err.status === 401) return renewSignIn(gen);
       retry(gen);
     });
@@ -161,11 +162,32 @@
     }, function () { if (gen === generation) retry(gen); });
   }
 
-  function retry(gen) {
+  // sessionMissing tells a session that is gone from one whose machine has
+  // not reconnected yet (after a server restart the daemon re-announces its
+  // sessions when it is back): the machine's state decides. Online twice in
+  // a row without the session means gone.
+  var missing = 0;
+  function sessionMissing(gen) {
+    fetch('/api/machines', { credentials: 'same-origin' }).then(function (r) {
+      if (!r.ok) throw new Error('machines: ' + r.status);
+      return r.json();
+    }).then(function (out) {
+      if (gen !== generation) return;
+      var m = (out.machines || []).filter(function (x) { return x.id === machineID; })[0];
+      if (m && !m.online) {
+        missing = 0;
+        return retry(gen, 'offline', 'Machine offline: waiting for its daemon');
+      }
+      if (m && ++missing < 2) return retry(gen);
+      end('gone', 'This session is gone: its daemon removed it, or the machine was revoked.');
+    }, function () { if (gen === generation) retry(gen); });
+  }
+
+  function retry(gen, state, text) {
     if (gen !== generation || ended) return;
     var wait = backoff;
     backoff = Math.min(backoff * 2, MAX_BACKOFF);
-    show('reconnecting', 'Connection lost: retrying in ' + Math.round(wait / 1000) + ' s');
+    show(state || 'reconnecting', text || 'Connection lost: retrying in ' + Math.round(wait / 1000) + ' s');
     timer = setTimeout(function () { if (gen === generation) connect(); }, wait);
   }
 
@@ -183,6 +205,8 @@
       if (gen !== generation) return;
       connected = true;
       backoff = MIN_BACKOFF;
+      missing = 0;
+      page.setAttribute('data-connections', String(++opened));
       lastSize = '';
       sendSize();
     };
