@@ -220,6 +220,10 @@ func TestTerminalInTheWebApp(t *testing.T) {
 	run(t, ctx, "up arrow", chromedp.KeyEvent(kb.ArrowUp))
 	waitScreen(t, ctx, "up arrow", "got 1b5b41")
 
+	// The window grows: the page says so and the session follows it.
+	run(t, ctx, "a bigger window", viewport(1280, 800, "light"),
+		chromedp.Poll[chromedp.Void](`window.__term.cols > 100`, chromedp.WithPollingTimeout(10*time.Second)))
+
 	// Paste goes through as typed (one frame, the exact text).
 	run(t, ctx, "paste", chromedp.Evaluate[chromedp.Void](`window.__term.paste('xyz')`))
 	waitScreen(t, ctx, "paste", "got 78797a")
