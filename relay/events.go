@@ -8,11 +8,12 @@ const (
 	EventSessionStarted = "session.started"
 	EventSessionExited  = "session.exited"
 	EventSessionGone    = "session.gone"
+	EventSessionViewers = "session.viewers"
 )
 
 // Event is a change a person's open pages may want to show: a machine's
 // daemon connected or went away, or one of its sessions started, exited or
-// was removed.
+// was removed, or a viewer attached to or left one of its sessions.
 type Event struct {
 	Type      string
 	UserID    string // whose machine it is

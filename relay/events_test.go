@@ -9,7 +9,7 @@ import (
 )
 
 // TestHubReportsMachineAndSessionEvents: the hub's hook hears a daemon come
-// online, a session start and exit, and, when the machine is revoked, the
+// online, a session start, a viewer attach and leave, the session exit, and, when the machine is revoked, the
 // session go and the machine go offline — each naming the person.
 func TestHubReportsMachineAndSessionEvents(t *testing.T) {
 	events := make(chan relay.Event, 64)
@@ -43,6 +43,14 @@ func TestHubReportsMachineAndSessionEvents(t *testing.T) {
 		t.Fatalf("session.started %+v", e.Session)
 	}
 	r.waitDaemon(id, "BURST READY")
+	v := r.viewer(id, true, false)
+	if e := next(relay.EventSessionViewers); e.Session.ID != id || e.Session.Viewers != 1 {
+		t.Fatalf("session.viewers on attach %+v", e.Session)
+	}
+	v.Close()
+	if e := next(relay.EventSessionViewers); e.Session.Viewers != 0 {
+		t.Fatalf("session.viewers on leaving %+v", e.Session)
+	}
 	sess, _ := r.d.Session(id)
 	if err := sess.Input([]byte("\r")); err != nil {
 		t.Fatal(err)
