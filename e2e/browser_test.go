@@ -11,8 +11,9 @@ import (
 )
 
 // startBrowser starts one headless Chromium with a fresh profile for the
-// test and returns a tab's context; everything ends with the test.
-func startBrowser(t *testing.T) context.Context {
+// test and returns a tab's context; everything ends with the test. extra
+// adds flags.
+func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
@@ -27,6 +28,7 @@ func startBrowser(t *testing.T) context.Context {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
 	}
+	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })

@@ -133,6 +133,7 @@ func TestScreenshots(t *testing.T) {
 			chromedp.WaitVisible(chromedp.ID("invite-url")),
 		}
 	}})
+	machineShots(t, ctx, env, owner, capture)
 	capture(shot{"not-found", "Someone else's (or no) workspace", visit(env.URL+"/workspaces/nope", `main .card`)})
 
 	if write {

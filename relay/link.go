@@ -73,6 +73,7 @@ func (h *Hub) ServeDaemon(m Machine, conn *websocket.Conn) error {
 	if old != nil {
 		old.close()
 	}
+	h.emit(EventMachineOnline, m, nil)
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -170,8 +171,8 @@ func (h *Hub) daemonControl(l *link, p []byte) error {
 	case wire.TypeSynced:
 		h.forgetUnannounced(l)
 	case wire.TypeExit:
-		if s := l.byIndex[c.Index]; s != nil {
-			s.exit(c.ExitCode)
+		if s := l.byIndex[c.Index]; s != nil && s.exit(c.ExitCode) {
+			h.emit(EventSessionExited, l.machine, s)
 		}
 	case wire.TypeGone:
 		if s := l.byIndex[c.Index]; s != nil {
@@ -197,7 +198,8 @@ func (h *Hub) announce(l *link, index uint32, info wire.SessionInfo) {
 		h.opts.Logger.Warn("daemon announced another machine's session id; ignored", "machine", l.machine.ID, "session", info.ID)
 		return
 	}
-	if s == nil {
+	started := s == nil
+	if started {
 		s = newSession(l.machine, info)
 		h.sessions[info.ID] = s
 	}
@@ -209,7 +211,13 @@ func (h *Hub) announce(l *link, index uint32, info wire.SessionInfo) {
 	}
 	l.byIndex[index] = s
 	l.announced[info.ID] = true
-	s.bind(l, index, info)
+	exited := s.bind(l, index, info)
+	switch {
+	case started:
+		h.emit(EventSessionStarted, l.machine, s)
+	case exited:
+		h.emit(EventSessionExited, l.machine, s)
+	}
 }
 
 // forgetUnannounced drops the machine's sessions this link did not report:
@@ -229,6 +237,7 @@ func (h *Hub) forgetUnannounced(l *link) {
 	for _, s := range gone {
 		s.end()
 	}
+	h.emitGone(gone)
 }
 
 func (h *Hub) remove(s *session) {
@@ -238,17 +247,22 @@ func (h *Hub) remove(s *session) {
 	}
 	h.mu.Unlock()
 	s.end()
+	h.emitGone([]*session{s})
 }
 
 // dropLink marks the link's sessions offline; they stay listed and their
 // viewers stay attached until the daemon comes back or is disconnected.
 func (h *Hub) dropLink(l *link) {
 	h.mu.Lock()
-	if h.links[l.machine.ID] == l {
+	current := h.links[l.machine.ID] == l
+	if current {
 		delete(h.links, l.machine.ID)
 	}
 	h.mu.Unlock()
 	for _, s := range l.byIndex {
 		s.unbind(l)
+	}
+	if current {
+		h.emit(EventMachineOffline, l.machine, nil)
 	}
 }

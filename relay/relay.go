@@ -64,6 +64,10 @@ type Options struct {
 	// WriteWait is the deadline of each write.
 	WriteWait time.Duration
 	Logger    *slog.Logger
+	// OnEvent, when set, hears of machines going online and offline and of
+	// sessions starting, exiting and going away. It is called without the
+	// hub's locks, from socket goroutines, and must not block.
+	OnEvent func(Event)
 }
 
 // Hub holds every connected daemon, session and viewer.
@@ -189,6 +193,7 @@ func (h *Hub) Disconnect(machineID string) {
 	for _, s := range gone {
 		s.end()
 	}
+	h.emitGone(gone)
 }
 
 // keepReading extends conn's read deadline on every pong and returns a func

@@ -56,10 +56,12 @@ func (s *session) viewerList() []*viewer {
 	return out
 }
 
-// bind attaches the session to a daemon's link, as (re)announced.
-func (s *session) bind(l *link, index uint32, info wire.SessionInfo) {
+// bind attaches the session to a daemon's link, as (re)announced, and
+// reports whether the announcement says it exited since the hub last knew.
+func (s *session) bind(l *link, index uint32, info wire.SessionInfo) (exited bool) {
 	s.mu.Lock()
 	wasOnline := s.link != nil
+	exited = info.Exited && !s.info.Exited
 	s.link, s.index = l, index
 	s.info = info
 	s.redrawAsked = false
@@ -77,6 +79,7 @@ func (s *session) bind(l *link, index uint32, info wire.SessionInfo) {
 			v.control(wire.Control{Type: wire.TypeStatus, Online: true})
 		}
 	}
+	return exited
 }
 
 // unbind marks the session offline if it is still on link l.
@@ -169,14 +172,17 @@ func (s *session) resync(v *viewer) {
 	s.askRedraw()
 }
 
-func (s *session) exit(code int) {
+// exit records the program's exit status and reports whether it is news.
+func (s *session) exit(code int) bool {
 	s.mu.Lock()
+	was := s.info.Exited
 	s.info.Exited, s.info.ExitCode = true, code
 	vs := s.viewerList()
 	s.mu.Unlock()
 	for _, v := range vs {
 		v.exited(code)
 	}
+	return !was
 }
 
 // attach adds a viewer and starts it with the cached snapshot, or asks the

@@ -256,7 +256,12 @@ func (h *Hub) ServeViewer(userID, sessionID string, watchOnly bool, conn *websoc
 	if !s.attach(v) {
 		return ErrNoSession
 	}
-	defer s.detach(v)
+	m := Machine{ID: s.machineID, UserID: s.userID}
+	h.emit(EventSessionViewers, m, s)
+	defer func() {
+		s.detach(v)
+		h.emit(EventSessionViewers, m, s)
+	}()
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -26,6 +26,11 @@ const (
 	// path once the entry is appended.
 	evCallFinished = "call.finished"
 	evGrantRevoked = "grant.revoked"
+	// Machines; their online/offline and session events come from the relay
+	// (terminal_events.go).
+	evMachineCreated = "machine.created"
+	evMachineUpdated = "machine.updated"
+	evMachineRevoked = "machine.revoked"
 )
 
 // eventHeartbeat is how often an idle stream sends a comment: proxies keep it

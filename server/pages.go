@@ -72,6 +72,7 @@ var navItems = []navItem{
 	{"sites", "Sites", "/sites"},
 	{"browsers", "Browsers", "/browsers"},
 	{"grants", "Grants", "/grants"},
+	{"machines", "Machines", "/machines"},
 	{"audit", "Audit", "/audit"},
 	{"settings", "Settings", "/settings"},
 }

@@ -32,6 +32,7 @@ func (s *Server) mountPages() {
 	s.mountWorkspacePages(me)
 	s.mountApprovalPages(me)
 	s.mountSitePages(me)
+	s.mountMachinePages(me)
 }
 
 // accountForm reads the fields the setup, sign-up and invitation forms share.

@@ -129,8 +129,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Relay.Logger == nil {
 		opts.Relay.Logger = opts.Logger
 	}
-	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), relay: relay.New(opts.Relay),
+	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
+	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}

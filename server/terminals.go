@@ -74,6 +74,7 @@ func (s *Server) postMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.publish(userID(c), evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
 		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(plain),
 	})
@@ -93,6 +94,7 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "machine")
 	}
+	s.publish(userID(c), evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
 	return c.JSON(fiber.Map{"machine": s.machineView(*m)})
 }
 
@@ -102,6 +104,7 @@ func (s *Server) deleteMachine(c *fiber.Ctx) error {
 		return storeError(err, "machine")
 	}
 	s.relay.Disconnect(c.Params("id"))
+	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 

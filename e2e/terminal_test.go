@@ -1,0 +1,343 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+var (
+	progOnce sync.Once
+	progPath string
+	progErr  error
+)
+
+// testProg builds the relay tests' program (relay/testdata/prog) once per
+// run: "keys" puts the terminal in raw mode and prints every read as hex.
+func testProg(t *testing.T) string {
+	t.Helper()
+	progOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tabbridge-e2e-prog")
+		if err != nil {
+			progErr = err
+			return
+		}
+		progPath = filepath.Join(dir, "prog")
+		out, err := exec.Command("go", "build", "-o", progPath, repoPath(t, "relay/testdata/prog")).CombinedOutput()
+		if err != nil {
+			progErr = &buildError{err, string(out)}
+		}
+	})
+	if progErr != nil {
+		t.Fatal(progErr)
+	}
+	return progPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return "build test program: " + e.err.Error() + "\n" + e.out }
+
+// machineRig is a person's machine with a real daemon connected to the
+// server in-process, running real programs in real PTYs.
+type machineRig struct {
+	t         *testing.T
+	env       *servertest.Env
+	person    *servertest.Client
+	machineID string
+	d         *daemon.Daemon
+}
+
+// connectMachine creates a machine for person and runs its daemon until the
+// test ends.
+func connectMachine(t *testing.T, env *servertest.Env, person *servertest.Client, name string) *machineRig {
+	return connectMachineBackoff(t, env, person, name, 10*time.Millisecond)
+}
+
+// connectMachineBackoff is connectMachine with the daemon's reconnect delay.
+func connectMachineBackoff(t *testing.T, env *servertest.Env, person *servertest.Client, name string, backoff time.Duration) *machineRig {
+	t.Helper()
+	var out struct {
+		Machine struct{ ID string } `json:"machine"`
+		Token   string              `json:"token"`
+	}
+	person.MustJSON("POST", "/api/machines", map[string]string{"name": name}, 201, &out)
+	up := make(chan bool, 16)
+	d, err := daemon.New(daemon.Options{Server: env.URL, Token: out.Token, MinBackoff: backoff,
+		MaxBackoff: 10 * backoff, Connected: func(b bool) { up <- b }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = d.Close(sctx)
+	})
+	timeout := time.After(30 * time.Second)
+	for linked := false; !linked; {
+		select {
+		case linked = <-up:
+		case <-timeout:
+			t.Fatal("the daemon never connected")
+		}
+	}
+	return &machineRig{t: t, env: env, person: person, machineID: out.Machine.ID, d: d}
+}
+
+// start runs argv in a new session and waits until the server lists it.
+func (m *machineRig) start(cols, rows int, argv ...string) string {
+	m.t.Helper()
+	id, err := m.d.Start(daemon.Spec{Argv: argv, Cols: cols, Rows: rows,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LANG=C.UTF-8"}})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var out struct{ Sessions []struct{ ID string } }
+		m.person.MustJSON("GET", "/api/machines/"+m.machineID+"/sessions", nil, 200, &out)
+		for _, s := range out.Sessions {
+			if s.ID == id {
+				return id
+			}
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("session %s never listed", id)
+		}
+		time.Sleep(10 * time.Millisecond) // polling an HTTP listing: there is no event to wait on here
+	}
+}
+
+// screenJS reads xterm.js's own buffer: every line, scrollback included.
+const screenJS = `(() => { const b = window.__term.buffer.active, out = [];
+  for (let i = 0; i < b.length; i++) { const l = b.getLine(i); out.push(l ? l.translateToString(true) : ''); }
+  return out.join('\n'); })()`
+
+// waitScreen waits until the terminal shows text.
+func waitScreen(t *testing.T, ctx context.Context, what, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.__term && `+screenJS+`.includes(`+jsString(text)+`)`, chromedp.WithPollingInterval(20*time.Millisecond)))
+	if err != nil {
+		screen, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](screenJS))
+		t.Fatalf("%s: the terminal never showed %q (%v); it shows:\n%s", what, text, err, screen)
+	}
+}
+
+// TestTerminalInTheWebApp opens a real program's live terminal in the web
+// app, in real Chromium, full size and popup size: xterm.js shows the
+// program's screen, fills its frame and has the keyboard; keystrokes (Esc
+// and an arrow included) and a paste reach the program as the exact bytes
+// xterm.js makes; watch-only mode cannot type; after a server restart the
+// page dials again with a new ticket and the terminal works on. The
+// machines page shows the session as it starts, without a reload.
+func TestTerminalInTheWebApp(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	// The daemon reconnects more slowly than the page, as it may in life:
+	// after the restart below the page first finds its session missing.
+	m := connectMachineBackoff(t, env, person, "laptop", 2500*time.Millisecond)
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	run(t, ctx, "machines page",
+		viewport(440, 600, "light"),
+		chromedp.Navigate(env.URL+"/machines"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"] #machines .state-online`)),
+	)
+	id := m.start(80, 24, testProg(t), "keys")
+	run(t, ctx, "the session appears live, and opens",
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/sessions/`+id+`"]`)),
+		chromedp.Click(chromedp.CSS(`a[href="/sessions/`+id+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]`)),
+	)
+
+	for _, size := range []struct{ w, h int64 }{{1280, 800}, {440, 600}} {
+		run(t, ctx, "open the terminal",
+			viewport(size.w, size.h, "light"),
+			chromedp.Evaluate[chromedp.Void](`localStorage.removeItem('tabbridge.watchOnly')`),
+			chromedp.Navigate(env.URL+"/sessions/"+id),
+			chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)),
+		)
+		waitScreen(t, ctx, "the program's screen", "KEYS READY")
+		if r := renderer(t, ctx); r != "webgl" && r != "dom" {
+			t.Fatalf("renderer %q", r)
+		}
+		focused := get(t, ctx, "focus", chromedp.Evaluate[bool](`document.activeElement === document.querySelector('#term-host .xterm-helper-textarea')`))
+		if !focused {
+			t.Fatalf("%d×%d: keyboard focus is not on the terminal", size.w, size.h)
+		}
+		// The terminal fills its frame: it ends near the bottom of the window.
+		bottom := get(t, ctx, "frame", chromedp.Evaluate[float64](`document.querySelector('.term-frame').getBoundingClientRect().bottom`))
+		if bottom < float64(size.h)-2 || bottom > float64(size.h)+1 {
+			t.Fatalf("%d×%d: the terminal's frame ends at %v", size.w, size.h, bottom)
+		}
+		noHorizontalScroll(t, ctx, "terminal", size.w)
+	}
+
+	// The popup-sized viewer typed nothing yet; the session took its size.
+	cols := get(t, ctx, "cols", chromedp.Evaluate[int](`window.__term.cols`))
+	if cols > 60 || cols < 30 {
+		t.Fatalf("in the popup the terminal has %d columns, want it fitted to 440 px", cols)
+	}
+
+	run(t, ctx, "type", chromedp.KeyEvent("a"))
+	waitScreen(t, ctx, "a letter", "got 61")
+	run(t, ctx, "Esc", chromedp.KeyEvent(kb.Escape))
+	waitScreen(t, ctx, "Esc alone", "got 1b\n")
+	run(t, ctx, "up arrow", chromedp.KeyEvent(kb.ArrowUp))
+	waitScreen(t, ctx, "up arrow", "got 1b5b41")
+
+	// The window grows: the page says so and the session follows it.
+	run(t, ctx, "a bigger window", viewport(1280, 800, "light"),
+		chromedp.Poll[chromedp.Void](`window.__term.cols > 100`, chromedp.WithPollingTimeout(10*time.Second)))
+
+	// Paste goes through as typed (one frame, the exact text).
+	run(t, ctx, "paste", chromedp.Evaluate[chromedp.Void](`window.__term.paste('xyz')`))
+	waitScreen(t, ctx, "paste", "got 78797a")
+
+	// Watch only: the same keys go nowhere.
+	run(t, ctx, "watch only",
+		chromedp.Click(chromedp.ID("mode-watch")),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="watch"]`)),
+	)
+	waitScreen(t, ctx, "history after reconnecting", "got 78797a")
+	run(t, ctx, "type while watching", chromedp.KeyEvent("q"))
+	run(t, ctx, "back to typing",
+		chromedp.Click(chromedp.ID("mode-type")),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)),
+		chromedp.KeyEvent("z"),
+	)
+	waitScreen(t, ctx, "typing again", "got 7a")
+	screen := get(t, ctx, "screen", chromedp.Evaluate[string](screenJS))
+	if strings.Contains(screen, "got 71") {
+		t.Fatalf("a key typed while watching reached the program:\n%s", screen)
+	}
+
+	// A deploy: the socket drops, the page asks for a new ticket and dials
+	// again; until the daemon is back the session is unknown and the page
+	// says its machine is offline rather than giving up. Then typing works on.
+	n := get(t, ctx, "connections", chromedp.Evaluate[string](`document.getElementById('term-page').dataset.connections`))
+	env.Restart(t)
+	run(t, ctx, "waiting for the machine", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="offline"]`)))
+	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx2, chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]:not([data-connections="`+n+`"])`))); err != nil {
+		t.Fatalf("the page never reconnected after a server restart: %v%s", err, pageState(ctx))
+	}
+	run(t, ctx, "type after the restart", chromedp.KeyEvent("r"))
+	waitScreen(t, ctx, "typing after the restart", "got 72")
+
+	// Revoking the machine ends the session for good: the page says so.
+	person.MustJSON("DELETE", "/api/machines/"+m.machineID, nil, 204, nil)
+	run(t, ctx, "the session is gone", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="gone"]`)))
+}
+
+func renderer(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	return get(t, ctx, "renderer", chromedp.Evaluate[string](`document.getElementById('term-host').dataset.renderer`))
+}
+
+// loseContextJS loses the WebGL renderer's context the way a driver reset
+// does (WEBGL_lose_context); getContext hands back the canvas's own context.
+const loseContextJS = `(() => { for (const c of document.querySelectorAll('#term-host canvas')) {
+  const gl = c.getContext('webgl2'); const ext = gl && gl.getExtension('WEBGL_lose_context');
+  if (ext && !gl.isContextLost()) { ext.loseContext(); return true; } } return false; })()`
+
+// TestTerminalRenderers: where WebGL cannot start (here: Chromium with its
+// 3D APIs off), loading the WebGL add-on fails in activate and the DOM
+// renderer takes over; where it starts, a lost context is rebuilt once and
+// a second loss drops to the DOM renderer for good — and the terminal keeps
+// showing the program and taking keys through all of it.
+func TestTerminalRenderers(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	m := connectMachine(t, env, person, "laptop")
+	id := m.start(80, 24, testProg(t), "keys")
+
+	t.Run("no WebGL", func(t *testing.T) {
+		ctx := startBrowser(t, chromedp.Flag("disable-3d-apis", true))
+		signIn(t, ctx, env, "ada@example.com")
+		run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
+			chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]`)))
+		waitScreen(t, ctx, "the program's screen", "KEYS READY")
+		if r := renderer(t, ctx); r != "dom" {
+			t.Fatalf("without WebGL the renderer is %q, want the DOM fallback", r)
+		}
+		run(t, ctx, "type", chromedp.KeyEvent("d"))
+		waitScreen(t, ctx, "a key", "got 64")
+	})
+
+	t.Run("context lost twice", func(t *testing.T) {
+		ctx := startBrowser(t)
+		signIn(t, ctx, env, "ada@example.com")
+		run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
+			chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]`)))
+		waitScreen(t, ctx, "the program's screen", "KEYS READY")
+		if r := renderer(t, ctx); r != "webgl" {
+			t.Skipf("this Chromium gives no WebGL2 context (renderer %q): nothing to lose", r)
+		}
+		for _, want := range []struct{ renderer, losses string }{{"webgl", "1"}, {"dom", "2"}} {
+			if !get(t, ctx, "lose the context", chromedp.Evaluate[bool](loseContextJS)) {
+				t.Fatal("no WebGL context to lose")
+			}
+			// xterm.js waits 3 s for the context to come back before it
+			// reports the loss.
+			sel := `#term-host[data-renderer="` + want.renderer + `"][data-webgl-losses="` + want.losses + `"]`
+			ctx2, cancel := context.WithTimeout(ctx, 15*time.Second)
+			if _, err := chromedp.Run(ctx2, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
+				cancel()
+				t.Fatalf("after loss %s: %v (renderer %q)", want.losses, err, renderer(t, ctx))
+			}
+			cancel()
+		}
+		run(t, ctx, "type after falling back", chromedp.KeyEvent("e"))
+		waitScreen(t, ctx, "a key after the fallback", "got 65")
+		if n := get(t, ctx, "canvases", chromedp.Evaluate[int](`document.querySelectorAll('#term-host canvas').length`)); n != 0 {
+			t.Fatalf("the DOM renderer left %d WebGL canvases behind", n)
+		}
+	})
+}
+
+// TestTerminalKeepsUpWithAFlood: a program writes 2 MB after the page
+// attached and exits. The page acknowledges what xterm.js has written, so
+// the server's window keeps opening: the last line and the exit status
+// arrive (a page that did not acknowledge would stall at the high mark).
+func TestTerminalKeepsUpWithAFlood(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	m := connectMachine(t, env, person, "laptop")
+	id := m.start(100, 30, testProg(t), "burst", "2000000")
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	run(t, ctx, "open the terminal", viewport(1280, 800, "light"),
+		chromedp.Navigate(env.URL+"/sessions/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]`)))
+	waitScreen(t, ctx, "the program waiting", "BURST READY")
+	run(t, ctx, "start the flood", chromedp.KeyEvent(kb.Enter))
+	waitScreen(t, ctx, "the flood's end", "BURST END")
+	run(t, ctx, "the exit status", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="exited"]`)))
+	if s := get(t, ctx, "state", chromedp.Text(chromedp.ID("term-state"))); s != "Exited with status 3" {
+		t.Fatalf("state %q", s)
+	}
+}

@@ -1,0 +1,319 @@
+// Tabbridge terminal page: one session's live terminal in xterm.js, over the
+// viewer socket (docs/PROTOCOL-terminals.md). Plain JavaScript, no build step.
+//
+// - Renderer: WebGL, tried by actually loading it (it fails late, inside the
+//   add-on's activate, where there is no GPU); the DOM renderer otherwise. A
+//   lost WebGL context is rebuilt once; a second loss drops to the DOM
+//   renderer for good. The state is in #term-host[data-renderer].
+// - Output is written with term.write(data, callback) and acknowledged from
+//   the callback, so the server's window tracks what xterm.js has really
+//   processed, not what the socket has buffered.
+// - Input: every onData goes out at once as one input frame holding exactly
+//   the bytes xterm.js produced (Esc, arrows, paste alike). Never batched.
+// - The socket is re-dialled with a fresh ticket, backing off from 1 s to
+//   30 s, until the session is gone or the person is signed out.
+(function () {
+  'use strict';
+  var page = document.getElementById('term-page');
+  var host = document.getElementById('term-host');
+  var stateEl = document.getElementById('term-state');
+  if (!page || !host || !window.Terminal || !window.FitAddon) return;
+  var sessionID = page.getAttribute('data-session');
+  var machineID = page.getAttribute('data-machine');
+  var enc = new TextEncoder();
+
+  var MIN_BACKOFF = 1000, MAX_BACKOFF = 30000;
+  var FRAME_INPUT = 0x10, FRAME_OUTPUT = 0x01, FRAME_SNAPSHOT = 0x02;
+
+  var term = new window.Terminal({
+    cursorBlink: true,
+    fontSize: 13,
+    fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace',
+    scrollback: 5000,
+    theme: { background: '#0f1115', foreground: '#e6e8eb', cursor: '#e6e8eb', selectionBackground: '#3a4a6b' }
+  });
+  var fit = new window.FitAddon.FitAddon();
+  term.loadAddon(fit);
+  term.open(host);
+  window.__term = term; // read by the end-to-end tests; handy in dev tools
+
+  // ---- renderer ----
+  var webgl = null, losses = 0;
+
+  function setRenderer(name) {
+    host.setAttribute('data-renderer', name);
+    host.setAttribute('data-webgl-losses', String(losses));
+  }
+
+  // tryWebgl loads a fresh WebGL add-on and reports whether it took.
+  function tryWebgl() {
+    if (!window.WebglAddon) return false;
+    var addon = null;
+    try {
+      addon = new window.WebglAddon.WebglAddon();
+      term.loadAddon(addon); // activate() makes the context; throws without WebGL2
+    } catch (e) {
+      if (addon) { try { addon.dispose(); } catch (e2) { /* never activated */ } }
+      return false;
+    }
+    webgl = addon;
+    addon.onContextLoss(function () { contextLost(addon); });
+    return true;
+  }
+
+  // contextLost: a lost context never draws again, and a blank terminal looks
+  // like an agent that stopped. Rebuild once; after a second loss stay on
+  // the DOM renderer rather than burn GPU contexts in a loop.
+  function contextLost(addon) {
+    if (addon !== webgl) return;
+    webgl = null;
+    losses++;
+    try { addon.dispose(); } catch (e) { /* disposing puts the DOM renderer back */ }
+    setRenderer(losses < 2 && tryWebgl() ? 'webgl' : 'dom');
+  }
+
+  setRenderer(tryWebgl() ? 'webgl' : 'dom');
+
+  // ---- mode ----
+  var watchOnly = false;
+  try { watchOnly = localStorage.getItem('tabbridge.watchOnly') === '1'; } catch (e) { /* storage off */ }
+  var watchBtn = document.getElementById('mode-watch');
+  var typeBtn = document.getElementById('mode-type');
+
+  function showMode() {
+    term.options.disableStdin = watchOnly;
+    page.setAttribute('data-mode', watchOnly ? 'watch' : 'type');
+    if (watchBtn) watchBtn.setAttribute('aria-pressed', String(watchOnly));
+    if (typeBtn) typeBtn.setAttribute('aria-pressed', String(!watchOnly));
+  }
+
+  function setMode(w) {
+    if (w === watchOnly) { term.focus(); return; }
+    watchOnly = w;
+    try { localStorage.setItem('tabbridge.watchOnly', w ? '1' : '0'); } catch (e) { /* storage off */ }
+    showMode();
+    term.focus();
+    if (!ended) { backoff = MIN_BACKOFF; connect(); } // the mode is the ticket's: dial again
+  }
+  if (watchBtn) watchBtn.addEventListener('click', function () { setMode(true); });
+  if (typeBtn) typeBtn.addEventListener('click', function () { setMode(false); });
+  showMode();
+
+  // ---- state shown in the header ----
+  var online = false, exited = false, exitCode = 0, connected = false, ended = false;
+
+  function show(state, text) {
+    page.setAttribute('data-state', state);
+    if (stateEl) stateEl.textContent = text;
+  }
+
+  function showLive() {
+    if (exited) return show('exited', 'Exited with status ' + exitCode);
+    if (!online) return show('offline', 'Machine offline: waiting for its daemon');
+    show('live', watchOnly ? 'Live · watching' : 'Live');
+  }
+
+  // ---- socket ----
+  var ws = null, generation = 0, timer = null, backoff = MIN_BACKOFF, opened = 0;
+
+  function cookie(name) {
+    var m = document.cookie.match(new RegExp('(?:^|; )' + name + '=([^;]*)'));
+    return m ? decodeURIComponent(m[1]) : '';
+  }
+
+  function ticket() {
+    return fetch('/api/sessions/' + encodeURIComponent(sessionID) + '/viewer-ticket', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': cookie('tb_csrf') },
+      body: JSON.stringify({ watchOnly: watchOnly })
+    }).then(function (r) {
+      if (r.status === 201) return r.json();
+      var err = new Error('viewer ticket: ' + r.status);
+      err.status = r.status;
+      throw err;
+    });
+  }
+
+  // connect asks for a ticket and dials; every earlier socket is abandoned.
+  function connect() {
+    clearTimeout(timer);
+    var gen = ++generation;
+    if (ws) { var old = ws; ws = null; old.close(); }
+    connected = false;
+    show('connecting', 'Connecting…');
+    ticket().then(function (t) {
+      if (gen === generation) dial(t.url, gen);
+    }, function (err) {
+      if (gen !== generation) return;
+      if (err.status === 404) return sessionMissing(gen);
+      if (err.status === 401) return renewSignIn(gen);
+      retry(gen);
+    });
+  }
+
+  // renewSignIn loads the page itself, which renews an expired sign-in on the
+  // server; a redirect means the person is signed out.
+  function renewSignIn(gen) {
+    fetch(location.pathname, { credentials: 'same-origin' }).then(function (r) {
+      if (gen !== generation) return;
+      if (r.redirected) return end('signedout', 'Signed out: sign in again, then reload this page.');
+      retry(gen);
+    }, function () { if (gen === generation) retry(gen); });
+  }
+
+  // sessionMissing tells a session that is gone from one whose machine has
+  // not reconnected yet (after a server restart the daemon re-announces its
+  // sessions when it is back): the machine's state decides. Online twice in
+  // a row without the session means gone.
+  var missing = 0;
+  function sessionMissing(gen) {
+    fetch('/api/machines', { credentials: 'same-origin' }).then(function (r) {
+      if (!r.ok) throw new Error('machines: ' + r.status);
+      return r.json();
+    }).then(function (out) {
+      if (gen !== generation) return;
+      var m = (out.machines || []).filter(function (x) { return x.id === machineID; })[0];
+      if (m && !m.online) {
+        missing = 0;
+        return retry(gen, 'offline', 'Machine offline: waiting for its daemon');
+      }
+      if (m && ++missing < 2) return retry(gen);
+      end('gone', 'This session is gone: its daemon removed it, or the machine was revoked.');
+    }, function () { if (gen === generation) retry(gen); });
+  }
+
+  function retry(gen, state, text) {
+    if (gen !== generation || ended) return;
+    var wait = backoff;
+    backoff = Math.min(backoff * 2, MAX_BACKOFF);
+    show(state || 'reconnecting', text || 'Connection lost: retrying in ' + Math.round(wait / 1000) + ' s');
+    timer = setTimeout(function () { if (gen === generation) connect(); }, wait);
+  }
+
+  function end(state, text) {
+    ended = true;
+    show(state, text);
+  }
+
+  function dial(url, gen) {
+    var sock = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + url);
+    sock.binaryType = 'arraybuffer';
+    ws = sock;
+    var stream = { written: 0, fresh: true }; // per socket: acks count this socket's bytes
+    sock.onopen = function () {
+      if (gen !== generation) return;
+      connected = true;
+      backoff = MIN_BACKOFF;
+      missing = 0;
+      page.setAttribute('data-connections', String(++opened));
+      lastSize = '';
+      sendSize();
+    };
+    sock.onmessage = function (m) {
+      if (gen !== generation) return;
+      if (typeof m.data === 'string') {
+        var c;
+        try { c = JSON.parse(m.data); } catch (e) { return; }
+        control(c);
+      } else {
+        output(sock, stream, m.data);
+      }
+    };
+    sock.onclose = function () {
+      if (gen !== generation) return;
+      ws = null;
+      connected = false;
+      retry(gen);
+    };
+  }
+
+  function control(c) {
+    switch (c.type) {
+      case 'session':
+        exited = !!(c.session && c.session.exited);
+        exitCode = c.session ? c.session.exitCode : 0;
+        break;
+      case 'status':
+        online = !!c.online;
+        break;
+      case 'exit':
+        exited = true;
+        exitCode = c.exitCode;
+        break;
+      default:
+        return;
+    }
+    showLive();
+  }
+
+  // output writes an output or snapshot frame. A snapshot first takes the
+  // terminal to its size (and, the socket's first, clears what an earlier
+  // socket left), in order with the writes queued before it.
+  function output(sock, stream, buf) {
+    if (buf.byteLength < 9) return;
+    var b = new Uint8Array(buf), v = new DataView(buf), data;
+    if (b[0] === FRAME_SNAPSHOT) {
+      if (buf.byteLength < 13) return;
+      var cols = v.getUint16(9), rows = v.getUint16(11), fresh = stream.fresh;
+      stream.fresh = false;
+      term.write('', function () {
+        if (fresh) term.reset();
+        if (cols !== term.cols || rows !== term.rows) term.resize(cols, rows);
+      });
+      data = b.subarray(13);
+    } else if (b[0] === FRAME_OUTPUT) {
+      data = b.subarray(9);
+    } else {
+      return;
+    }
+    term.write(data, function () {
+      stream.written += data.length;
+      if (sock.readyState === WebSocket.OPEN) sock.send(JSON.stringify({ type: 'ack', bytes: stream.written }));
+    });
+  }
+
+  function send(bytes) {
+    if (watchOnly || !ws || !connected || ws.readyState !== WebSocket.OPEN) return;
+    var f = new Uint8Array(bytes.length + 1);
+    f[0] = FRAME_INPUT;
+    f.set(bytes, 1);
+    ws.send(f);
+  }
+
+  term.onData(function (s) { send(enc.encode(s)); });
+  // onBinary carries legacy mouse reports: one byte per character.
+  term.onBinary(function (s) {
+    var b = new Uint8Array(s.length);
+    for (var i = 0; i < s.length; i++) b[i] = s.charCodeAt(i) & 255;
+    send(b);
+  });
+
+  // ---- size ----
+  // The session follows the interactive viewer that typed last (or, before
+  // anyone typed, any interactive viewer): say what fits this frame, and
+  // let the snapshot that follows resize the terminal. Watch-only viewers
+  // show the session at its own size.
+  var lastSize = '', sizeTimer = null;
+
+  function sendSize() {
+    if (watchOnly || !ws || !connected || ws.readyState !== WebSocket.OPEN) return;
+    var d = fit.proposeDimensions();
+    if (!d || !isFinite(d.cols) || !isFinite(d.rows)) return;
+    var cols = Math.max(1, Math.min(1000, d.cols)), rows = Math.max(1, Math.min(500, d.rows));
+    var key = cols + 'x' + rows;
+    if (key === lastSize) return;
+    lastSize = key;
+    ws.send(JSON.stringify({ type: 'resize', cols: cols, rows: rows }));
+  }
+
+  function sizeSoon() {
+    clearTimeout(sizeTimer);
+    sizeTimer = setTimeout(sendSize, 80);
+  }
+  window.addEventListener('resize', sizeSoon);
+  if (window.ResizeObserver) new ResizeObserver(sizeSoon).observe(host.parentElement);
+
+  term.focus();
+  connect();
+})();
