@@ -1,0 +1,489 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tabbridge/tabbridge/server/servertest"
+)
+
+// world is one browser with the real extension, signed in to the live server, and an agent of a
+// workspace connected over MCP.
+type world struct {
+	t      *testing.T // the running (sub)test, for failures
+	root   *testing.T // the group's test, for what outlives a subtest
+	live   *liveServer
+	b      *ExtensionBrowser
+	worker context.Context
+	site   string
+	person *servertest.Client
+	ws     string
+	token  string
+	task   string
+	agent  *mcp.ClientSession
+}
+
+const password = "correct horse battery"
+
+// newWorld starts the server, the browser and the test site; points the extension at the server
+// the way the options page stores it; turns detection on (whose grant of <all_urls> also covers
+// the server); and signs in through the web app's first-run page in a tab of the same browser,
+// so the worker's fetches carry the cookie.
+func newWorld(t *testing.T) *world {
+	w := &world{t: t, root: t, live: startLive(t)}
+	w.b = startExtensionBrowser(t, ChromiumOptions{})
+	w.site = serveTestSite(t)
+	w.worker = w.b.Worker(t)
+	w.b.EnableDetection(t)
+	w.b.eval(t, w.worker, fmt.Sprintf(`chrome.storage.local.set({server: %q}).then(() => true)`, w.live.env.URL), nil)
+	app := w.b.Tab(t, w.live.env.URL+"/")
+	run(t, app, "first-run setup in the browser",
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/setup"]`)),
+		chromedp.SendKeys(chromedp.ID("name"), "Alice"),
+		chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Click(chromedp.CSS(`form[action="/setup"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("ws-name")),
+	)
+	w.person = w.signIn()
+	w.ws = w.person.Workspace("Shopping")
+	w.token = w.person.AgentToken(w.ws, "laptop")
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	w.person.MustJSON("POST", "/api/workspaces/"+w.ws+"/tasks", map[string]string{"title": "Buy tea"}, 201, &task)
+	w.task = task.Task.ID
+	w.agent = w.live.env.MCP(t, w.token, nil)
+	return w
+}
+
+// signIn is another client of the same person, for the JSON API.
+func (w *world) signIn() *servertest.Client {
+	c := w.live.env.NewClient(w.t)
+	c.MustJSON("POST", "/api/auth/signin", map[string]string{"email": "alice@example.com", "password": password}, 200, nil)
+	return c
+}
+
+// linkStatus is what the worker's ServerLink reports.
+type linkStatus struct {
+	State  string `json:"state"`
+	Shared []struct {
+		Origin string `json:"origin"`
+	} `json:"shared"`
+	LastError string `json:"lastError"`
+	Stats     struct {
+		Connects  int `json:"connects"`
+		Welcomes  int `json:"welcomes"`
+		Refreshes int `json:"refreshes"`
+		Tickets   int `json:"tickets"`
+	} `json:"stats"`
+	Announced []string `json:"announced"`
+	Calls     []string `json:"calls"`
+}
+
+func (w *world) link() linkStatus {
+	var s linkStatus
+	w.b.eval(w.t, w.worker, `__tabbridgeTest.ready().then(() => __tabbridgeTest.link.status())`, &s)
+	return s
+}
+
+// siteListing is one site of listSiteTools.
+type siteListing struct {
+	Site     string
+	Online   bool
+	OpenTabs int
+	LastURL  string
+	Tools    []struct {
+		Name     string
+		ReadOnly bool
+	}
+}
+
+func (l siteListing) toolNames() []string {
+	var names []string
+	for _, t := range l.Tools {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (w *world) listing(agent *mcp.ClientSession) []siteListing {
+	var list struct{ Sites []siteListing }
+	servertest.Structured(w.t, servertest.CallTool(w.t, agent, "listSiteTools", map[string]any{}), &list)
+	return list.Sites
+}
+
+// waitOnline waits until the agent sees the test site online with at least one open tab offering
+// the tools named.
+func (w *world) waitOnline(agent *mcp.ClientSession, tools ...string) siteListing {
+	var got siteListing
+	eventually(w.t, 15*time.Second, "the agent sees the site online", func() bool {
+		for _, s := range w.listing(agent) {
+			if s.Site == w.site && s.Online && s.OpenTabs > 0 {
+				got = s
+				names := s.toolNames()
+				return !slices.ContainsFunc(tools, func(n string) bool { return !slices.Contains(names, n) })
+			}
+		}
+		return false
+	})
+	return got
+}
+
+type asyncCall struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// callAsync calls callSiteTool without waiting; cancel gives the call up (the client cancels it).
+func (w *world) callAsync(agent *mcp.ClientSession, tool string, args map[string]any, task bool) (<-chan asyncCall, context.CancelFunc) {
+	params := map[string]any{"site": w.site, "tool": tool, "arguments": args}
+	if task {
+		params["taskId"] = w.task
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	out := make(chan asyncCall, 1)
+	go func() {
+		res, err := agent.CallTool(ctx, &mcp.CallToolParams{Name: "callSiteTool", Arguments: params})
+		out <- asyncCall{res, err}
+	}()
+	return out, cancel
+}
+
+func (w *world) await(ch <-chan asyncCall) *mcp.CallToolResult {
+	w.t.Helper()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			w.t.Fatalf("the call failed at the protocol level: %v", o.err)
+		}
+		return o.res
+	case <-time.After(60 * time.Second):
+		w.t.Fatal("the call did not return")
+	}
+	return nil
+}
+
+// call calls a tool and returns its text, failing on an error result.
+func (w *world) call(agent *mcp.ClientSession, tool string, args map[string]any, task bool) string {
+	w.t.Helper()
+	ch, cancel := w.callAsync(agent, tool, args, task)
+	defer cancel()
+	res := w.await(ch)
+	if res.IsError {
+		w.t.Fatalf("%s: error result %q", tool, servertest.ResultText(res))
+	}
+	return servertest.ResultText(res)
+}
+
+func wantErrorResult(t *testing.T, res *mcp.CallToolResult, parts ...string) {
+	t.Helper()
+	text := servertest.ResultText(res)
+	if !res.IsError {
+		t.Fatalf("want an error result, got %q", text)
+	}
+	for _, p := range parts {
+		if !strings.Contains(text, p) {
+			t.Fatalf("error %q does not mention %q", text, p)
+		}
+	}
+}
+
+type searchResult struct {
+	Title  string  `json:"title"`
+	Count  float64 `json:"count"`
+	Q      string  `json:"q"`
+	Secret string  `json:"secret"`
+}
+
+func (w *world) search(agent *mcp.ClientSession, q string) searchResult {
+	w.t.Helper()
+	var r searchResult
+	text := w.call(agent, "search", map[string]any{"q": q}, false)
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		w.t.Fatalf("search result %q: %v", text, err)
+	}
+	return r
+}
+
+func (w *world) secretOf(tab context.Context) string {
+	var s string
+	w.b.eval(w.t, tab, `window.testsite.secret`, &s)
+	return s
+}
+
+// activate makes a tab the most recently used one, as a person's click would. Each test tab opens
+// as the active tab of its own window, and headless Chromium reports no window focus, so the tab
+// is first moved into the browser's first window, then activated there.
+func (w *world) activate(tab context.Context, url string) {
+	w.t.Helper()
+	d := documentOf(w.t, w.b, w.worker, url)
+	w.b.eval(w.t, w.worker, fmt.Sprintf(`(async () => {
+		const [first] = await chrome.windows.getAll();
+		const t = await chrome.tabs.get(%d);
+		if (t.windowId !== first.id) await chrome.tabs.move(t.id, {windowId: first.id, index: -1});
+		await chrome.tabs.update(t.id, {active: true});
+		return true;
+	})()`, d.TabID), nil)
+	w.b.waitJS(w.t, w.worker, 5*time.Second, fmt.Sprintf(`Object.entries(__tabbridgeTest.pages.rec.tabUsed).every(([id, at]) => id == %d || at <= __tabbridgeTest.pages.rec.tabUsed[%d])`, d.TabID, d.TabID), nil)
+}
+
+type pendingRequest struct {
+	ID        string `json:"id"`
+	Tool      string `json:"tool"`
+	TaskID    string `json:"taskId"`
+	Arguments string `json:"arguments"`
+}
+
+func (w *world) pending(n int) []pendingRequest {
+	w.t.Helper()
+	var out struct {
+		Approvals []pendingRequest `json:"approvals"`
+	}
+	eventually(w.t, 15*time.Second, fmt.Sprintf("%d pending requests", n), func() bool {
+		w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+		return len(out.Approvals) == n
+	})
+	return out.Approvals
+}
+
+func (w *world) answer(id, answer string) {
+	w.person.MustJSON("POST", "/api/approvals/"+id+"/answer", map[string]string{"answer": answer}, 200, nil)
+}
+
+// allowAlways calls a write tool once and answers its request "Always allow".
+func (w *world) allowAlways(tool string, args map[string]any) {
+	w.t.Helper()
+	ch, cancel := w.callAsync(w.agent, tool, args, true)
+	defer cancel()
+	w.answer(w.pending(1)[0].ID, "always")
+	if res := w.await(ch); res.IsError {
+		w.t.Fatalf("%s: %s", tool, servertest.ResultText(res))
+	}
+}
+
+func (w *world) badge() string {
+	var text string
+	w.b.eval(w.t, w.worker, `chrome.action.getBadgeText({})`, &text)
+	return text
+}
+
+// TestExtensionThroughServer runs the issue's scenarios in order on one browser: sharing from the
+// popup, calls from an MCP agent reaching the page through the server and the worker, approvals,
+// tab choice, reopening, navigation, cancellation, a server restart and an expired access token.
+func TestExtensionThroughServer(t *testing.T) {
+	w := newWorld(t)
+	b := w.b
+	index := w.site + "/"
+	tab := b.Tab(t, index)
+	d := waitDocument(t, b, w.worker, index, "search", "addItem", "goTo", "slow")
+
+	t.Run("sharing from the popup brings the site online for the agent", func(t *testing.T) {
+		w.t = t
+		if s := w.link(); s.State == "open" {
+			t.Fatalf("with nothing shared the socket is %s, want it closed", s.State)
+		}
+		popup := b.Tab(t, fmt.Sprintf("chrome-extension://%s/popup/popup.html?tab=%d", ExtensionID, d.TabID))
+		run(t, popup, "share the site",
+			chromedp.WaitVisible(chromedp.CSS(`#share-box[data-state="unshared"]`)),
+			chromedp.Poll[chromedp.Void](`document.getElementById('tool-count').textContent === '4 tools'`),
+			chromedp.Click(chromedp.ID("share")),
+			chromedp.WaitVisible(chromedp.CSS(`#share-box[data-state="shared"] #unshare`)),
+		)
+		var site string
+		b.eval(t, popup, `document.getElementById('site-name').textContent`, &site)
+		if site != w.site {
+			t.Fatalf("the popup's strip shows %q, want %q", site, w.site)
+		}
+		l := w.waitOnline(w.agent, "search", "addItem", "goTo", "slow")
+		if got := l.toolNames(); !slices.Equal(got, []string{"addItem", "goTo", "search", "slow"}) || l.LastURL != index {
+			t.Fatalf("listing = %+v", l)
+		}
+		for _, tool := range l.Tools {
+			if tool.ReadOnly != (tool.Name == "search") {
+				t.Fatalf("tool %s readOnly = %v", tool.Name, tool.ReadOnly)
+			}
+		}
+		if s := w.link(); s.State != "open" || len(s.Shared) != 1 || s.Shared[0].Origin != w.site {
+			t.Fatalf("after the share the link is %+v", s)
+		}
+	})
+
+	t.Run("a read-only call returns the page's own result", func(t *testing.T) {
+		w.t = t
+		r := w.search(w.agent, "shoes")
+		if r.Secret != w.secretOf(tab) || r.Title != "Tabbridge test site" || r.Q != "shoes" {
+			t.Fatalf("search = %+v, want the page's own answer", r)
+		}
+		var audit struct {
+			Entries []struct{ Tool, Decision, Outcome string } `json:"entries"`
+		}
+		w.person.MustJSON("GET", "/api/audit?tool=search", nil, 200, &audit)
+		if len(audit.Entries) != 1 || audit.Entries[0].Decision != "read-only" || audit.Entries[0].Outcome != "ok" {
+			t.Fatalf("audit = %+v", audit.Entries)
+		}
+		ch, cancel := w.callAsync(w.agent, "addItem", map[string]any{"text": "fail"}, true)
+		defer cancel()
+		p := w.pending(1)
+		w.answer(p[0].ID, "once")
+		wantErrorResult(t, w.await(ch), `the page refuses to add "fail"`)
+	})
+
+	t.Run("writes ask: allow once, always allow, deny", func(t *testing.T) {
+		w.t = t
+		ch, cancel := w.callAsync(w.agent, "addItem", map[string]any{"text": "tea"}, true)
+		defer cancel()
+		p := w.pending(1)
+		if p[0].Tool != "addItem" || !strings.Contains(p[0].Arguments, `"text": "tea"`) {
+			t.Fatalf("request = %+v", p[0])
+		}
+		b.waitJS(t, w.worker, 5*time.Second, `chrome.action.getBadgeText({}).then(t => t === '1')`, nil)
+		var notes map[string]bool
+		b.eval(t, w.worker, `chrome.notifications.getAll()`, &notes)
+		if !notes["approval-"+p[0].ID] {
+			t.Fatalf("notifications = %v, want one for request %s", notes, p[0].ID)
+		}
+		w.answer(p[0].ID, "once")
+		if text := servertest.ResultText(w.await(ch)); !strings.Contains(text, `"tea"`) {
+			t.Fatalf("allowed once: %q", text)
+		}
+		b.waitJS(t, w.worker, 5*time.Second, `chrome.action.getBadgeText({}).then(t => t === '')`, nil)
+		pageLog(t, b, tab, "added tea")
+
+		ch, cancel2 := w.callAsync(w.agent, "addItem", map[string]any{"text": "milk"}, true)
+		defer cancel2()
+		p = w.pending(1)
+		w.answer(p[0].ID, "deny")
+		wantErrorResult(t, w.await(ch), "denied")
+
+		ch, cancel3 := w.callAsync(w.agent, "addItem", map[string]any{"text": "sugar"}, true)
+		defer cancel3()
+		p = w.pending(1)
+		w.answer(p[0].ID, "always")
+		w.await(ch)
+		if text := w.call(w.agent, "addItem", map[string]any{"text": "salt"}, true); !strings.Contains(text, `"salt"`) || strings.Contains(text, `"milk"`) {
+			t.Fatalf("after always allow: %q", text)
+		}
+		w.pending(0)
+	})
+
+	two := b.Tab(t, index+"?two")
+	waitDocument(t, b, w.worker, index+"?two", "search")
+
+	t.Run("two tabs: the most recently used one answers", func(t *testing.T) {
+		w.t = t
+		w.activate(two, index+"?two")
+		if r := w.search(w.agent, "a"); r.Secret != w.secretOf(two) {
+			t.Fatalf("answered by %s, want the second tab %s", r.Secret, w.secretOf(two))
+		}
+		w.activate(tab, index)
+		if r := w.search(w.agent, "b"); r.Secret != w.secretOf(tab) {
+			t.Fatalf("answered by %s, want the first tab %s", r.Secret, w.secretOf(tab))
+		}
+	})
+
+	t.Run("a navigating tool's result arrives", func(t *testing.T) {
+		w.t = t
+		w.activate(two, index+"?two")
+		ch, cancel := w.callAsync(w.agent, "goTo", map[string]any{"to": w.site + "/away.html"}, true)
+		defer cancel()
+		w.answer(w.pending(1)[0].ID, "always")
+		res := w.await(ch)
+		text := servertest.ResultText(res)
+		if res.IsError {
+			t.Fatalf("goTo failed: %q", text)
+		}
+		var r struct{ From, To string }
+		json.Unmarshal([]byte(text), &r)
+		if r.From != index+"?two" || r.To != w.site+"/away.html" {
+			t.Fatalf("goTo = %q", text)
+		}
+		b.waitJS(t, two, 5*time.Second, `location.pathname === '/away.html'`, nil)
+	})
+
+	t.Run("a page unloading mid-call fails only its own call; cancelling aborts the page's execute", func(t *testing.T) {
+		w.t = t
+		a := b.Tab(t, index+"?a")
+		waitDocument(t, b, w.worker, index+"?a", "slow")
+		w.allowAlways("slow", map[string]any{"seconds": 0})
+		w.activate(a, index+"?a")
+		chA, cancelA := w.callAsync(w.agent, "slow", map[string]any{"seconds": 30}, true)
+		defer cancelA()
+		pageLog(t, b, a, "slow started")
+		w.activate(tab, index)
+		chB, cancelB := w.callAsync(w.agent, "slow", map[string]any{"seconds": 30}, true)
+		defer cancelB()
+		pageLog(t, b, tab, "slow started")
+		if err := chromedp.Do(a, chromedp.Navigate(w.site+"/away.html?gone")); err != nil {
+			t.Fatalf("navigate away: %v", err)
+		}
+		wantErrorResult(t, w.await(chA), "went away")
+		if s := w.link(); len(s.Calls) != 1 {
+			t.Fatalf("calls still running in the worker = %v, want the other tab's one", s.Calls)
+		}
+		cancelB()
+		pageLog(t, b, tab, "slow aborted")
+		<-chB
+		b.waitJS(t, w.worker, 5*time.Second, `__tabbridgeTest.link.status().calls.length === 0`, nil)
+	})
+
+	t.Run("all tabs closed, the site reopens in a background tab", func(t *testing.T) {
+		w.t = t
+		b.eval(t, w.worker, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => chrome.tabs.remove(ts.map(t => t.id))).then(() => true)`, w.site+"/*"), nil)
+		b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`!__tabbridgeTest.documents().some(d => d.origin === %q)`, w.site), nil)
+		eventually(t, 10*time.Second, "the agent sees no open tab", func() bool {
+			for _, s := range w.listing(w.agent) {
+				if s.Site == w.site {
+					return s.OpenTabs == 0
+				}
+			}
+			return false
+		})
+		if r := w.search(w.agent, "again"); r.Count != 1 || r.Title != "Tabbridge test site" {
+			t.Fatalf("search with no tab open = %+v, want a fresh page's answer", r)
+		}
+		var active bool
+		b.eval(t, w.worker, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => ts.length === 1 && ts[0].active)`, w.site+"/*"), &active)
+		if active {
+			t.Fatal("the site was reopened in the foreground, want a background tab")
+		}
+	})
+
+	t.Run("the server restarts and the worker reconnects by itself", func(t *testing.T) {
+		w.t = t
+		before := w.link().Stats.Welcomes
+		w.live.restart()
+		b.waitJS(t, w.worker, 30*time.Second, fmt.Sprintf(`__tabbridgeTest.link.status().stats.welcomes > %d && __tabbridgeTest.link.status().state === 'open'`, before), nil)
+		agent := w.live.env.MCP(w.root, w.token, nil) // lives for the rest of the group
+		w.waitOnline(agent, "search")
+		if r := w.search(agent, "after restart"); r.Q != "after restart" {
+			t.Fatalf("search after the restart = %+v", r)
+		}
+		w.agent = agent
+	})
+
+	t.Run("an expired access token is refreshed once on the way to a ticket", func(t *testing.T) {
+		w.t = t
+		before := w.link()
+		w.live.clock.Advance(20 * time.Minute) // past the 15-minute access token
+		b.eval(t, w.worker, `__tabbridgeTest.link.connect().then(() => true)`, nil)
+		b.waitJS(t, w.worker, 15*time.Second, fmt.Sprintf(`__tabbridgeTest.link.status().stats.welcomes > %d`, before.Stats.Welcomes), nil)
+		after := w.link()
+		if after.Stats.Refreshes != before.Stats.Refreshes+1 || after.State != "open" {
+			t.Fatalf("link after the clock moved = %+v (before %+v), want one refresh and an open socket", after, before)
+		}
+		w.waitOnline(w.agent, "search")
+		if r := w.search(w.agent, "refreshed"); r.Q != "refreshed" {
+			t.Fatalf("search = %+v", r)
+		}
+	})
+}
