@@ -65,6 +65,13 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
+// enter starts a subtest: failures go to it, and the person's API client (signed in anew, as
+// the server's clock may have moved past the access token) belongs to it.
+func (w *world) enter(t *testing.T) {
+	w.t = t
+	w.person = w.signIn()
+}
+
 // signIn is another client of the same person, for the JSON API.
 func (w *world) signIn() *servertest.Client {
 	c := w.live.env.NewClient(w.t)
@@ -288,7 +295,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	d := waitDocument(t, b, w.worker, index, "search", "addItem", "goTo", "slow")
 
 	t.Run("sharing from the popup brings the site online for the agent", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		if s := w.link(); s.State == "open" {
 			t.Fatalf("with nothing shared the socket is %s, want it closed", s.State)
 		}
@@ -319,7 +326,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	})
 
 	t.Run("a read-only call returns the page's own result", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		r := w.search(w.agent, "shoes")
 		if r.Secret != w.secretOf(tab) || r.Title != "Tabbridge test site" || r.Q != "shoes" {
 			t.Fatalf("search = %+v, want the page's own answer", r)
@@ -339,7 +346,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	})
 
 	t.Run("writes ask: allow once, always allow, deny", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		ch, cancel := w.callAsync(w.agent, "addItem", map[string]any{"text": "tea"}, true)
 		defer cancel()
 		p := w.pending(1)
@@ -348,15 +355,16 @@ func TestExtensionThroughServer(t *testing.T) {
 		}
 		b.waitJS(t, w.worker, 5*time.Second, `chrome.action.getBadgeText({}).then(t => t === '1')`, nil)
 		var notes map[string]bool
-		b.eval(t, w.worker, `chrome.notifications.getAll()`, &notes)
-		if !notes["approval-"+p[0].ID] {
-			t.Fatalf("notifications = %v, want one for request %s", notes, p[0].ID)
+		b.waitJS(t, w.worker, 5*time.Second, fmt.Sprintf(`chrome.notifications.getAll().then(n => n[%q] && n)`, "approval-"+p[0].ID), &notes)
+		if len(notes) != 1 {
+			t.Fatalf("notifications = %v, want only the one for request %s", notes, p[0].ID)
 		}
 		w.answer(p[0].ID, "once")
 		if text := servertest.ResultText(w.await(ch)); !strings.Contains(text, `"tea"`) {
 			t.Fatalf("allowed once: %q", text)
 		}
 		b.waitJS(t, w.worker, 5*time.Second, `chrome.action.getBadgeText({}).then(t => t === '')`, nil)
+		b.waitJS(t, w.worker, 5*time.Second, `chrome.notifications.getAll().then(n => Object.keys(n).length === 0)`, nil)
 		pageLog(t, b, tab, "added tea")
 
 		ch, cancel2 := w.callAsync(w.agent, "addItem", map[string]any{"text": "milk"}, true)
@@ -380,7 +388,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	waitDocument(t, b, w.worker, index+"?two", "search")
 
 	t.Run("two tabs: the most recently used one answers", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		w.activate(two, index+"?two")
 		if r := w.search(w.agent, "a"); r.Secret != w.secretOf(two) {
 			t.Fatalf("answered by %s, want the second tab %s", r.Secret, w.secretOf(two))
@@ -392,7 +400,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	})
 
 	t.Run("a navigating tool's result arrives", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		w.activate(two, index+"?two")
 		ch, cancel := w.callAsync(w.agent, "goTo", map[string]any{"to": w.site + "/away.html"}, true)
 		defer cancel()
@@ -411,7 +419,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	})
 
 	t.Run("a page unloading mid-call fails only its own call; cancelling aborts the page's execute", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		a := b.Tab(t, index+"?a")
 		waitDocument(t, b, w.worker, index+"?a", "slow")
 		w.allowAlways("slow", map[string]any{"seconds": 0})
@@ -437,7 +445,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	})
 
 	t.Run("all tabs closed, the site reopens in a background tab", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		b.eval(t, w.worker, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => chrome.tabs.remove(ts.map(t => t.id))).then(() => true)`, w.site+"/*"), nil)
 		b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`!__tabbridgeTest.documents().some(d => d.origin === %q)`, w.site), nil)
 		eventually(t, 10*time.Second, "the agent sees no open tab", func() bool {
@@ -459,7 +467,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	})
 
 	t.Run("the server restarts and the worker reconnects by itself", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		before := w.link().Stats.Welcomes
 		w.live.restart()
 		b.waitJS(t, w.worker, 30*time.Second, fmt.Sprintf(`__tabbridgeTest.link.status().stats.welcomes > %d && __tabbridgeTest.link.status().state === 'open'`, before), nil)
@@ -472,7 +480,7 @@ func TestExtensionThroughServer(t *testing.T) {
 	})
 
 	t.Run("an expired access token is refreshed once on the way to a ticket", func(t *testing.T) {
-		w.t = t
+		w.enter(t)
 		before := w.link()
 		w.live.clock.Advance(20 * time.Minute) // past the 15-minute access token
 		b.eval(t, w.worker, `__tabbridgeTest.link.connect().then(() => true)`, nil)
@@ -485,5 +493,88 @@ func TestExtensionThroughServer(t *testing.T) {
 		if r := w.search(w.agent, "refreshed"); r.Q != "refreshed" {
 			t.Fatalf("search = %+v", r)
 		}
+	})
+
+	t.Run("a back/forward cache restore re-announces to the server", func(t *testing.T) {
+		w.enter(t)
+		bf := b.Tab(t, index+"?bfcache")
+		d := waitDocument(t, b, w.worker, index+"?bfcache", "search")
+		w.waitOpenTabs(d.DocumentID, true)
+		if err := chromedp.Do(bf, chromedp.Navigate(w.site+"/away.html")); err != nil {
+			t.Fatalf("navigate away: %v", err)
+		}
+		w.waitOpenTabs(d.DocumentID, false)
+		// A restore from the cache fires no load event, so chromedp.NavigateBack would wait forever.
+		b.eval(t, bf, `history.back()`, nil)
+		pageLog(t, b, bf, "pageshow persisted=true")
+		w.waitOpenTabs(d.DocumentID, true)
+		w.activate(bf, index+"?bfcache")
+		if r := w.search(w.agent, "restored"); r.Secret != w.secretOf(bf) {
+			t.Fatalf("answered by %s, want the restored page %s", r.Secret, w.secretOf(bf))
+		}
+	})
+
+	t.Run("a page script neither sees the nonce nor forges a result through the server", func(t *testing.T) {
+		w.enter(t)
+		attacker := b.Tab(t, w.site+"/attacker.html")
+		waitDocument(t, b, w.worker, w.site+"/attacker.html", "secret")
+		w.waitOnline(w.agent, "secret")
+		w.activate(attacker, w.site+"/attacker.html")
+		ch, cancel := w.callAsync(w.agent, "secret", map[string]any{}, true)
+		defer cancel()
+		w.answer(w.pending(1)[0].ID, "once")
+		res := w.await(ch)
+		if text := servertest.ResultText(res); res.IsError || text != `{"genuine":true}` {
+			t.Fatalf("the attacker's tool answered %q through the server, want only its genuine result", text)
+		}
+		var seen struct {
+			NonceAttr  *string  `json:"nonceAttr"`
+			Details    []string `json:"details"`
+			ForgedSent int      `json:"forgedSent"`
+		}
+		b.eval(t, attacker, `window.seen`, &seen)
+		if seen.NonceAttr != nil || len(seen.Details) != 0 || seen.ForgedSent == 0 {
+			t.Fatalf("the attacker saw %+v", seen)
+		}
+	})
+
+	t.Run("with detection off a new page announces nothing", func(t *testing.T) {
+		w.enter(t)
+		opts := b.Tab(t, fmt.Sprintf("chrome-extension://%s/options/options.html", ExtensionID))
+		run(t, opts, "turn detection off",
+			chromedp.WaitVisible(chromedp.ID("detection")),
+			chromedp.Click(chromedp.ID("detection")),
+			chromedp.Poll[chromedp.Void](`document.getElementById('detection').dataset.state === 'off'`),
+		)
+		before := w.link().Announced
+		off := b.Tab(t, index+"?after-off")
+		var nonce bool
+		b.eval(t, off, `window.testsite.getTools().then(() => document.documentElement.hasAttribute('data-tabbridge-nonce'))`, &nonce)
+		// The page has registered its tools; a page seen by the extension would have announced by now.
+		if nonce || slices.ContainsFunc(documentsOf(t, b, w.worker, w.site), func(d document) bool { return strings.HasSuffix(d.URL, "after-off") }) {
+			t.Fatalf("a page opened with detection off was tracked (nonce on page: %v)", nonce)
+		}
+		if after := w.link().Announced; !slices.Equal(after, before) {
+			t.Fatalf("announced documents changed from %v to %v", before, after)
+		}
+		w.waitOpenTabs("", true)
+	})
+}
+
+// waitOpenTabs waits until the worker has (or has not) announced documentID on its socket and
+// the agent's listing counts exactly the documents the worker announced ("" checks only the count).
+func (w *world) waitOpenTabs(documentID string, announced bool) {
+	w.t.Helper()
+	eventually(w.t, 10*time.Second, fmt.Sprintf("document %s announced=%v and counted by the server", documentID, announced), func() bool {
+		l := w.link()
+		if documentID != "" && slices.Contains(l.Announced, documentID) != announced {
+			return false
+		}
+		for _, s := range w.listing(w.agent) {
+			if s.Site == w.site {
+				return s.OpenTabs == len(l.Announced)
+			}
+		}
+		return false
 	})
 }

@@ -39,14 +39,20 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.server) ready.then(() => link.kick({ forget: true }));
 });
 
-// showApprovals puts the number of waiting requests on the icon, and a notification for a new one.
+// showApprovals puts the number of waiting requests on the icon, a notification for a new one,
+// and takes a request's notification away once it is answered elsewhere. Notification changes run
+// one after another: a request answered at once must not have its clear overtake its create.
+let notifying = Promise.resolve();
 function showApprovals(m) {
   chrome.action.setBadgeText({ text: m.pending > 0 ? String(m.pending) : '' }).catch(() => {});
-  if (m.event !== 'approval.created') return;
-  const what = m.request.tool ? `${m.request.tool}${m.request.site ? ` on ${m.request.site}` : ''}` : 'A tool call';
-  chrome.notifications.create(`approval-${m.request.id || crypto.randomUUID()}`, {
-    type: 'basic', iconUrl: 'icons/icon128.png', title: 'Tabbridge: an agent asks', message: `${what} waits for your answer.`,
-  }).catch((e) => console.warn('tabbridge: notification', e));
+  const id = `approval-${m.request.id || crypto.randomUUID()}`;
+  const change = m.event === 'approval.created'
+    ? () => chrome.notifications.create(id, {
+      type: 'basic', iconUrl: 'icons/icon128.png', title: 'Tabbridge: an agent asks',
+      message: `${m.request.tool || 'A tool call'}${m.request.site ? ` on ${m.request.site}` : ''} waits for your answer.`,
+    })
+    : () => chrome.notifications.clear(id);
+  notifying = notifying.then(change).catch((e) => console.warn('tabbridge: notification', e));
 }
 
 // A click on a request's notification opens the inbox.
