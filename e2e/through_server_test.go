@@ -233,7 +233,12 @@ func (w *world) secretOf(tab context.Context) string {
 // is first moved into the browser's first window, then activated there.
 func (w *world) activate(tab context.Context, url string) {
 	w.t.Helper()
-	d := documentOf(w.t, w.b, w.worker, url)
+	w.activateTab(documentOf(w.t, w.b, w.worker, url).TabID)
+}
+
+func (w *world) activateTab(tabID int) {
+	w.t.Helper()
+	d := struct{ TabID int }{tabID}
 	w.b.eval(w.t, w.worker, fmt.Sprintf(`(async () => {
 		const [first] = await chrome.windows.getAll();
 		const t = await chrome.tabs.get(%d);
@@ -401,6 +406,7 @@ func TestExtensionThroughServer(t *testing.T) {
 
 	t.Run("a navigating tool's result arrives", func(t *testing.T) {
 		w.enter(t)
+		twoDoc := documentOf(t, b, w.worker, index+"?two")
 		w.activate(two, index+"?two")
 		ch, cancel := w.callAsync(w.agent, "goTo", map[string]any{"to": w.site + "/away.html"}, true)
 		defer cancel()
@@ -415,7 +421,8 @@ func TestExtensionThroughServer(t *testing.T) {
 		if r.From != index+"?two" || r.To != w.site+"/away.html" {
 			t.Fatalf("goTo = %q", text)
 		}
-		b.waitJS(t, two, 5*time.Second, `location.pathname === '/away.html'`, nil)
+		// Asked of the worker: an evaluation in the tab itself would race its navigation.
+		b.waitJS(t, w.worker, 5*time.Second, fmt.Sprintf(`chrome.tabs.get(%d).then(t => t.url === %q)`, twoDoc.TabID, w.site+"/away.html"), nil)
 	})
 
 	t.Run("a page unloading mid-call fails only its own call; cancelling aborts the page's execute", func(t *testing.T) {
@@ -535,6 +542,37 @@ func TestExtensionThroughServer(t *testing.T) {
 		b.eval(t, attacker, `window.seen`, &seen)
 		if seen.NonceAttr != nil || len(seen.Details) != 0 || seen.ForgedSent == 0 {
 			t.Fatalf("the attacker saw %+v", seen)
+		}
+	})
+
+	t.Run("a stopped worker comes back on the next event and reconnects by itself", func(t *testing.T) {
+		w.enter(t)
+		if err := chromedp.Cancel(w.worker); err != nil { // closing its target stops the worker
+			t.Fatalf("stop the worker: %v", err)
+		}
+		eventually(t, 10*time.Second, "the site goes offline with the worker", func() bool {
+			for _, s := range w.listing(w.agent) {
+				if s.Site == w.site {
+					return !s.Online
+				}
+			}
+			return false
+		})
+		// A new page's bridge connecting is an event that starts the worker again.
+		b.Tab(t, index+"?wake")
+		w.worker = b.Worker(w.root)
+		w.waitOnline(w.agent, "search")
+		// An older page, whose port died with the worker, is asked to reconnect for the call.
+		var old document
+		b.eval(t, w.worker, `__tabbridgeTest.documents().find(d => !d.url.endsWith('?wake') && d.tools.some(t => t.name === 'search')) ?? null`, &old)
+		if old.DocumentID == "" {
+			t.Fatal("the restarted worker forgot the open pages")
+		}
+		w.activateTab(old.TabID)
+		var secret string
+		b.eval(t, w.worker, fmt.Sprintf(`chrome.scripting.executeScript({target: {tabId: %d}, world: 'MAIN', func: () => window.testsite.secret}).then(r => r[0].result)`, old.TabID), &secret)
+		if r := w.search(w.agent, "woken"); r.Secret != secret {
+			t.Fatalf("answered by %s, want the older page %s", r.Secret, secret)
 		}
 	})
 
