@@ -127,11 +127,18 @@ func (b *ExtensionBrowser) waitJS(t testing.TB, ctx context.Context, timeout tim
 // resolves true without a prompt.
 func (b *ExtensionBrowser) GrantAllURLs(t testing.TB) {
 	t.Helper()
+	b.GrantHost(t, "<all_urls>")
+}
+
+// GrantHost grants the extension one host permission pattern (e.g. "http://127.0.0.1:8080/*",
+// what the options page asks for when the server address is saved) the same way.
+func (b *ExtensionBrowser) GrantHost(t testing.TB, pattern string) {
+	t.Helper()
 	ctx := b.Tab(t, "chrome://extensions")
 	b.eval(t, ctx, fmt.Sprintf(`new Promise((resolve, reject) => {
-		const p = chrome.developerPrivate.addHostPermission(%q, '<all_urls>', () => resolve(true));
+		const p = chrome.developerPrivate.addHostPermission(%q, %q, () => resolve(true));
 		if (p && p.then) p.then(() => resolve(true), reject);
-	})`, ExtensionID), nil)
+	})`, ExtensionID, pattern), nil)
 }
 
 // EnableDetection turns detection on as a person would: grant, then click the switch on the

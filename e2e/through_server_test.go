@@ -33,15 +33,17 @@ type world struct {
 
 const password = "correct horse battery"
 
-// newWorld starts the server, the browser and the test site; points the extension at the server
-// the way the options page stores it; turns detection on (whose grant of <all_urls> also covers
-// the server); and signs in through the web app's first-run page in a tab of the same browser,
+// newWorld starts the server, the browser and the test site; turns detection on; points the
+// extension at the server the way the options page does; and signs in through the web app's first-run page in a tab of the same browser,
 // so the worker's fetches carry the cookie.
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, root: t, live: startLive(t)}
 	w.b = startExtensionBrowser(t, ChromiumOptions{})
 	w.site = serveTestSite(t)
 	w.worker = w.b.Worker(t)
+	// What saving the address on the options page does: the server's own host permission (kept
+	// when detection is turned off), then the address in storage.
+	w.b.GrantHost(t, w.live.env.URL+"/*")
 	w.b.EnableDetection(t)
 	w.b.eval(t, w.worker, fmt.Sprintf(`chrome.storage.local.set({server: %q}).then(() => true)`, w.live.env.URL), nil)
 	app := w.b.Tab(t, w.live.env.URL+"/")
@@ -328,6 +330,23 @@ func TestExtensionThroughServer(t *testing.T) {
 		if s := w.link(); s.State != "open" || len(s.Shared) != 1 || s.Shared[0].Origin != w.site {
 			t.Fatalf("after the share the link is %+v", s)
 		}
+		// sites.open: the person's site list shows this browser, by its default name, with the tab.
+		var sites struct {
+			Sites []struct {
+				Origin string
+				OpenIn []struct {
+					Name string
+					Tabs int
+				}
+			}
+		}
+		eventually(t, 10*time.Second, "the site list shows the browser", func() bool {
+			w.person.MustJSON("GET", "/api/sites", nil, 200, &sites)
+			return len(sites.Sites) == 1 && len(sites.Sites[0].OpenIn) == 1
+		})
+		if o := sites.Sites[0].OpenIn[0]; !strings.HasPrefix(o.Name, "Chrome on ") || o.Tabs != 1 {
+			t.Fatalf("open in %+v", o)
+		}
 	})
 
 	t.Run("a read-only call returns the page's own result", func(t *testing.T) {
@@ -596,6 +615,27 @@ func TestExtensionThroughServer(t *testing.T) {
 			t.Fatalf("announced documents changed from %v to %v", before, after)
 		}
 		w.waitOpenTabs("", true)
+	})
+
+	t.Run("stop sharing from the popup closes the socket", func(t *testing.T) {
+		w.enter(t)
+		var tabID int
+		b.eval(t, w.worker, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => ts[0].id)`, w.site+"/*"), &tabID)
+		popup := b.Tab(t, fmt.Sprintf("chrome-extension://%s/popup/popup.html?tab=%d", ExtensionID, tabID))
+		// Turning detection off gave back <all_urls>, and Chrome took the server's access with it:
+		// the popup asks for it again in a click.
+		run(t, popup, "see the access request", chromedp.WaitVisible(chromedp.ID("grant")))
+		b.GrantHost(t, w.live.env.URL+"/*")
+		run(t, popup, "allow access", chromedp.Click(chromedp.ID("grant")))
+		run(t, popup, "stop sharing",
+			chromedp.WaitVisible(chromedp.CSS(`#share-box[data-state="shared"] #unshare`)),
+			chromedp.Click(chromedp.ID("unshare")),
+			chromedp.WaitVisible(chromedp.CSS(`#share-box[data-state="unshared"] #share`)),
+		)
+		b.waitJS(t, w.worker, 10*time.Second, `__tabbridgeTest.link.status().state === 'idle'`, nil)
+		if l := w.listing(w.agent); len(l) != 0 {
+			t.Fatalf("after stop sharing the agent sees %+v", l)
+		}
 	})
 }
 

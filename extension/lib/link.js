@@ -11,7 +11,7 @@
 import { Backoff } from './backoff.js';
 import { getServer } from './config.js';
 import { ticket, socketURL, SignedOutError } from './api.js';
-import { parseFrame, hello, browserName, plan, resultMessage, retryable, PING_MS } from './protocol.js';
+import { parseFrame, hello, browserName, plan, openSites, resultMessage, retryable, PING_MS } from './protocol.js';
 
 const STORE_KEY = 'link';
 const ID_KEY = 'browserId';
@@ -42,6 +42,7 @@ export class ServerLink {
     this.state = 'idle'; // idle | connecting | open | waiting | signed-out | stopped
     this.lastError = '';
     this.sent = new Map(); // documentId → signature announced on this socket
+    this.sentOpen = ''; // the last sites.open list sent on this socket, as JSON
     this.calls = new Map(); // callId → AbortController of a call from the server
     this.retryTimer = null;
     this.pingTimer = null;
@@ -158,6 +159,7 @@ export class ServerLink {
     this.pingTimer = null;
     this.open = false;
     this.sent = new Map();
+    this.sentOpen = '';
     for (const ctl of this.calls.values()) ctl.abort();
     this.calls.clear();
     const ws = this.ws;
@@ -264,6 +266,12 @@ export class ServerLink {
     const { messages, sent } = plan(this.sent, this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
     this.sent = sent;
     for (const m of messages) this.send(m.type === 'tools.announce' ? { ...m, id: `a-${++this.seq}` } : m);
+    const open = openSites(this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
+    const text = JSON.stringify(open);
+    if (text !== this.sentOpen) {
+      this.sentOpen = text;
+      this.send({ type: 'sites.open', id: `s-${++this.seq}`, sites: open });
+    }
   }
 
   // used tells the server a tab's announced documents were used.
@@ -272,6 +280,7 @@ export class ServerLink {
     for (const d of Object.values(this.pages.rec.docs)) {
       if (d.tabId === tabId && this.sent.has(d.documentId)) this.send({ type: 'document.used', documentId: d.documentId, lastUsed: this.now() });
     }
+    this.sync(); // the site's lastUsed in sites.open
   }
 
   // runCall runs one call from the server and answers it, unless it was cancelled meanwhile (the

@@ -145,6 +145,20 @@ export function plan(sent, docs, shared, tabUsed = {}) {
   return { messages, sent: next };
 }
 
+// openSites is the sites.open list: per shared origin with a tracked document, how many tabs
+// show it and when one of them was last used. Sorted, so equal lists encode the same.
+export function openSites(docs, shared, tabUsed = {}) {
+  const by = new Map();
+  for (const d of Object.values(docs)) {
+    if (!shared.has(d.origin)) continue;
+    const s = by.get(d.origin) ?? { origin: d.origin, lastUsed: 0, tabs: new Set() };
+    s.tabs.add(d.tabId);
+    s.lastUsed = Math.max(s.lastUsed, tabUsed[d.tabId] ?? 0);
+    by.set(d.origin, s);
+  }
+  return [...by.values()].sort((a, b) => (a.origin < b.origin ? -1 : 1)).map((s) => ({ origin: s.origin, lastUsed: s.lastUsed, tabs: s.tabs.size }));
+}
+
 // resultMessage turns a Pages outcome into call.result, refusing a result over the cap with its
 // size (checked here, before sending, and never truncated).
 export function resultMessage(callId, outcome) {

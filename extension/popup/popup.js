@@ -9,7 +9,7 @@
 // the cookie; the extension's Origin passes the CSRF check. After a share the worker is told to
 // connect: its socket is open only while some site is shared.
 
-import { getServer } from '../lib/config.js';
+import { getServer, hostPattern } from '../lib/config.js';
 import { request, errorOf } from '../lib/api.js';
 import { ask, wireDetection } from '../lib/ui.js';
 
@@ -32,6 +32,10 @@ function originOf(tab) {
 }
 
 const tabReady = theTab();
+// The server's address, known before any click: permissions.request must be called in the
+// click's gesture, before any await.
+let serverNow = '';
+getServer().then((s) => (serverNow = s));
 
 async function showSite() {
   const tab = await tabReady;
@@ -124,6 +128,13 @@ async function unshare() {
 async function showApp() {
   const server = await getServer();
   for (const el of document.querySelectorAll('.server')) el.textContent = server;
+  // Without host permission for the server the cookie is not sent (and the fetch fails): say so
+  // and ask for it in a click, rather than showing the server as down.
+  if (!(await chrome.permissions.contains({ origins: [hostPattern(server)] }))) {
+    $('no-access').hidden = false;
+    $('share-box').dataset.state = 'no-access';
+    return;
+  }
   let res;
   try {
     res = await request(server, 'GET', '/api/auth/me');
@@ -149,6 +160,12 @@ $('sign-in').addEventListener('click', async () => {
   window.close();
 });
 $('options').addEventListener('click', () => chrome.runtime.openOptionsPage());
+$('grant').addEventListener('click', () => {
+  chrome.permissions.request({ origins: [hostPattern(serverNow)] }).then((granted) => {
+    if (granted) location.reload();
+    else note(`Without access to ${serverNow} the popup cannot show your account.`);
+  }, (e) => note(e.message));
+});
 
 wireDetection($('detection'), $('detection-note'));
 showSite();

@@ -87,9 +87,12 @@ async function connected(link, sites) {
   return ws;
 }
 
-test('hello with a stable browser id, announce on welcome, close with nothing shared', async () => {
+const of = (ws, type) => ws.sent.filter((m) => m.type === type);
+
+test('hello with a stable browser id, announce on welcome, close with nothing shared', async (t) => {
   const pages = fakePages();
   const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
   await link.load();
   let ws = await connected(link, []);
   assert.equal(ws.url, 'wss://tb.example/ws/extension?ticket=tbt_1');
@@ -104,14 +107,18 @@ test('hello with a stable browser id, announce on welcome, close with nothing sh
 
   ws = await connected(link, [site]);
   assert.equal(ws.sent[0].browserId, h.browserId, 'the browser id is kept');
-  assert.deepEqual(ws.sent.slice(1).map((m) => [m.type, m.documentId, m.lastUsed]), [['tools.announce', 'D1', 5]]);
+  assert.deepEqual(ws.sent.slice(1).map((m) => [m.type, m.documentId, m.lastUsed]), [['tools.announce', 'D1', 5], ['sites.open', undefined, undefined]]);
+  assert.deepEqual(of(ws, 'sites.open')[0].sites, [{ origin: 'https://shop.example', lastUsed: 5, tabs: 1 }]);
   link.sync();
-  assert.equal(ws.sent.length, 2, 'nothing changed, nothing sent');
+  assert.equal(ws.sent.length, 3, 'nothing changed, nothing sent');
+  pages.rec.tabUsed[7] = 9;
   link.used(7);
-  assert.equal(ws.sent.at(-1).type, 'document.used');
+  assert.deepEqual(ws.sent.slice(3).map((m) => m.type), ['document.used', 'sites.open']);
+  assert.equal(of(ws, 'sites.open')[1].sites[0].lastUsed, 9);
   delete pages.rec.docs.D1;
   link.sync();
-  assert.deepEqual(ws.sent.at(-1), { type: 'document.gone', documentId: 'D1' });
+  assert.deepEqual(of(ws, 'document.gone'), [{ type: 'document.gone', documentId: 'D1' }]);
+  assert.deepEqual(of(ws, 'sites.open').at(-1).sites, []);
   ws.receive({ type: 'sites', sharedSites: [] });
   assert.equal(ws.closedWith, 1000);
   assert.equal(link.state, 'idle');
@@ -119,9 +126,10 @@ test('hello with a stable browser id, announce on welcome, close with nothing sh
   link.teardown(); // safe twice
 });
 
-test('a call is dispatched and answered; a cancel aborts it and sends nothing', async () => {
+test('a call is dispatched and answered; a cancel aborts it and sends nothing', async (t) => {
   const pages = fakePages();
   const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
   const ws = await connected(link, [site]);
   ws.receive({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'search', arguments: { q: 'tea' }, deadline: Date.now() + 60000 });
   assert.deepEqual(ws.sent.at(-1), { type: 'call.dispatched', callId: 'c1', documentId: 'D1' });
@@ -146,6 +154,7 @@ test('a call is dispatched and answered; a cancel aborts it and sends nothing', 
 test('a dropped socket is dialled again with backoff; an expired access token is refreshed once', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
   const link = new ServerLink({ pages: fakePages(), log: quiet });
+  t.after(() => link.teardown());
   link.backoff.random = () => 0; // the lowest wait of each step: 500, 1000, 2000 ms
   const ws = await connected(link, [site]);
   requests.length = 0;

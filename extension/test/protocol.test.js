@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { checkServerMessage, parseFrame, plan, resultMessage, retryable, hello, browserName, MAX_RESULT_BYTES } from '../lib/protocol.js';
+import { checkServerMessage, parseFrame, plan, openSites, resultMessage, retryable, hello, browserName, MAX_RESULT_BYTES } from '../lib/protocol.js';
 
 const site = { id: 's1', origin: 'https://shop.example', workspaceId: 'w1', workspaceName: 'Work' };
 
@@ -97,4 +97,15 @@ test('hello, names and close codes', () => {
   assert.equal(retryable(1001), true);
   assert.equal(retryable(4001), false);
   assert.equal(retryable(4000), false);
+});
+
+test('openSites counts tabs per shared origin with their last use', () => {
+  const docs = {
+    a: { ...doc('a', 'https://shop.example', [tool('x')]), tabId: 1 },
+    b: { ...doc('b', 'https://shop.example', []), tabId: 2 },
+    c: { ...doc('c', 'https://shop.example', [tool('x')]), tabId: 2 },
+    d: { ...doc('d', 'https://other.example', [tool('x')]), tabId: 3 },
+  };
+  assert.deepEqual(openSites(docs, new Set(['https://shop.example']), { 1: 10, 2: 20, 3: 30 }), [{ origin: 'https://shop.example', lastUsed: 20, tabs: 2 }]);
+  assert.deepEqual(openSites(docs, new Set()), []);
 });
