@@ -369,6 +369,19 @@ func TestExtensionThroughServer(t *testing.T) {
 		wantErrorResult(t, w.await(ch), `the page refuses to add "fail"`)
 	})
 
+	t.Run("a result over 256 KiB is refused with its size", func(t *testing.T) {
+		w.enter(t)
+		var r string
+		b.eval(t, tab, `window.testsite.registerBig()`, &r)
+		if r != "registered" {
+			t.Fatalf("register big: %s", r)
+		}
+		w.waitOnline(w.agent, "big")
+		ch, cancel := w.callAsync(w.agent, "big", map[string]any{}, false)
+		defer cancel()
+		wantErrorResult(t, w.await(ch), fmt.Sprintf("returned %d bytes", 300*1024+len(`{"text":""}`)), "never truncated")
+	})
+
 	t.Run("writes ask: allow once, always allow, deny", func(t *testing.T) {
 		w.enter(t)
 		ch, cancel := w.callAsync(w.agent, "addItem", map[string]any{"text": "tea"}, true)

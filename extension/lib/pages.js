@@ -27,6 +27,7 @@ export const codes = Object.freeze({
   cancelled: 'cancelled',
   toolError: 'tool_error', // the page's execute threw or rejected; error is the page's message
   refused: 'refused', // the extension refused a malformed message
+  tooLarge: 'result_too_large', // the page's result is over 256 KiB; size says how large
 });
 
 const fail = (code, error) => ({ ok: false, code, error });
@@ -95,7 +96,8 @@ export class Pages {
       for (const w of [...this.waiters]) w();
       return;
     }
-    const outcome = m.ok ? { ok: true, result: m.result } : fail(codes.toolError, m.error);
+    const outcome = m.ok ? { ok: true, result: m.result } : fail(m.code ?? codes.toolError, m.error);
+    if (m.size !== undefined) outcome.size = m.size;
     this.settle(m.callId, documentId, outcome);
   }
 

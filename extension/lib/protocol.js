@@ -171,7 +171,9 @@ export function resultMessage(callId, outcome) {
     return { type: 'call.result', callId, ok: true, result: outcome.result ?? null };
   }
   const message = String(outcome.error ?? 'The call failed.').slice(0, 4000);
-  return { type: 'call.result', callId, ok: false, error: { code: String(outcome.code || 'tool_error'), message } };
+  const error = { code: String(outcome.code || 'tool_error'), message };
+  if (Number.isSafeInteger(outcome.size)) error.size = outcome.size;
+  return { type: 'call.result', callId, ok: false, error };
 }
 
 // retryable says whether a close code means "dial again with backoff".
