@@ -33,19 +33,16 @@ type world struct {
 
 const password = "correct horse battery"
 
-// newWorld starts the server, the browser and the test site; turns detection on; points the
-// extension at the server the way the options page does; and signs in through the web app's first-run page in a tab of the same browser,
+// newWorld starts the server, the browser and the test site; saves the server address on the
+// options page; turns detection on; and signs in through the web app's first-run page in a tab of the same browser,
 // so the worker's fetches carry the cookie.
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, root: t, live: startLive(t)}
 	w.b = startExtensionBrowser(t, ChromiumOptions{})
 	w.site = serveTestSite(t)
 	w.worker = w.b.Worker(t)
-	// What saving the address on the options page does: the server's own host permission (kept
-	// when detection is turned off), then the address in storage.
-	w.b.GrantHost(t, w.live.env.URL+"/*")
+	w.b.SetServer(t, w.live.env.URL)
 	w.b.EnableDetection(t)
-	w.b.eval(t, w.worker, fmt.Sprintf(`chrome.storage.local.set({server: %q}).then(() => true)`, w.live.env.URL), nil)
 	app := w.b.Tab(t, w.live.env.URL+"/")
 	run(t, app, "first-run setup in the browser",
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/setup"]`)),
@@ -668,4 +665,25 @@ func (w *world) waitOpenTabs(documentID string, announced bool) {
 		}
 		return false
 	})
+}
+
+// TestExtensionSignedOut checks what a person who is not signed in sees: the worker asks for a
+// ticket once, is told "signed out" and stays closed; the popup offers sign-in, which opens the
+// server's sign-in page in a tab.
+func TestExtensionSignedOut(t *testing.T) {
+	live := startLive(t)
+	b := startExtensionBrowser(t, ChromiumOptions{})
+	worker := b.Worker(t)
+	b.SetServer(t, live.env.URL)
+	var s linkStatus
+	b.waitJS(t, worker, 10*time.Second, `(() => { const s = __tabbridgeTest.link.status(); return s.state === 'signed-out' && s; })()`, &s)
+	if s.Stats.Connects != 0 || s.Stats.Refreshes != 0 {
+		t.Fatalf("signed out, the link = %+v; want no socket and no refresh", s)
+	}
+	popup := b.Tab(t, fmt.Sprintf("chrome-extension://%s/popup/popup.html", ExtensionID))
+	run(t, popup, "sign in from the popup",
+		chromedp.WaitVisible(chromedp.ID("sign-in")),
+		chromedp.Click(chromedp.ID("sign-in")),
+	)
+	b.waitJS(t, worker, 10*time.Second, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => ts.length === 1)`, live.env.URL+"/signin*"), nil)
 }
