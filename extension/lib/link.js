@@ -74,9 +74,11 @@ export class ServerLink {
   }
 
   // ensure dials again if a socket is wanted and none is open or on its way (the keep-alive alarm
-  // calls it, in case the worker was stopped while it waited to retry).
+  // calls it, in case the worker was stopped while it waited to retry). Signed out, or stopped by
+  // a close that must not be retried (4000, 4001, 4002), it waits for kick or wake instead.
   ensure() {
-    if (this.wanted() && this.state !== 'open' && this.state !== 'connecting' && this.state !== 'signed-out' && this.retryTimer === null) this.connect();
+    const quiet = ['open', 'connecting', 'signed-out', 'stopped'];
+    if (this.wanted() && !quiet.includes(this.state) && this.retryTimer === null) this.connect();
   }
 
   // wake tries again after the person was found signed out (the popup saw them signed in).

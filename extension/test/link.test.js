@@ -184,5 +184,7 @@ test('a dropped socket is dialled again with backoff; an expired access token is
   const ws3 = await connected(link, [site]);
   ws3.drop(4001);
   assert.equal(link.state, 'stopped');
+  link.ensure(); // the keep-alive alarm
+  assert.equal(link.state, 'stopped', 'the alarm does not dial a replaced socket again');
   link.teardown();
 });
