@@ -127,11 +127,20 @@ func (b *ExtensionBrowser) waitJS(t testing.TB, ctx context.Context, timeout tim
 // resolves true without a prompt.
 func (b *ExtensionBrowser) GrantAllURLs(t testing.TB) {
 	t.Helper()
+	b.GrantHost(t, "<all_urls>")
+}
+
+// GrantHost lets the extension's next permissions.request for one host pattern (e.g.
+// "http://127.0.0.1:8080/*") resolve without a prompt. Unlike "<all_urls>", a single host does
+// not show in chrome.permissions.getAll() until the extension's own request (in a click) asks
+// for it.
+func (b *ExtensionBrowser) GrantHost(t testing.TB, pattern string) {
+	t.Helper()
 	ctx := b.Tab(t, "chrome://extensions")
 	b.eval(t, ctx, fmt.Sprintf(`new Promise((resolve, reject) => {
-		const p = chrome.developerPrivate.addHostPermission(%q, '<all_urls>', () => resolve(true));
+		const p = chrome.developerPrivate.addHostPermission(%q, %q, () => resolve(true));
 		if (p && p.then) p.then(() => resolve(true), reject);
-	})`, ExtensionID), nil)
+	})`, ExtensionID, pattern), nil)
 }
 
 // EnableDetection turns detection on as a person would: grant, then click the switch on the
@@ -145,6 +154,22 @@ func (b *ExtensionBrowser) EnableDetection(t testing.TB) {
 	}
 	var on bool
 	b.waitJS(t, ctx, 10*time.Second, `document.getElementById('detection').dataset.state === 'on'`, &on)
+}
+
+// SetServer saves the server address on the options page as a person does: the host permission
+// is granted first (see GrantHost), then Save asks for it and stores the address.
+func (b *ExtensionBrowser) SetServer(t testing.TB, server string) {
+	t.Helper()
+	b.GrantHost(t, server+"/*")
+	ctx := b.Tab(t, fmt.Sprintf("chrome-extension://%s/options/options.html", ExtensionID))
+	if err := chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.ID("server")),
+		chromedp.SetValue(chromedp.ID("server"), server),
+		chromedp.Click(chromedp.ID("save")),
+	); err != nil {
+		t.Fatalf("save the server address: %v", err)
+	}
+	b.waitJS(t, ctx, 10*time.Second, `document.getElementById('server-note').textContent.startsWith('Saved.')`, nil)
 }
 
 // serveTestSite serves e2e/testsite on a loopback port and returns its origin.

@@ -2,25 +2,64 @@
 // is registered synchronously here at top level, state lives in chrome.storage.session, and each
 // handler waits for the one init promise before it touches state.
 //
-// Now: detection (content scripts and the broad permission, re-checked on every start), the
-// bridges' ports and calls into pages (lib/pages.js), tab use, the popup's questions and the
-// keyboard command. The server socket comes with the server's extension protocol.
+// It owns: detection (content scripts and the broad permission, re-checked on every start), the
+// bridges' ports and calls into pages (lib/pages.js), the one socket to the server
+// (lib/link.js), tab use, the approvals badge and notifications, the popup's questions and the
+// keyboard command.
 
 import { Pages } from './lib/pages.js';
+import { ServerLink } from './lib/link.js';
 import * as detection from './lib/detection.js';
 import { getServer } from './lib/config.js';
 
+const ALARM = 'tabbridge-link';
 const pages = new Pages();
+const link = new ServerLink({ pages, onApprovals: showApprovals });
+pages.onChange = () => link.sync();
+pages.onUse = (tabId) => link.used(tabId);
 const ready = init();
 
 async function init() {
-  await pages.load();
+  await Promise.all([pages.load(), link.load()]);
   try {
     await detection.reconcile();
   } catch (e) {
     console.warn('tabbridge: reconcile detection', e);
   }
+  // The alarm wakes a stopped worker so a wanted socket is dialled again.
+  chrome.alarms.create(ALARM, { periodInMinutes: 0.5 }).catch(() => {});
+  link.start();
 }
+
+// The server socket: kept up by the alarm, redialled when the server address changes.
+chrome.alarms.onAlarm.addListener((a) => {
+  if (a.name === ALARM) ready.then(() => link.ensure());
+});
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area === 'local' && changes.server) ready.then(() => link.kick({ forget: true }));
+});
+
+// showApprovals puts the number of waiting requests on the icon, a notification for a new one,
+// and takes a request's notification away once it is answered elsewhere. Notification changes run
+// one after another: a request answered at once must not have its clear overtake its create.
+let notifying = Promise.resolve();
+function showApprovals(m) {
+  chrome.action.setBadgeText({ text: m.pending > 0 ? String(m.pending) : '' }).catch(() => {});
+  const id = `approval-${m.request.id || crypto.randomUUID()}`;
+  const change = m.event === 'approval.created'
+    ? () => chrome.notifications.create(id, {
+      type: 'basic', iconUrl: 'icons/icon128.png', title: 'Tabbridge: an agent asks',
+      message: `${m.request.tool || 'A tool call'}${m.request.site ? ` on ${m.request.site}` : ''} waits for your answer.`,
+    })
+    : () => chrome.notifications.clear(id);
+  notifying = notifying.then(change).catch((e) => console.warn('tabbridge: notification', e));
+}
+
+// A click on a request's notification opens the inbox.
+chrome.notifications.onClicked.addListener((id) => {
+  if (!id.startsWith('approval-')) return;
+  ready.then(openApp).then(() => chrome.notifications.clear(id));
+});
 
 // Bridges connect from pages.
 chrome.runtime.onConnect.addListener((port) => pages.attach(port, ready));
@@ -65,6 +104,16 @@ const handlers = {
   },
   tabInfo: (m) => (Number.isInteger(m.tabId) ? pages.tabInfo(m.tabId) : null),
   openApp: () => openApp().then(() => true),
+  // The popup shared a site (or the person signed in): connect now, the welcome says what is shared.
+  connect: () => {
+    link.kick();
+    return link.status();
+  },
+  wake: () => {
+    link.wake();
+    return link.status();
+  },
+  linkStatus: () => link.status(),
 };
 
 chrome.runtime.onMessage.addListener((msg, sender, reply) => {
@@ -93,4 +142,6 @@ self.__tabbridgeTest = {
   cancel: (callId) => pages.cancel(callId),
   documents: () => Object.values(pages.rec.docs),
   detection: () => detection.status(),
+  link,
+  showApprovals,
 };

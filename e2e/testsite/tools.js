@@ -95,6 +95,13 @@
     window.testsite.lastWithdrawable = { version, controller };
     return p.then(() => 'registered', (e) => `${e.name}: ${e.message}`);
   };
+  // registerBig registers "big", a read-only tool whose result is over the 256 KiB cap.
+  window.testsite.registerBig = () => mc.registerTool({
+    name: 'big',
+    description: 'Answers with about 300 KiB of text.',
+    annotations: { readOnlyHint: true },
+    execute: async () => ({ text: 'x'.repeat(300 * 1024) }),
+  }).then(() => 'registered', (e) => `${e.name}: ${e.message}`);
   window.testsite.withdraw = () => withdrawable?.controller.abort();
   window.testsite.release = () => release?.();
   window.testsite.getTools = async () => (await mc.getTools()).map((t) => t.name).sort();

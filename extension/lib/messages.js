@@ -125,17 +125,26 @@
     return typeof id === 'string' && callId.test(id);
   }
 
+  // tooLarge is the failure a result over the cap becomes: refused with its size, never cut.
+  function tooLarge(callId, size) {
+    return accept({ type: 'result', callId, ok: false, code: 'result_too_large', size, error: `The page's result is ${size} bytes; at most ${limits.maxResultBytes} are allowed.` });
+  }
+
   // checkOutcome checks the result or error of one call, as both the observer and the bridge
-  // send it: {callId, ok: true, result} or {callId, ok: false, error}.
+  // send it: {callId, ok: true, result} or {callId, ok: false, error}. A result over the cap is
+  // turned into the failure result_too_large with its size (so the call ends at once, not at its
+  // deadline), which is the one failure that carries a code and a size.
   function checkOutcome(m) {
     if (!checkCallId(m.callId)) return refuse('the result has no valid callId');
     if (m.ok === true) {
       if (!jsonSafe(m.result === undefined ? null : m.result)) return refuse('the result is not JSON data');
       const result = m.result === undefined ? null : m.result;
-      if (bytes(JSON.stringify(result)) > limits.maxResultBytes) {
-        return refuse(`the result is over ${limits.maxResultBytes} bytes`);
-      }
+      const size = bytes(JSON.stringify(result));
+      if (size > limits.maxResultBytes) return tooLarge(m.callId, size);
       return accept({ type: 'result', callId: m.callId, ok: true, result });
+    }
+    if (m.ok === false && m.code === 'result_too_large' && Number.isSafeInteger(m.size) && m.size > limits.maxResultBytes) {
+      return tooLarge(m.callId, m.size);
     }
     if (m.ok === false && typeof m.error === 'string') {
       return accept({ type: 'result', callId: m.callId, ok: false, error: m.error.slice(0, limits.maxErrorChars) });
@@ -148,12 +157,18 @@
   // Events the bridge itself sent (from: "bridge") come back as {ok: true, msg: null}.
   function parsePageMessage(detail) {
     if (typeof detail !== 'string') return refuse('the event detail is not a JSON string');
-    if (detail.length > limits.maxAnnouncementBytes + limits.maxResultBytes) return refuse('the event is too large');
     let m;
     try {
       m = JSON.parse(detail);
     } catch {
       return refuse('the event detail is not valid JSON');
+    }
+    if (detail.length > limits.maxAnnouncementBytes + limits.maxResultBytes) {
+      // Still read far enough to fail the call at once with the result's size.
+      if (isObject(m) && m.from === 'observer' && m.type === 'result' && m.ok === true && checkCallId(m.callId)) {
+        return tooLarge(m.callId, bytes(JSON.stringify(m.result ?? null)));
+      }
+      return refuse('the event is too large');
     }
     if (!isObject(m)) return refuse('the message is not an object');
     if (m.from === 'bridge') return accept(null);

@@ -27,6 +27,7 @@ export const codes = Object.freeze({
   cancelled: 'cancelled',
   toolError: 'tool_error', // the page's execute threw or rejected; error is the page's message
   refused: 'refused', // the extension refused a malformed message
+  tooLarge: 'result_too_large', // the page's result is over 256 KiB; size says how large
 });
 
 const fail = (code, error) => ({ ok: false, code, error });
@@ -41,6 +42,10 @@ export class Pages {
     this.calls = new Map(); // callId → {documentId, port, settle}
     this.waiters = new Set(); // functions run after every announcement
     this.reopening = new Map(); // origin → promise of the reopened tab's document
+    // onChange runs after the record of documents changed (the server link announces the
+    // difference); onUse after the person used a tab.
+    this.onChange = () => {};
+    this.onUse = () => {};
   }
 
   async load() {
@@ -50,6 +55,11 @@ export class Pages {
 
   save() {
     chrome.storage.session.set({ [STORE_KEY]: this.rec }).catch((e) => this.log.warn('tabbridge: save pages', e));
+    try {
+      this.onChange();
+    } catch (e) {
+      this.log.warn('tabbridge: after a change of documents', e);
+    }
   }
 
   // accepts says whether a port comes from one of our bridges in a top frame of a tab.
@@ -86,7 +96,8 @@ export class Pages {
       for (const w of [...this.waiters]) w();
       return;
     }
-    const outcome = m.ok ? { ok: true, result: m.result } : fail(codes.toolError, m.error);
+    const outcome = m.ok ? { ok: true, result: m.result } : fail(m.code ?? codes.toolError, m.error);
+    if (m.size !== undefined) outcome.size = m.size;
     this.settle(m.callId, documentId, outcome);
   }
 
@@ -111,6 +122,7 @@ export class Pages {
   tabUsed(tabId) {
     touchTab(this.rec, tabId, this.now());
     this.save();
+    this.onUse(tabId);
   }
 
   tabClosed(tabId) {
@@ -164,11 +176,11 @@ export class Pages {
 
   // reopen opens the site's last address in a background tab (once per origin at a time) and
   // waits for a document there to offer the tool.
-  async reopen(origin, tool, deadline, signal) {
-    const address = this.rec.addresses[origin];
-    if (!address) return null;
+  async reopen(origin, tool, deadline, signal, fallbackUrl) {
+    const url = this.rec.addresses[origin]?.url ?? fallbackUrl;
+    if (!url) return null;
     if (!this.reopening.has(origin)) {
-      const opened = chrome.tabs.create({ url: address.url, active: false }).finally(() => this.reopening.delete(origin));
+      const opened = chrome.tabs.create({ url, active: false }).finally(() => this.reopening.delete(origin));
       this.reopening.set(origin, opened);
     }
     await this.reopening.get(origin);
@@ -176,8 +188,11 @@ export class Pages {
   }
 
   // call runs tool with args in the best document of origin and resolves with {ok, result} or
-  // {ok: false, code, error}; it never rejects. Aborting signal cancels it in the page.
-  async call({ callId = crypto.randomUUID(), origin, tool, args, timeoutMs = DEFAULT_TIMEOUT_MS, signal }) {
+  // {ok: false, code, error}; it never rejects. Aborting signal cancels it in the page. url is
+  // where to reopen the site when the worker knows no address of its own (the server's last
+  // address); onDispatch(documentId) is told the document the call is sent to.
+  async call({ callId = crypto.randomUUID(), origin, tool, args, timeoutMs = DEFAULT_TIMEOUT_MS, signal, url, onDispatch }) {
+    const fallbackUrl = typeof url === 'string' && url !== '' && new URL(url).origin === origin ? url : undefined;
     const deadline = this.now() + timeoutMs;
     for (let tries = 0; tries < 8; tries++) {
       if (signal?.aborted) return fail(codes.cancelled, 'The call was cancelled.');
@@ -189,12 +204,15 @@ export class Pages {
           const names = [...new Set(open.flatMap((d) => d.tools.map((t) => t.name)))].sort();
           return fail(codes.noTool, `The open tabs of ${origin} do not offer the tool "${tool}"; they offer: ${names.join(', ') || 'no tools'}.`);
         }
-        if (!this.rec.addresses[origin]) return fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and the extension does not know the site's address to reopen it.`);
-        doc = await this.reopen(origin, tool, deadline, signal);
+        if (!this.rec.addresses[origin] && !fallbackUrl) return fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and the extension does not know the site's address to reopen it.`);
+        doc = await this.reopen(origin, tool, deadline, signal, fallbackUrl);
         if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${origin} was reopened in a background tab but did not register the tool "${tool}" in time.`);
       }
       const port = await this.portFor(doc, deadline, signal);
-      if (port) return this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
+      if (port) {
+        onDispatch?.(doc.documentId);
+        return this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
+      }
       forget(this.rec, doc.documentId);
       this.save();
     }

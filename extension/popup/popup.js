@@ -1,23 +1,46 @@
-// popup.js: a strip for the current tab's site (its tool count and, later, Share), then the
-// server's own web app in a frame. The app is framed rather than bundled because the sign-in
-// cookie never reaches a chrome-extension:// origin; the frame gets it because the extension holds
-// host permission for the server. Signed out, sign-in opens in a tab: sign-in providers refuse
-// to be framed.
+// popup.js: a strip for a tab's site (its tool count, and Share with a workspace or Stop sharing),
+// then the server's own web app in a frame. The app is framed rather than bundled because the
+// sign-in cookie never reaches a chrome-extension:// origin; the frame gets it because the
+// extension holds host permission for the server. Signed out, sign-in opens in a tab: sign-in
+// providers refuse to be framed.
+//
+// The strip is about the current window's active tab, or the tab named by ?tab=<id> (the same
+// page opened in a tab, as the end-to-end tests do). Sharing talks to the server's JSON API with
+// the cookie; the extension's Origin passes the CSRF check. After a share the worker is told to
+// connect: its socket is open only while some site is shared.
 
-import { getServer } from '../lib/config.js';
+import { getServer, hostPattern } from '../lib/config.js';
+import { request, errorOf } from '../lib/api.js';
 import { ask, wireDetection } from '../lib/ui.js';
 
 const $ = (id) => document.getElementById(id);
 
-async function showSite() {
+async function theTab() {
+  const asked = Number(new URLSearchParams(location.search).get('tab'));
+  if (Number.isInteger(asked) && asked > 0) return chrome.tabs.get(asked).catch(() => null);
   const [tab] = await chrome.tabs.query({ active: true, currentWindow: true });
-  let origin = '';
+  return tab ?? null;
+}
+
+function originOf(tab) {
   try {
-    origin = new URL(tab?.url ?? '').origin;
+    const u = new URL(tab?.url ?? '');
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : '';
   } catch {
-    // Not a web page.
+    return '';
   }
-  $('site-name').textContent = origin && origin !== 'null' ? origin : 'No site in this tab';
+}
+
+const tabReady = theTab();
+// The server's address, known before any click: permissions.request must be called in the
+// click's gesture, before any await.
+let serverNow = '';
+getServer().then((s) => (serverNow = s));
+
+async function showSite() {
+  const tab = await tabReady;
+  const origin = originOf(tab);
+  $('site-name').textContent = origin || 'No site in this tab';
   const status = await ask('detection');
   if (!status.on) {
     $('detection-row').hidden = false;
@@ -27,32 +50,123 @@ async function showSite() {
   const info = tab ? await ask('tabInfo', { tabId: tab.id }) : null;
   const n = info ? info.tools.length : 0;
   $('tool-count').textContent = n === 1 ? '1 tool' : `${n} tools`;
+  $('tool-count').dataset.count = String(n);
+}
+
+function note(text) {
+  $('share-note').textContent = text;
+  $('share-note').hidden = text === '';
+}
+
+// showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site.
+async function showSharing(server) {
+  const origin = originOf(await tabReady);
+  const box = $('share-box');
+  box.dataset.state = 'loading';
+  $('share').disabled = true;
+  $('unshare').hidden = true;
+  $('workspace').hidden = true;
+  if (!origin) {
+    box.dataset.state = 'none';
+    return;
+  }
+  const [sitesRes, wsRes] = await Promise.all([request(server, 'GET', '/api/sites'), request(server, 'GET', '/api/workspaces')]);
+  if (!sitesRes.ok || !wsRes.ok) {
+    note((await errorOf(sitesRes.ok ? wsRes : sitesRes)).message);
+    box.dataset.state = 'error';
+    return;
+  }
+  const { sites } = await sitesRes.json();
+  const { workspaces } = await wsRes.json();
+  const shared = sites.find((s) => s.origin === origin);
+  if (shared) {
+    $('unshare').hidden = false;
+    $('unshare').dataset.siteId = shared.id;
+    $('share').hidden = true;
+    note(`Shared with ${shared.workspaceName}.`);
+    box.dataset.state = 'shared';
+    return;
+  }
+  $('share').hidden = false;
+  const select = $('workspace');
+  select.replaceChildren(...workspaces.map((w) => new Option(w.name, w.id)));
+  if (workspaces.length === 0) {
+    note('Create a workspace below first, then share this site with it.');
+    box.dataset.state = 'no-workspace';
+    return;
+  }
+  select.hidden = false;
+  $('share').disabled = false;
+  box.dataset.state = 'unshared';
+}
+
+async function share() {
+  const server = await getServer();
+  const origin = originOf(await tabReady);
+  $('share').disabled = true;
+  const res = await request(server, 'POST', '/api/sites', { origin, workspaceId: $('workspace').value });
+  if (!res.ok) {
+    note(`Not shared: ${(await errorOf(res)).message}`);
+    $('share').disabled = false;
+    return;
+  }
+  await ask('connect');
+  await showSharing(server);
+}
+
+async function unshare() {
+  const server = await getServer();
+  const res = await request(server, 'DELETE', `/api/sites/${encodeURIComponent($('unshare').dataset.siteId)}`);
+  if (!res.ok && res.status !== 404) {
+    note(`Still shared: ${(await errorOf(res)).message}`);
+    return;
+  }
+  note('');
+  await showSharing(server);
 }
 
 async function showApp() {
   const server = await getServer();
   for (const el of document.querySelectorAll('.server')) el.textContent = server;
+  // Without host permission for the server the cookie is not sent (and the fetch fails): say so
+  // and ask for it in a click, rather than showing the server as down.
+  if (!(await chrome.permissions.contains({ origins: [hostPattern(server)] }))) {
+    $('no-access').hidden = false;
+    $('share-box').dataset.state = 'no-access';
+    return;
+  }
   let res;
   try {
-    res = await fetch(`${server}/api/auth/me`, { credentials: 'include' });
+    res = await request(server, 'GET', '/api/auth/me');
   } catch {
     $('unreachable').hidden = false;
     return;
   }
   if (res.status === 401) {
     $('signed-out').hidden = false;
+    $('share-box').dataset.state = 'signed-out';
     return;
   }
   $('app').src = `${server}/`;
   $('app').hidden = false;
+  ask('wake').catch(() => {}); // signed in: a worker that found the person signed out tries again
+  await showSharing(server);
 }
 
+$('share').addEventListener('click', () => share().catch((e) => note(e.message)));
+$('unshare').addEventListener('click', () => unshare().catch((e) => note(e.message)));
 $('sign-in').addEventListener('click', async () => {
-  await chrome.tabs.create({ url: `${await getServer()}/` });
+  await chrome.tabs.create({ url: `${await getServer()}/signin` });
   window.close();
 });
 $('options').addEventListener('click', () => chrome.runtime.openOptionsPage());
+$('grant').addEventListener('click', () => {
+  chrome.permissions.request({ origins: [hostPattern(serverNow)] }).then((granted) => {
+    if (granted) location.reload();
+    else note(`Without access to ${serverNow} the popup cannot show your account.`);
+  }, (e) => note(e.message));
+});
 
 wireDetection($('detection'), $('detection-note'));
 showSite();
-showApp();
+showApp().catch((e) => note(e.message));

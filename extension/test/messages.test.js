@@ -83,7 +83,6 @@ test('malformed page messages are refused with a reason', () => {
     [page({ type: 'result', callId: '../x', ok: true }), /callId/],
     [page({ type: 'result', callId: 'c', ok: 'yes' }), /neither ok/],
     [page({ type: 'result', callId: 'c', ok: false }), /neither ok/],
-    [page({ type: 'result', callId: 'c', ok: true, result: 'x'.repeat(300 << 10) }), /over 262144 bytes/],
   ];
   for (const [detail, reason] of cases) {
     const r = M.parsePageMessage(detail);
@@ -113,4 +112,20 @@ test('bridge messages: an announcement must stay on the page\'s own origin', () 
   assert.match(M.checkBridgeMessage({ ...a, tools: [good, good] }, 'https://a.test').reason, /twice/);
   assert.equal(M.checkBridgeMessage({ type: 'result', callId: 'c', ok: true, result: 1 }, 'https://a.test').msg.result, 1);
   assert.match(M.checkBridgeMessage({ type: 'hello' }, 'https://a.test').reason, /unknown/);
+});
+
+test('a result over 256 KiB becomes result_too_large with its size, at any size', () => {
+  for (const n of [300 << 10, 2 << 20]) {
+    const r = M.parsePageMessage(page({ type: 'result', callId: 'c', ok: true, result: 'x'.repeat(n) }));
+    assert.equal(r.ok, true);
+    assert.deepEqual({ ...r.msg, error: undefined }, { type: 'result', callId: 'c', ok: false, code: 'result_too_large', size: n + 2, error: undefined });
+    assert.match(r.msg.error, new RegExp(`${n + 2} bytes; at most 262144`));
+    // The bridge forwards it; the worker accepts it with the same code and size.
+    const w = M.checkBridgeMessage({ type: 'result', callId: 'c', ok: false, code: 'result_too_large', size: n + 2, error: 'x' }, 'https://a.example');
+    assert.equal(w.msg.code, 'result_too_large');
+    assert.equal(w.msg.size, n + 2);
+  }
+  // A page cannot make another failure look like one with a code.
+  const forged = M.checkBridgeMessage({ type: 'result', callId: 'c', ok: false, code: 'page_gone', error: 'x' }, 'https://a.example');
+  assert.equal(forged.msg.code, undefined);
 });

@@ -1,0 +1,302 @@
+// link.js owns the worker's one WebSocket to the server (docs/PROTOCOL.md). ServerLink asks for a
+// ticket with the sign-in cookie, dials /ws/extension, says hello, pings, keeps the server's view
+// of this browser's documents exact (tools.announce, document.used, document.gone), runs the
+// server's calls through Pages and answers them, and hands approval counts to the worker.
+//
+// The socket is open only while at least one site is shared: the worker learns the list from
+// welcome and sites; with none shared it closes and stays closed until kick() (a Share click).
+// A dropped socket is dialled again with backoff (lib/backoff.js). teardown() is the one place a
+// socket ends and is safe to run any number of times.
+
+import { Backoff } from './backoff.js';
+import { getServer } from './config.js';
+import { ticket, socketURL, SignedOutError } from './api.js';
+import { parseFrame, hello, browserName, plan, openSites, resultMessage, retryable, PING_MS } from './protocol.js';
+
+const STORE_KEY = 'link';
+const ID_KEY = 'browserId';
+
+// browserIdentity returns this browser's stable id (generated once, kept in storage.local), its
+// default name and the extension's version.
+export async function browserIdentity() {
+  let { [ID_KEY]: browserId } = await chrome.storage.local.get(ID_KEY);
+  if (typeof browserId !== 'string' || !/^[A-Za-z0-9_-]{8,64}$/.test(browserId)) {
+    browserId = crypto.randomUUID();
+    await chrome.storage.local.set({ [ID_KEY]: browserId });
+  }
+  const { os } = await chrome.runtime.getPlatformInfo();
+  return { browserId, name: browserName(os), version: chrome.runtime.getManifest().version };
+}
+
+export class ServerLink {
+  constructor({ pages, onApprovals = () => {}, log = console, now = Date.now }) {
+    this.pages = pages;
+    this.onApprovals = onApprovals;
+    this.log = log;
+    this.now = now;
+    this.backoff = new Backoff();
+    this.shared = null; // the person's shared sites from the last welcome/sites; null = not known yet
+    this.ws = null;
+    this.open = false; // welcomed on this.ws
+    this.gen = 0; // bumped by every connect and teardown: a stale dial gives up
+    this.state = 'idle'; // idle | connecting | open | waiting | signed-out | stopped
+    this.lastError = '';
+    this.sent = new Map(); // documentId → signature announced on this socket
+    this.sentOpen = ''; // the last sites.open list sent on this socket, as JSON
+    this.calls = new Map(); // callId → AbortController of a call from the server
+    this.retryTimer = null;
+    this.pingTimer = null;
+    this.seq = 0;
+    this.stats = { connects: 0, welcomes: 0, refreshes: 0, tickets: 0 };
+  }
+
+  async load() {
+    const { [STORE_KEY]: saved } = await chrome.storage.session.get(STORE_KEY);
+    if (saved && (saved.shared === null || Array.isArray(saved.shared))) this.shared = saved.shared;
+  }
+
+  save() {
+    chrome.storage.session.set({ [STORE_KEY]: { shared: this.shared } }).catch((e) => this.log.warn('tabbridge: save link', e));
+  }
+
+  // wanted says whether a socket should be open: some site is shared, or the list is not known.
+  wanted() {
+    return this.shared === null || this.shared.length > 0;
+  }
+
+  sharedOrigins() {
+    return new Set((this.shared ?? []).map((s) => s.origin));
+  }
+
+  // start connects if a socket is wanted; the worker calls it on every start.
+  start() {
+    if (this.wanted()) this.connect();
+  }
+
+  // ensure dials again if a socket is wanted and none is open or on its way (the keep-alive alarm
+  // calls it, in case the worker was stopped while it waited to retry). Signed out, or stopped by
+  // a close that must not be retried (4000, 4001, 4002), it waits for kick or wake instead.
+  ensure() {
+    const quiet = ['open', 'connecting', 'signed-out', 'stopped'];
+    if (this.wanted() && !quiet.includes(this.state) && this.retryTimer === null) this.connect();
+  }
+
+  // wake tries again after the person was found signed out (the popup saw them signed in).
+  wake() {
+    if (this.state === 'signed-out') {
+      this.backoff.reset();
+      this.connect();
+      return;
+    }
+    this.ensure();
+  }
+
+  // kick connects now, whatever was known: the person shared a site, signed in, or changed the
+  // server. The welcome then says which sites are shared.
+  kick({ forget = false } = {}) {
+    if (forget) {
+      this.shared = null;
+      this.save();
+    }
+    this.backoff.reset();
+    if (this.state === 'open' && !forget) return;
+    this.shared = this.shared && this.shared.length > 0 ? this.shared : null;
+    this.connect();
+  }
+
+  status() {
+    return { state: this.state, shared: this.shared, lastError: this.lastError, stats: { ...this.stats }, announced: [...this.sent.keys()], calls: [...this.calls.keys()] };
+  }
+
+  async connect() {
+    this.teardown();
+    const gen = this.gen;
+    this.state = 'connecting';
+    let server;
+    let t;
+    try {
+      server = await getServer();
+      t = await ticket(server, { onRefresh: () => this.stats.refreshes++ });
+      this.stats.tickets++;
+    } catch (e) {
+      if (gen !== this.gen) return;
+      this.lastError = String(e?.message ?? e);
+      if (e instanceof SignedOutError) {
+        this.state = 'signed-out';
+        return;
+      }
+      this.retry();
+      return;
+    }
+    if (gen !== this.gen) return;
+    let ws;
+    try {
+      ws = new WebSocket(socketURL(server, t));
+    } catch (e) {
+      this.lastError = String(e?.message ?? e);
+      this.retry();
+      return;
+    }
+    this.stats.connects++;
+    this.ws = ws;
+    ws.onopen = () => {
+      if (this.ws !== ws) return;
+      browserIdentity().then((id) => this.ws === ws && this.send(hello(id)));
+    };
+    ws.onmessage = (ev) => {
+      if (this.ws === ws) this.onFrame(ev.data);
+    };
+    ws.onclose = (ev) => {
+      if (this.ws === ws) this.closed(ev.code, ev.reason);
+    };
+    ws.onerror = () => {}; // a close event follows
+  }
+
+  // teardown ends the socket, its ping and the calls it carried; safe to run twice.
+  teardown() {
+    this.gen++;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    clearInterval(this.pingTimer);
+    this.pingTimer = null;
+    this.open = false;
+    this.sent = new Map();
+    this.sentOpen = '';
+    for (const ctl of this.calls.values()) ctl.abort();
+    this.calls.clear();
+    const ws = this.ws;
+    this.ws = null;
+    if (ws) {
+      ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
+      try {
+        ws.close(1000);
+      } catch {
+        // Already closed.
+      }
+    }
+  }
+
+  // stop closes the socket and stays closed (no site shared).
+  stop() {
+    this.teardown();
+    this.state = 'idle';
+  }
+
+  closed(code, reason) {
+    this.teardown();
+    this.lastError = `closed ${code}${reason ? ` (${reason})` : ''}`;
+    if (!this.wanted()) {
+      this.state = 'idle';
+      return;
+    }
+    if (!retryable(code)) {
+      this.state = 'stopped';
+      return;
+    }
+    this.retry();
+  }
+
+  retry() {
+    this.state = 'waiting';
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.connect();
+    }, this.backoff.next());
+  }
+
+  send(msg) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    try {
+      this.ws.send(JSON.stringify(msg));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  onFrame(data) {
+    const r = parseFrame(data);
+    if (!r.ok) {
+      this.log.warn(`tabbridge: refused a message from the server: ${r.reason}`);
+      return;
+    }
+    const m = r.msg;
+    switch (m.type) {
+      case 'welcome':
+        this.open = true;
+        this.state = 'open';
+        this.stats.welcomes++;
+        this.backoff.reset();
+        this.pingTimer = setInterval(() => this.send({ type: 'ping', id: `p${++this.seq}` }), m.pingMs || PING_MS);
+        this.setShared(m.sharedSites);
+        break;
+      case 'sites':
+        this.setShared(m.sharedSites);
+        break;
+      case 'call':
+        this.runCall(m);
+        break;
+      case 'call.cancel':
+        this.calls.get(m.callId)?.abort();
+        this.calls.delete(m.callId);
+        break;
+      case 'approvals':
+        this.onApprovals(m);
+        break;
+      case 'error':
+        this.log.warn(`tabbridge: the server says ${m.code}: ${m.message}`);
+        break;
+      default:
+        break; // pong, browser, tools.accepted: nothing to do
+    }
+  }
+
+  setShared(sites) {
+    this.shared = sites;
+    this.save();
+    if (sites.length === 0) {
+      this.stop();
+      return;
+    }
+    this.sync();
+  }
+
+  // sync announces what changed since the last announcement on this socket.
+  sync() {
+    if (!this.open) return;
+    const { messages, sent } = plan(this.sent, this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
+    this.sent = sent;
+    for (const m of messages) this.send(m.type === 'tools.announce' ? { ...m, id: `a-${++this.seq}` } : m);
+    const open = openSites(this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
+    const text = JSON.stringify(open);
+    if (text !== this.sentOpen) {
+      this.sentOpen = text;
+      this.send({ type: 'sites.open', id: `s-${++this.seq}`, sites: open });
+    }
+  }
+
+  // used tells the server a tab's announced documents were used.
+  used(tabId) {
+    if (!this.open) return;
+    for (const d of Object.values(this.pages.rec.docs)) {
+      if (d.tabId === tabId && this.sent.has(d.documentId)) this.send({ type: 'document.used', documentId: d.documentId, lastUsed: this.now() });
+    }
+    this.sync(); // the site's lastUsed in sites.open
+  }
+
+  // runCall runs one call from the server and answers it, unless it was cancelled meanwhile (the
+  // server then expects no answer).
+  async runCall(m) {
+    const ctl = new AbortController();
+    this.calls.set(m.callId, ctl);
+    const outcome = await this.pages.call({
+      callId: m.callId, origin: m.site, tool: m.tool, args: m.args, url: m.url,
+      timeoutMs: Math.max(0, m.deadline - this.now()), signal: ctl.signal,
+      onDispatch: (documentId) => this.calls.get(m.callId) === ctl && this.send({ type: 'call.dispatched', callId: m.callId, documentId }),
+    });
+    if (this.calls.get(m.callId) !== ctl) return;
+    this.calls.delete(m.callId);
+    this.send(resultMessage(m.callId, outcome));
+  }
+}

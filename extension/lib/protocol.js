@@ -1,0 +1,182 @@
+// protocol.js is the pure half of the extension socket (docs/PROTOCOL.md, protocol 1): it checks
+// every message the server sends before the worker uses it, builds what the worker sends, and
+// works out which announcements a change of documents or shared sites needs. No chrome.* here, so
+// Node's tests can run it.
+
+export const PROTOCOL = 1;
+export const PING_MS = 20000;
+export const MAX_RESULT_BYTES = 256 << 10; // the server's result cap
+
+const encoder = new TextEncoder();
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isString = (v, max) => typeof v === 'string' && v.length <= max;
+const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
+const toolName = /^[A-Za-z0-9_.-]{1,128}$/;
+const refuse = (reason) => ({ ok: false, reason });
+const accept = (msg) => ({ ok: true, msg });
+
+// origin returns the normalised http(s) origin of text, or '' when it is not one.
+export function originOf(text) {
+  if (typeof text !== 'string' || text.length > 2048) return '';
+  try {
+    const u = new URL(text);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return '';
+    return u.origin;
+  } catch {
+    return '';
+  }
+}
+
+// checkSites checks a sharedSites list (welcome and sites) and keeps the known fields.
+function checkSites(list) {
+  if (!Array.isArray(list) || list.length > 10000) return null;
+  const out = [];
+  for (const s of list) {
+    if (!isObject(s) || !isString(s.id, 128) || !isString(s.workspaceId, 128)) return null;
+    const origin = originOf(s.origin);
+    if (!origin) return null;
+    out.push({ id: s.id, origin, workspaceId: s.workspaceId, workspaceName: isString(s.workspaceName, 200) ? s.workspaceName : '' });
+  }
+  return out;
+}
+
+// checkServerMessage checks a parsed frame from the server and returns a fresh object holding only
+// the fields the worker uses, or a reason. Unknown types are refused (the worker logs and drops
+// them), so a newer server cannot make an older extension act on something it does not know.
+export function checkServerMessage(m) {
+  if (!isObject(m) || typeof m.type !== 'string') return refuse('not an object with a type');
+  switch (m.type) {
+    case 'welcome': {
+      const sites = checkSites(m.sharedSites);
+      if (m.protocol !== PROTOCOL || !sites) return refuse('welcome: bad protocol or sharedSites');
+      const ping = Number.isInteger(m.limits?.pingSeconds) && m.limits.pingSeconds >= 5 && m.limits.pingSeconds <= 300 ? m.limits.pingSeconds * 1000 : PING_MS;
+      return accept({ type: 'welcome', name: isString(m.name, 200) ? m.name : '', sharedSites: sites, pingMs: ping });
+    }
+    case 'sites': {
+      const sites = checkSites(m.sharedSites);
+      return sites ? accept({ type: 'sites', sharedSites: sites }) : refuse('sites: bad sharedSites');
+    }
+    case 'pong':
+    case 'browser':
+    case 'tools.accepted':
+      return accept({ type: m.type });
+    case 'error':
+      return accept({ type: 'error', code: isString(m.code, 64) ? m.code : '', message: isString(m.message, 4096) ? m.message : '', ref: isString(m.ref, 64) ? m.ref : '' });
+    case 'call': {
+      if (!isString(m.id, 64) || m.id === '') return refuse('call: no id');
+      const site = originOf(m.site);
+      if (!site || site !== m.site) return refuse('call: site is not an origin');
+      if (typeof m.tool !== 'string' || !toolName.test(m.tool)) return refuse('call: bad tool name');
+      if (!isObject(m.arguments)) return refuse('call: arguments must be an object');
+      if (!Number.isFinite(m.deadline)) return refuse('call: no deadline');
+      const url = originOf(m.url) === site ? m.url : '';
+      const documentId = typeof m.documentId === 'string' && idPattern.test(m.documentId) ? m.documentId : '';
+      return accept({ type: 'call', callId: m.id, site, tool: m.tool, args: m.arguments, url, documentId, deadline: m.deadline });
+    }
+    case 'call.cancel':
+      if (!isString(m.callId, 64) || m.callId === '') return refuse('call.cancel: no callId');
+      return accept({ type: 'call.cancel', callId: m.callId, reason: m.reason === 'timeout' ? 'timeout' : 'cancelled' });
+    case 'approvals': {
+      if (!Number.isInteger(m.pending) || m.pending < 0 || m.pending > 1e6) return refuse('approvals: bad pending');
+      const r = isObject(m.request) ? m.request : {};
+      const request = {
+        id: isString(r.id, 128) ? r.id : '',
+        tool: isString(r.tool, 128) ? r.tool : '',
+        site: originOf(r.site),
+      };
+      return accept({ type: 'approvals', pending: m.pending, event: isString(m.event, 64) ? m.event : '', request });
+    }
+    default:
+      return refuse(`unknown type ${String(m.type).slice(0, 40)}`);
+  }
+}
+
+// parseFrame parses and checks one text frame.
+export function parseFrame(data) {
+  if (typeof data !== 'string' || data.length > (1 << 20)) return refuse('not a text frame within 1 MiB');
+  let m;
+  try {
+    m = JSON.parse(data);
+  } catch {
+    return refuse('not JSON');
+  }
+  return checkServerMessage(m);
+}
+
+// hello is the first message on every socket.
+export function hello({ browserId, name, version }) {
+  return { type: 'hello', id: 'h1', protocol: PROTOCOL, minProtocol: PROTOCOL, browserId, name, version };
+}
+
+// browserName is the default name a browser introduces itself with.
+export function browserName(os) {
+  const names = { mac: 'macOS', win: 'Windows', linux: 'Linux', cros: 'ChromeOS', android: 'Android', openbsd: 'OpenBSD', fuchsia: 'Fuchsia' };
+  return `Chrome on ${names[os] ?? 'this computer'}`;
+}
+
+// signature is what decides whether a document must be announced again.
+function signature(doc) {
+  return JSON.stringify([doc.url, doc.title, doc.tools]);
+}
+
+// plan works out what to send so the server knows exactly the documents of shared origins:
+// sent maps documentId → the signature last announced on this socket; docs is the worker's
+// record (documentId → doc); shared is a Set of shared origins. It returns the messages (without
+// ids) and the new sent map. A document that was never announced with tools and has none is not
+// announced; one that was and is gone (or its site unshared) gets document.gone.
+export function plan(sent, docs, shared, tabUsed = {}) {
+  const messages = [];
+  const next = new Map();
+  for (const doc of Object.values(docs)) {
+    if (!shared.has(doc.origin)) continue;
+    const sig = signature(doc);
+    const before = sent.get(doc.documentId);
+    if (before === undefined && doc.tools.length === 0) continue;
+    next.set(doc.documentId, sig);
+    if (before === sig) continue;
+    messages.push({
+      type: 'tools.announce', documentId: doc.documentId, origin: doc.origin, url: doc.url,
+      title: String(doc.title ?? '').slice(0, 170), tabId: doc.tabId, lastUsed: tabUsed[doc.tabId] ?? 0, tools: doc.tools,
+    });
+  }
+  for (const id of sent.keys()) {
+    if (!next.has(id) && docs[id] === undefined) messages.push({ type: 'document.gone', documentId: id });
+  }
+  return { messages, sent: next };
+}
+
+// openSites is the sites.open list: per shared origin with a tracked document, how many tabs
+// show it and when one of them was last used. Sorted, so equal lists encode the same.
+export function openSites(docs, shared, tabUsed = {}) {
+  const by = new Map();
+  for (const d of Object.values(docs)) {
+    if (!shared.has(d.origin)) continue;
+    const s = by.get(d.origin) ?? { origin: d.origin, lastUsed: 0, tabs: new Set() };
+    s.tabs.add(d.tabId);
+    s.lastUsed = Math.max(s.lastUsed, tabUsed[d.tabId] ?? 0);
+    by.set(d.origin, s);
+  }
+  return [...by.values()].sort((a, b) => (a.origin < b.origin ? -1 : 1)).map((s) => ({ origin: s.origin, lastUsed: s.lastUsed, tabs: s.tabs.size }));
+}
+
+// resultMessage turns a Pages outcome into call.result, refusing a result over the cap with its
+// size (checked here, before sending, and never truncated).
+export function resultMessage(callId, outcome) {
+  if (outcome.ok) {
+    const text = JSON.stringify(outcome.result ?? null);
+    const size = encoder.encode(text).length;
+    if (size > MAX_RESULT_BYTES) {
+      return { type: 'call.result', callId, ok: false, error: { code: 'result_too_large', message: `The page's result is ${size} bytes; at most ${MAX_RESULT_BYTES} are allowed.`, size } };
+    }
+    return { type: 'call.result', callId, ok: true, result: outcome.result ?? null };
+  }
+  const message = String(outcome.error ?? 'The call failed.').slice(0, 4000);
+  const error = { code: String(outcome.code || 'tool_error'), message };
+  if (Number.isSafeInteger(outcome.size)) error.size = outcome.size;
+  return { type: 'call.result', callId, ok: false, error };
+}
+
+// retryable says whether a close code means "dial again with backoff".
+export function retryable(code) {
+  return code !== 4000 && code !== 4001 && code !== 4002 && code !== 1003 && code !== 1009;
+}

@@ -1,0 +1,190 @@
+import test from 'node:test';
+import assert from 'node:assert/strict';
+
+// Fakes for what the worker's ServerLink touches: chrome.storage, chrome.runtime, fetch and
+// WebSocket. The link itself and everything it imports are the real modules.
+const stores = { local: new Map([['server', 'https://tb.example']]), session: new Map() };
+const area = (m) => ({
+  get: async (key) => (m.has(key) ? { [key]: structuredClone(m.get(key)) } : {}),
+  set: async (obj) => Object.entries(obj).forEach(([k, v]) => m.set(k, structuredClone(v))),
+});
+globalThis.chrome = {
+  storage: { local: area(stores.local), session: area(stores.session) },
+  runtime: { getPlatformInfo: async () => ({ os: 'linux' }), getManifest: () => ({ version: '0.1.0' }) },
+};
+
+const requests = [];
+const answers = [];
+globalThis.fetch = async (url, init) => {
+  requests.push(`${init.method} ${new URL(url).pathname}`);
+  const [status, body] = answers.shift();
+  return { status, ok: status < 300, json: async () => body };
+};
+
+class FakeSocket {
+  static OPEN = 1;
+  static all = [];
+  constructor(url) {
+    this.url = url;
+    this.readyState = 0;
+    this.sent = [];
+    this.closedWith = null;
+    FakeSocket.all.push(this);
+  }
+  send(data) {
+    this.sent.push(JSON.parse(data));
+  }
+  close(code) {
+    this.closedWith = code;
+    this.readyState = 3;
+  }
+  // Test side.
+  opened() {
+    this.readyState = 1;
+    this.onopen?.();
+  }
+  receive(m) {
+    this.onmessage?.({ data: JSON.stringify(m) });
+  }
+  drop(code) {
+    this.readyState = 3;
+    this.onclose?.({ code, reason: '' });
+  }
+}
+globalThis.WebSocket = FakeSocket;
+
+const { ServerLink } = await import('../lib/link.js');
+
+const flush = () => new Promise((r) => setImmediate(r));
+const site = { id: 's1', origin: 'https://shop.example', workspaceId: 'w1', workspaceName: 'Work' };
+const tool = { name: 'search', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } };
+
+function fakePages() {
+  return {
+    rec: { docs: { D1: { documentId: 'D1', tabId: 7, origin: 'https://shop.example', url: 'https://shop.example/', title: 'Shop', tools: [tool] } }, tabUsed: { 7: 5 } },
+    calls: [],
+    call(c) {
+      this.calls.push(c);
+      return new Promise((resolve) => {
+        c.onDispatch('D1');
+        c.signal.addEventListener('abort', () => resolve({ ok: false, code: 'cancelled', error: 'The call was cancelled.' }));
+        this.finish = resolve;
+      });
+    },
+  };
+}
+
+const quiet = { warn() {} };
+
+async function connected(link, sites) {
+  answers.push([201, { ticket: 'tbt_1' }]);
+  link.connect();
+  await flush();
+  const ws = FakeSocket.all.at(-1);
+  ws.opened();
+  await flush();
+  ws.receive({ type: 'welcome', id: 'h1', protocol: 1, browserId: 'x', name: 'n', sharedSites: sites, limits: { pingSeconds: 20 } });
+  return ws;
+}
+
+const of = (ws, type) => ws.sent.filter((m) => m.type === type);
+
+test('hello with a stable browser id, announce on welcome, close with nothing shared', async (t) => {
+  const pages = fakePages();
+  const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
+  await link.load();
+  let ws = await connected(link, []);
+  assert.equal(ws.url, 'wss://tb.example/ws/extension?ticket=tbt_1');
+  const h = ws.sent[0];
+  assert.equal(h.type, 'hello');
+  assert.equal(h.name, 'Chrome on Linux');
+  assert.match(h.browserId, /^[0-9a-f-]{36}$/);
+  assert.equal(ws.closedWith, 1000, 'with no site shared the socket closes');
+  assert.equal(link.state, 'idle');
+  link.ensure();
+  assert.equal(link.state, 'idle', 'and stays closed');
+
+  ws = await connected(link, [site]);
+  assert.equal(ws.sent[0].browserId, h.browserId, 'the browser id is kept');
+  assert.deepEqual(ws.sent.slice(1).map((m) => [m.type, m.documentId, m.lastUsed]), [['tools.announce', 'D1', 5], ['sites.open', undefined, undefined]]);
+  assert.deepEqual(of(ws, 'sites.open')[0].sites, [{ origin: 'https://shop.example', lastUsed: 5, tabs: 1 }]);
+  link.sync();
+  assert.equal(ws.sent.length, 3, 'nothing changed, nothing sent');
+  pages.rec.tabUsed[7] = 9;
+  link.used(7);
+  assert.deepEqual(ws.sent.slice(3).map((m) => m.type), ['document.used', 'sites.open']);
+  assert.equal(of(ws, 'sites.open')[1].sites[0].lastUsed, 9);
+  delete pages.rec.docs.D1;
+  link.sync();
+  assert.deepEqual(of(ws, 'document.gone'), [{ type: 'document.gone', documentId: 'D1' }]);
+  assert.deepEqual(of(ws, 'sites.open').at(-1).sites, []);
+  ws.receive({ type: 'sites', sharedSites: [] });
+  assert.equal(ws.closedWith, 1000);
+  assert.equal(link.state, 'idle');
+  link.teardown();
+  link.teardown(); // safe twice
+});
+
+test('a call is dispatched and answered; a cancel aborts it and sends nothing', async (t) => {
+  const pages = fakePages();
+  const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
+  const ws = await connected(link, [site]);
+  ws.receive({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'search', arguments: { q: 'tea' }, deadline: Date.now() + 60000 });
+  assert.deepEqual(ws.sent.at(-1), { type: 'call.dispatched', callId: 'c1', documentId: 'D1' });
+  assert.equal(pages.calls[0].origin, 'https://shop.example');
+  assert.ok(pages.calls[0].timeoutMs > 59000 && pages.calls[0].timeoutMs <= 60000);
+  pages.finish({ ok: true, result: { n: 3 } });
+  await flush();
+  assert.deepEqual(ws.sent.at(-1), { type: 'call.result', callId: 'c1', ok: true, result: { n: 3 } });
+
+  ws.receive({ type: 'call', id: 'c2', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
+  const before = ws.sent.length;
+  ws.receive({ type: 'call.cancel', callId: 'c2', reason: 'cancelled' });
+  assert.equal(pages.calls[1].signal.aborted, true, "the page's signal aborts");
+  await flush();
+  assert.equal(ws.sent.length, before, 'no result for a cancelled call');
+  // A malformed call is refused before it reaches a page.
+  ws.receive({ type: 'call', id: 'c3', site: 'https://shop.example', tool: 'search', arguments: 'x', deadline: 1 });
+  assert.equal(pages.calls.length, 2);
+  link.teardown();
+});
+
+test('a dropped socket is dialled again with backoff; an expired access token is refreshed once', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const link = new ServerLink({ pages: fakePages(), log: quiet });
+  t.after(() => link.teardown());
+  link.backoff.random = () => 0; // the lowest wait of each step: 500, 1000, 2000 ms
+  const ws = await connected(link, [site]);
+  requests.length = 0;
+  ws.drop(1006);
+  assert.equal(link.state, 'waiting');
+  answers.push([401, { error: { code: 'access_expired' } }], [200, { refreshed: true }], [201, { ticket: 'tbt_2' }]);
+  t.mock.timers.tick(499);
+  await flush();
+  assert.deepEqual(requests, [], 'not before the backoff');
+  t.mock.timers.tick(1);
+  for (let i = 0; i < 5; i++) await flush();
+  assert.deepEqual(requests, ['POST /api/tickets', 'POST /api/auth/refresh', 'POST /api/tickets']);
+  assert.equal(link.stats.refreshes, 1);
+  assert.equal(FakeSocket.all.at(-1).url, 'wss://tb.example/ws/extension?ticket=tbt_2');
+  // The new socket fails too: the wait doubles.
+  FakeSocket.all.at(-1).drop(1006);
+  requests.length = 0;
+  answers.push([401, { error: { code: 'signed_out' } }]);
+  t.mock.timers.tick(999);
+  await flush();
+  assert.deepEqual(requests, []);
+  t.mock.timers.tick(1);
+  for (let i = 0; i < 5; i++) await flush();
+  assert.deepEqual(requests, ['POST /api/tickets'], 'signed out: no refresh attempt');
+  assert.equal(link.state, 'signed-out', 'and no retry loop until the person signs in');
+  // A replaced socket (4001) is not dialled again.
+  const ws3 = await connected(link, [site]);
+  ws3.drop(4001);
+  assert.equal(link.state, 'stopped');
+  link.ensure(); // the keep-alive alarm
+  assert.equal(link.state, 'stopped', 'the alarm does not dial a replaced socket again');
+  link.teardown();
+});

@@ -1,0 +1,111 @@
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { checkServerMessage, parseFrame, plan, openSites, resultMessage, retryable, hello, browserName, MAX_RESULT_BYTES } from '../lib/protocol.js';
+
+const site = { id: 's1', origin: 'https://shop.example', workspaceId: 'w1', workspaceName: 'Work' };
+
+test('welcome and sites keep only checked shared sites', () => {
+  const r = checkServerMessage({ type: 'welcome', id: 'h1', protocol: 1, name: 'Laptop', sharedSites: [site], limits: { pingSeconds: 20 }, extra: 1 });
+  assert.equal(r.ok, true);
+  assert.deepEqual(r.msg, { type: 'welcome', name: 'Laptop', sharedSites: [site], pingMs: 20000 });
+  assert.equal(checkServerMessage({ type: 'welcome', protocol: 2, sharedSites: [] }).ok, false);
+  assert.equal(checkServerMessage({ type: 'welcome', protocol: 1, sharedSites: [{ ...site, origin: 'javascript:alert(1)' }] }).ok, false);
+  assert.equal(checkServerMessage({ type: 'sites', sharedSites: 'all' }).ok, false);
+  assert.deepEqual(checkServerMessage({ type: 'sites', sharedSites: [] }).msg, { type: 'sites', sharedSites: [] });
+  // A ping interval out of range falls back to 20 s.
+  assert.equal(checkServerMessage({ type: 'welcome', protocol: 1, sharedSites: [], limits: { pingSeconds: 0 } }).msg.pingMs, 20000);
+});
+
+test('a call must name an origin, a tool, object arguments and a deadline', () => {
+  const good = { type: 'call', id: '01a2', site: 'https://shop.example', tool: 'search', arguments: { q: 'tea' }, documentId: 'ABC', url: 'https://shop.example/cart', deadline: 1e12 };
+  assert.deepEqual(checkServerMessage(good).msg, { type: 'call', callId: '01a2', site: 'https://shop.example', tool: 'search', args: { q: 'tea' }, url: 'https://shop.example/cart', documentId: 'ABC', deadline: 1e12 });
+  for (const bad of [
+    { id: '' }, { site: 'https://shop.example/path' }, { site: 'file:///etc' }, { tool: 'no spaces' },
+    { arguments: [1] }, { arguments: null }, { deadline: 'soon' }, { id: 'x'.repeat(65) },
+  ]) {
+    assert.equal(checkServerMessage({ ...good, ...bad }).ok, false, JSON.stringify(bad));
+  }
+  // A url on another origin is not used to reopen the site.
+  assert.equal(checkServerMessage({ ...good, url: 'https://evil.example/' }).msg.url, '');
+});
+
+test('cancel, approvals and errors are checked; unknown types are refused', () => {
+  assert.deepEqual(checkServerMessage({ type: 'call.cancel', callId: 'c1', reason: 'timeout' }).msg, { type: 'call.cancel', callId: 'c1', reason: 'timeout' });
+  assert.equal(checkServerMessage({ type: 'call.cancel' }).ok, false);
+  const a = checkServerMessage({ type: 'approvals', pending: 2, event: 'approval.created', request: { id: 'r1', tool: 'buy', site: 'https://shop.example' } });
+  assert.deepEqual(a.msg, { type: 'approvals', pending: 2, event: 'approval.created', request: { id: 'r1', tool: 'buy', site: 'https://shop.example' } });
+  assert.equal(checkServerMessage({ type: 'approvals', pending: -1 }).ok, false);
+  assert.equal(checkServerMessage({ type: 'error', code: 'x', message: 'y', ref: 'z' }).ok, true);
+  assert.equal(checkServerMessage({ type: 'launch' }).ok, false);
+  assert.equal(checkServerMessage([]).ok, false);
+  assert.equal(parseFrame('{not json').ok, false);
+  assert.equal(parseFrame(new ArrayBuffer(2)).ok, false);
+});
+
+const doc = (id, origin, tools, url = `${origin}/`) => ({ documentId: id, tabId: 1, origin, url, title: 'T', tools, announcedAt: 1 });
+const tool = (name) => ({ name, description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false } });
+
+test('plan announces shared documents once, again on change, and says gone', () => {
+  const shared = new Set(['https://shop.example']);
+  let docs = { d1: doc('d1', 'https://shop.example', [tool('a')]), d2: doc('d2', 'https://other.example', [tool('b')]), d3: doc('d3', 'https://shop.example', []) };
+  let r = plan(new Map(), docs, shared, { 1: 42 });
+  assert.deepEqual(r.messages.map((m) => [m.type, m.documentId, m.lastUsed]), [['tools.announce', 'd1', 42]]);
+  const sent = r.sent;
+  // Nothing changed: nothing to send.
+  assert.deepEqual(plan(sent, docs, shared).messages, []);
+  // The page withdrew its tool: the empty list replaces the old one.
+  docs = { ...docs, d1: doc('d1', 'https://shop.example', []) };
+  r = plan(sent, docs, shared);
+  assert.deepEqual(r.messages.map((m) => [m.type, m.documentId, m.tools.length]), [['tools.announce', 'd1', 0]]);
+  // The document unloaded: gone.
+  const { d1, ...rest } = docs;
+  r = plan(r.sent, rest, shared);
+  assert.deepEqual(r.messages, [{ type: 'document.gone', documentId: 'd1' }]);
+  assert.equal(r.sent.size, 0);
+});
+
+test('plan: a newly shared site is announced, an unshared one is dropped in silence', () => {
+  const docs = { d2: doc('d2', 'https://other.example', [tool('b')]) };
+  let r = plan(new Map(), docs, new Set());
+  assert.deepEqual(r.messages, []);
+  r = plan(r.sent, docs, new Set(['https://other.example']));
+  assert.equal(r.messages.length, 1);
+  r = plan(r.sent, docs, new Set());
+  assert.deepEqual(r.messages, []);
+  assert.equal(r.sent.size, 0);
+});
+
+test('results: the page\'s own value, errors with their code, too large refused with its size', () => {
+  assert.deepEqual(resultMessage('c1', { ok: true, result: { n: 1 } }), { type: 'call.result', callId: 'c1', ok: true, result: { n: 1 } });
+  assert.deepEqual(resultMessage('c1', { ok: true }), { type: 'call.result', callId: 'c1', ok: true, result: null });
+  assert.deepEqual(resultMessage('c1', { ok: false, code: 'tool_error', error: 'Out of stock' }), { type: 'call.result', callId: 'c1', ok: false, error: { code: 'tool_error', message: 'Out of stock' } });
+  const big = 'x'.repeat(MAX_RESULT_BYTES);
+  const m = resultMessage('c1', { ok: true, result: big });
+  assert.equal(m.ok, false);
+  assert.equal(m.error.code, 'result_too_large');
+  assert.equal(m.error.size, MAX_RESULT_BYTES + 2);
+  // Multi-byte text counts in bytes.
+  assert.equal(resultMessage('c1', { ok: true, result: 'é'.repeat(MAX_RESULT_BYTES / 2) }).error.code, 'result_too_large');
+});
+
+test('hello, names and close codes', () => {
+  assert.deepEqual(hello({ browserId: 'b-12345678', name: 'Chrome on Linux', version: '0.1.0' }),
+    { type: 'hello', id: 'h1', protocol: 1, minProtocol: 1, browserId: 'b-12345678', name: 'Chrome on Linux', version: '0.1.0' });
+  assert.equal(browserName('mac'), 'Chrome on macOS');
+  assert.equal(browserName('zz'), 'Chrome on this computer');
+  assert.equal(retryable(1006), true);
+  assert.equal(retryable(1001), true);
+  assert.equal(retryable(4001), false);
+  assert.equal(retryable(4000), false);
+});
+
+test('openSites counts tabs per shared origin with their last use', () => {
+  const docs = {
+    a: { ...doc('a', 'https://shop.example', [tool('x')]), tabId: 1 },
+    b: { ...doc('b', 'https://shop.example', []), tabId: 2 },
+    c: { ...doc('c', 'https://shop.example', [tool('x')]), tabId: 2 },
+    d: { ...doc('d', 'https://other.example', [tool('x')]), tabId: 3 },
+  };
+  assert.deepEqual(openSites(docs, new Set(['https://shop.example']), { 1: 10, 2: 20, 3: 30 }), [{ origin: 'https://shop.example', lastUsed: 20, tabs: 2 }]);
+  assert.deepEqual(openSites(docs, new Set()), []);
+});
