@@ -100,3 +100,14 @@ func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	s.hub.Broadcast(ownerID, bridge.ApprovalsMsg{Type: bridge.TypeApprovals, Pending: len(pending), Event: e.Type,
 		Request: map[string]string{"id": e.Request.ID, "tool": e.Request.Tool, "site": e.Request.Site, "taskId": e.Request.TaskID}})
 }
+
+// sendApprovalCount gives a browser that just connected the badge count: the
+// approvals message is otherwise sent only when a request changes.
+func (s *Server) sendApprovalCount(ownerID, browserID string) {
+	pending, err := s.gate.Pending(context.Background(), ownerID, "")
+	if err != nil {
+		s.opts.Logger.Warn("count pending approvals", "err", err)
+		return
+	}
+	s.hub.Send(ownerID, browserID, bridge.ApprovalsMsg{Type: bridge.TypeApprovals, Pending: len(pending)})
+}

@@ -299,3 +299,29 @@ func TestShutdownEndsWaitingCallsWithAClearAnswer(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 }
+
+func TestBadgeCountReachesBrowsersAsTheyConnect(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	ch, cancel := w.buy("tea")
+	defer cancel()
+	w.pending(t, 1)
+	// The connected browser heard of the new request.
+	m, err := w.br.Expect("approvals", wait)
+	if err != nil || m.Pending != 1 || m.Event != "approval.created" {
+		t.Fatalf("badge on the open socket: %+v %v", m, err)
+	}
+	// A browser that connects later learns the count at once.
+	late, _ := extBrowser(t, w.env, w.person, "browser-two")
+	m, err = late.Expect("approvals", wait)
+	if err != nil || m.Pending != 1 {
+		t.Fatalf("badge for a browser that connects later: %+v %v", m, err)
+	}
+	p := w.pending(t, 1)
+	w.answer(t, p[0].ID, "deny")
+	awaitCall(t, ch)
+	m, err = late.Expect("approvals", wait)
+	if err != nil || m.Pending != 0 || m.Event != "approval.decided" {
+		t.Fatalf("badge after the answer: %+v %v", m, err)
+	}
+}

@@ -31,6 +31,7 @@ func (s *Server) hubChanged(uid string, ch bridge.Change) {
 	switch ch.Kind {
 	case bridge.ChangeConnected:
 		s.publish(uid, evBrowserConnected, fiber.Map{"browser": browser})
+		s.sendApprovalCount(uid, ch.BrowserID)
 	case bridge.ChangeDisconnected:
 		s.publish(uid, evBrowserDisconnected, fiber.Map{"browser": browser})
 	case bridge.ChangeOpen:
