@@ -36,6 +36,11 @@ var ErrNotFound = errors.New("store: not found")
 // ErrConflict is returned when a write would break a uniqueness rule.
 var ErrConflict = errors.New("store: conflict")
 
+// PostgresMaxConns bounds one instance's PostgreSQL connections (kept open
+// while idle, up to this many): several instances fit PostgreSQL's default
+// of 100.
+const PostgresMaxConns = 16
+
 // Options says which database to open.
 type Options struct {
 	// DatabaseURL names a PostgreSQL database (postgres:// or postgresql://).
@@ -90,6 +95,15 @@ func connect(opts Options) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
+		sqlDB, err := g.DB()
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		// database/sql keeps only 2 idle connections by default: under
+		// concurrent calls every other query would open (fork) a backend.
+		sqlDB.SetMaxOpenConns(PostgresMaxConns)
+		sqlDB.SetMaxIdleConns(PostgresMaxConns)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		return &DB{DB: g, Postgres: true}, nil
 	}
 	if opts.DatabaseURL != "" {
