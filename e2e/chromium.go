@@ -1,7 +1,3 @@
-// Package e2e holds Tabbridge's end-to-end tests: real headless Chromium with the real unpacked
-// extension, a WebMCP test site served on loopback, and (as they land) the real server binary, an
-// MCP client and a terminal daemon. It owns no product code; the files outside _test.go are the
-// shared harness.
 package e2e
 
 import (
