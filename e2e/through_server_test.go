@@ -393,7 +393,12 @@ func TestExtensionThroughServer(t *testing.T) {
 		if len(notes) != 1 {
 			t.Fatalf("notifications = %v, want only the one for request %s", notes, p[0].ID)
 		}
-		w.answer(p[0].ID, "once")
+		// The person answers in the web app's inbox, in a tab of this browser.
+		inbox := b.Tab(t, "http://"+w.live.addr+"/")
+		run(t, inbox, "allow once in the web app's inbox",
+			chromedp.WaitVisible(answerButton("once")),
+			chromedp.Click(answerButton("once")),
+			chromedp.WaitVisible(chromedp.ID("inbox-empty")))
 		if text := servertest.ResultText(w.await(ch)); !strings.Contains(text, `"tea"`) {
 			t.Fatalf("allowed once: %q", text)
 		}

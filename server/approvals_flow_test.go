@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -311,10 +313,18 @@ func TestBadgeCountReachesBrowsersAsTheyConnect(t *testing.T) {
 	if err != nil || m.Pending != 1 || m.Event != "approval.created" {
 		t.Fatalf("badge on the open socket: %+v %v", m, err)
 	}
-	// A browser that connects later learns the count at once.
-	late, _ := extBrowser(t, w.env, w.person, "browser-two")
-	m, err = late.Expect("approvals", wait)
-	if err != nil || m.Pending != 1 {
+	// A browser that connects later learns the count at once, right after
+	// its welcome.
+	late, _, err := bridgetest.Dial(context.Background(), w.env.URL, ticketFor(t, w.person), extOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Conn.Close()
+	if _, err := late.Hello("browser-two", "Chrome two", "1.2.3", wait); err != nil {
+		t.Fatal(err)
+	}
+	m, err = late.Next(wait)
+	if err != nil || m.Type != "approvals" || m.Pending != 1 {
 		t.Fatalf("badge for a browser that connects later: %+v %v", m, err)
 	}
 	p := w.pending(t, 1)

@@ -83,6 +83,10 @@ func extBrowser(t testing.TB, env *servertest.Env, c *servertest.Client, browser
 	if err != nil {
 		t.Fatalf("hello: %v", err)
 	}
+	// Right after the welcome the server gives the badge count.
+	if m, err := b.Next(wait); err != nil || m.Type != "approvals" {
+		t.Fatalf("after the welcome: %+v %v, want the approvals count", m, err)
+	}
 	return b, w
 }
 
