@@ -393,6 +393,10 @@ func TestExtensionThroughServer(t *testing.T) {
 		if len(notes) != 1 {
 			t.Fatalf("notifications = %v, want only the one for request %s", notes, p[0].ID)
 		}
+		// Clicking the notification opens the inbox at that request.
+		b.eval(t, w.worker, fmt.Sprintf(`self.__tabbridgeTest.notificationClicked(%q).then(() => true)`, "approval-"+p[0].ID), nil)
+		b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`chrome.tabs.query({}).then(tabs =>
+			tabs.some(t => (t.pendingUrl || t.url || '').endsWith('/#req-' + %q)))`, p[0].ID), nil)
 		// The person answers in the web app's inbox, in a tab of this browser.
 		inbox := b.Tab(t, "http://"+w.live.addr+"/")
 		run(t, inbox, "allow once in the web app's inbox",

@@ -55,11 +55,13 @@ function showApprovals(m) {
   notifying = notifying.then(change).catch((e) => console.warn('tabbridge: notification', e));
 }
 
-// A click on a request's notification opens the inbox.
-chrome.notifications.onClicked.addListener((id) => {
-  if (!id.startsWith('approval-')) return;
-  ready.then(openApp).then(() => chrome.notifications.clear(id));
-});
+// A click on a request's notification opens the inbox at that request.
+function onNotificationClicked(id) {
+  if (!id.startsWith('approval-')) return Promise.resolve();
+  const requestId = id.slice('approval-'.length);
+  return ready.then(() => openApp(`/#req-${encodeURIComponent(requestId)}`)).then(() => chrome.notifications.clear(id));
+}
+chrome.notifications.onClicked.addListener(onNotificationClicked);
 
 // Bridges connect from pages.
 chrome.runtime.onConnect.addListener((port) => pages.attach(port, ready));
@@ -82,11 +84,11 @@ chrome.runtime.onInstalled.addListener(() => ready);
 chrome.runtime.onStartup.addListener(() => ready);
 
 chrome.commands.onCommand.addListener((command) => {
-  if (command === 'open-full') ready.then(openApp);
+  if (command === 'open-full') ready.then(() => openApp());
 });
 
-async function openApp() {
-  await chrome.tabs.create({ url: `${await getServer()}/` });
+async function openApp(path = '/') {
+  await chrome.tabs.create({ url: `${await getServer()}${path}` });
 }
 
 // Only the extension's own pages (popup, options) may ask these; content scripts talk through
@@ -144,4 +146,5 @@ self.__tabbridgeTest = {
   detection: () => detection.status(),
   link,
   showApprovals,
+  notificationClicked: onNotificationClicked,
 };
