@@ -59,7 +59,14 @@ type Options struct {
 	Logger          *slog.Logger
 	// Connected, if set, is told each time the link is up (true) or down.
 	Connected func(bool)
+	// KeepExited is how many exited sessions the daemon keeps listed (so a
+	// person can still read their last screen); older ones are forgotten
+	// and the server told they are gone. Default DefaultKeepExited.
+	KeepExited int
 }
+
+// DefaultKeepExited bounds the exited sessions a long-running daemon keeps.
+const DefaultKeepExited = 32
 
 // Spec describes a session to start.
 type Spec struct {
@@ -79,6 +86,7 @@ type Daemon struct {
 	nextIdx uint32
 	closed  bool
 	linked  bool          // a link is up: new sessions are announced at once
+	gone    []uint32      // forgotten sessions the link has still to report
 	wake    chan struct{} // capacity 1: the link writer has work
 	wg      sync.WaitGroup
 }
@@ -111,6 +119,9 @@ func New(o Options) (*Daemon, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.KeepExited <= 0 {
+		o.KeepExited = DefaultKeepExited
 	}
 	return &Daemon{opts: o, wsURL: u.String(), entries: map[uint32]*entry{}, wake: make(chan struct{}, 1)}, nil
 }
@@ -182,12 +193,46 @@ func (d *Daemon) list() []*entry {
 	return out
 }
 
+// prune forgets the oldest exited sessions beyond KeepExited — only those
+// whose exit the server has heard (or that no link has announced) — and
+// queues a gone report for the link.
+func (d *Daemon) prune() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var done []*entry
+	for _, e := range d.entries {
+		if e.finished() {
+			done = append(done, e)
+		}
+	}
+	if len(done) <= d.opts.KeepExited {
+		return
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].index < done[j].index })
+	for _, e := range done[:len(done)-d.opts.KeepExited] {
+		delete(d.entries, e.index)
+		if d.linked {
+			d.gone = append(d.gone, e.index)
+		}
+	}
+}
+
+// takeGone returns the gone reports waiting for the link.
+func (d *Daemon) takeGone() []uint32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.gone
+	d.gone = nil
+	return g
+}
+
 // setLinked marks every session online or offline with the link, under
 // d.mu so that a session started meanwhile is not missed.
 func (d *Daemon) setLinked(up bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.linked = up
+	d.gone = nil // a new link announces only the sessions still held
 	for _, e := range d.entries {
 		e.link(up)
 	}

@@ -61,7 +61,16 @@ func (e *entry) await() {
 	e.exitPending = e.online
 	e.mu.Unlock()
 	close(e.done)
+	e.d.prune()
 	e.d.signal()
+}
+
+// finished reports whether the session exited and its exit is no longer
+// waiting to be sent.
+func (e *entry) finished() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info.Exited && !e.exitPending
 }
 
 // output is the session's Output: it runs on the session's goroutine after

@@ -105,6 +105,12 @@ func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
 				}
 			}
 		}
+		d.prune()
+		for _, index := range d.takeGone() {
+			if err := send(wire.Control{Type: wire.TypeGone, Index: index}.Encode()); err != nil {
+				return err
+			}
+		}
 		if !synced {
 			if err := send(wire.Control{Type: wire.TypeSynced}.Encode()); err != nil {
 				return err

@@ -54,8 +54,12 @@ type rig struct {
 	cancel    context.CancelFunc
 }
 
-// daemonQueue, when set, is the daemon's per-session queue for the next rig.
-var daemonQueue int64
+// daemonQueue, when set, is the daemon's per-session queue for the next rig;
+// daemonKeep, its number of exited sessions kept.
+var (
+	daemonQueue int64
+	daemonKeep  int
+)
 
 func newRig(t *testing.T, tweak func(*server.Options)) *rig {
 	t.Helper()
@@ -75,7 +79,7 @@ func newRig(t *testing.T, tweak func(*server.Options)) *rig {
 func (r *rig) startDaemon() {
 	d, err := daemon.New(daemon.Options{
 		Server: r.env.URL, Token: r.token, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-		Connected: func(up bool) { r.links <- up }, Queue: daemonQueue,
+		Connected: func(up bool) { r.links <- up }, Queue: daemonQueue, KeepExited: daemonKeep,
 	})
 	if err != nil {
 		r.t.Fatal(err)
@@ -448,4 +452,33 @@ func TestDaemonLinkBackpressure(t *testing.T) {
 	}
 	r.sameScreen(v, id)
 	t.Logf("viewer: %+v", v.Stats().Snapshots)
+}
+
+// TestExitedSessionsArePruned: a long-running daemon keeps only its newest
+// exited sessions; older ones are forgotten and leave the server's list.
+func TestExitedSessionsArePruned(t *testing.T) {
+	daemonKeep = 1
+	defer func() { daemonKeep = 0 }()
+	r := newRig(t, nil)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", "echo done"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		s, _ := r.d.Session(id)
+		<-s.Done()
+	}
+	r.eventually(func() bool {
+		var out struct{ Sessions []struct{ ID string } }
+		r.person.MustJSON("GET", "/api/machines/"+r.machineID+"/sessions", nil, 200, &out)
+		return len(out.Sessions) == 1 && out.Sessions[0].ID == ids[2]
+	})
+	if _, ok := r.d.Session(ids[0]); ok {
+		t.Fatal("the daemon still holds the oldest exited session")
+	}
+	if _, ok := r.d.Session(ids[2]); !ok {
+		t.Fatal("the daemon forgot the newest exited session")
+	}
 }
