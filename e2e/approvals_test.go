@@ -3,65 +3,109 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/bridge/bridgetest"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
-// caller raises requests on the server's real gate, as an agent's call
-// does, and hands back each decision.
-type caller struct {
-	t    *testing.T
-	env  *servertest.Env
-	base approvals.Call
-	ctx  context.Context
-	wg   sync.WaitGroup
+// agentCaller is a real agent: the go-sdk MCP client calling callSiteTool
+// on a site shared with its workspace, whose tab is a test browser on the
+// extension socket that runs every call it is sent. Each call's outcome is
+// what the agent reads back.
+type agentCaller struct {
+	t     *testing.T
+	agent *mcp.ClientSession
+	site  string
+	task  string
+	ctx   context.Context
+	wg    sync.WaitGroup
 }
 
-func newCaller(t *testing.T, env *servertest.Env, base approvals.Call) *caller {
+// callOutcome is what an agent's call came back with.
+type callOutcome struct {
+	Allowed bool   // the tool ran in the page
+	Text    string // the result, or the sentence explaining why not
+}
+
+// newAgentCaller shares site with the workspace, connects a test browser
+// offering tools (write tools: each asks), and an MCP agent with a token.
+func newAgentCaller(t *testing.T, env *servertest.Env, person *servertest.Client, ws, task, site string, tools ...string) *agentCaller {
+	person.MustJSON("POST", "/api/sites", map[string]string{"origin": site, "workspaceId": ws}, 201, nil)
+	var tk struct {
+		Ticket string `json:"ticket"`
+	}
+	person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
+	br, _, err := bridgetest.Dial(context.Background(), env.URL, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { br.Conn.Close() })
+	if _, err := br.Hello("inbox-test-browser", "Chrome", "1.0.0", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var descs []string
+	for _, name := range tools {
+		descs = append(descs, `{"name":"`+name+`","description":"`+name+` on the site","inputSchema":{"type":"object"}}`)
+	}
+	if m, err := br.Announce(bridgetest.Doc{ID: "inbox-doc", Origin: site, URL: site + "/", Tools: "[" + strings.Join(descs, ",") + "]"}, 10*time.Second); err != nil || len(m.Accepted) != len(tools) {
+		t.Fatalf("announce: %+v %v", m, err)
+	}
+	go func() { // the tab: runs every call it is sent
+		for {
+			m, err := br.Next(time.Hour)
+			if err != nil {
+				return
+			}
+			if m.Type == "call" {
+				br.Result(m.ID, "done: "+m.Tool)
+			}
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &caller{t: t, env: env, base: base, ctx: ctx}
+	c := &agentCaller{t: t, agent: env.MCP(t, person.AgentToken(ws, "inbox test agent"), nil), site: site, task: task, ctx: ctx}
 	t.Cleanup(func() { cancel(); c.wg.Wait() })
 	return c
 }
 
-// ask starts a call of tool and returns where its decision arrives, and a
-// function that gives the call up (withdrawing its request).
-func (c *caller) ask(tool string, args any) (<-chan approvals.Decision, context.CancelFunc) {
-	call := c.base
-	call.Tool = tool
-	call.Arguments, _ = json.Marshal(args)
+// ask calls tool with args as the agent and returns where its outcome
+// arrives, and a function that cancels the call (withdrawing its request).
+func (c *agentCaller) ask(tool string, args any) (<-chan callOutcome, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(c.ctx)
-	got := make(chan approvals.Decision, 1)
+	got := make(chan callOutcome, 1)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		d, err := c.env.Server.ApprovalGate().Decide(ctx, call)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			c.t.Errorf("decide %s: %v", tool, err)
+		res, err := c.agent.CallTool(ctx, &mcp.CallToolParams{Name: "callSiteTool",
+			Arguments: map[string]any{"site": c.site, "tool": tool, "taskId": c.task, "arguments": args}})
+		if err != nil {
+			if ctx.Err() == nil {
+				c.t.Errorf("call %s: %v", tool, err)
+			}
+			got <- callOutcome{}
+			return
 		}
-		got <- d
+		got <- callOutcome{Allowed: !res.IsError, Text: servertest.ResultText(res)}
 	}()
 	return got, cancel
 }
 
-func released(t *testing.T, got <-chan approvals.Decision) approvals.Decision {
+func released(t *testing.T, got <-chan callOutcome) callOutcome {
 	t.Helper()
 	select {
-	case d := <-got:
-		return d
+	case o := <-got:
+		return o
 	case <-time.After(15 * time.Second):
 		t.Fatal("the waiting call was not released within 15s")
 	}
-	return approvals.Decision{}
+	return callOutcome{}
 }
 
 // waitTitle waits until the tab's title is want.
@@ -79,8 +123,8 @@ func answerButton(a string) chromedp.CSS {
 	return chromedp.CSS(`#inbox .request form:has(input[name=answer][value=` + a + `]) button`)
 }
 
-// TestInboxLiveAnswers opens the inbox in the popup's size while an agent's
-// calls ask: each request appears without a reload with the count in the
+// TestInboxLiveAnswers opens the inbox in the popup's size while a real
+// agent's calls (the go-sdk MCP client; a test browser runs them) ask: each request appears without a reload with the count in the
 // title and the nav; Allow once, Always allow and Deny release the waiting
 // call with that answer; requests answered elsewhere or withdrawn leave the
 // open page by themselves.
@@ -88,16 +132,12 @@ func TestInboxLiveAnswers(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
 	owner := env.NewClient(t)
 	owner.MustJSON("POST", "/api/setup", map[string]string{"email": "alice@example.com", "name": "Alice", "password": "correct horse"}, 201, nil)
-	var me struct {
-		User struct{ ID string } `json:"user"`
-	}
-	owner.MustJSON("GET", "/api/auth/me", nil, 200, &me)
 	ws := owner.Workspace("Docs site")
 	var task struct {
 		Task struct{ ID string } `json:"task"`
 	}
 	owner.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Update the pricing page"}, 201, &task)
-	agent := newCaller(t, env, approvals.Call{OwnerID: me.User.ID, WorkspaceID: ws, TaskID: task.Task.ID, Site: "https://docs.example"})
+	agent := newAgentCaller(t, env, owner, ws, task.Task.ID, "https://docs.example", "fill_form", "publish", "delete_page", "rename", "archive")
 
 	ctx := startBrowser(t)
 	run(t, ctx, "sign in and open the inbox",
@@ -128,8 +168,8 @@ func TestInboxLiveAnswers(t *testing.T) {
 	}
 	noHorizontalScroll(t, ctx, "inbox with a long argument", 440)
 	run(t, ctx, "allow once", chromedp.Click(answerButton("once")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
-	if d := released(t, once); !d.Allowed || d.Answer != approvals.AllowOnce {
-		t.Fatalf("allow once released %+v", d)
+	if o := released(t, once); !o.Allowed || o.Text != "done: fill_form" {
+		t.Fatalf("allow once released %+v", o)
 	}
 	run(t, ctx, "the count goes", waitTitle("Inbox · Tabbridge"), chromedp.WaitNotPresent(chromedp.ID("inbox-count")),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)))
@@ -145,8 +185,13 @@ func TestInboxLiveAnswers(t *testing.T) {
 		t.Fatalf("always button says %q", label)
 	}
 	run(t, ctx, "always allow", chromedp.Click(answerButton("always")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
-	if d := released(t, always); !d.Allowed || d.Answer != approvals.AlwaysAllow {
-		t.Fatalf("always allow released %+v", d)
+	if o := released(t, always); !o.Allowed || o.Text != "done: publish" {
+		t.Fatalf("always allow released %+v", o)
+	}
+	// The grant lets the next publish run without asking.
+	next, _ := agent.ask("publish", map[string]any{"page": "/about"})
+	if o := released(t, next); !o.Allowed {
+		t.Fatalf("publish after always allow: %+v", o)
 	}
 	run(t, ctx, "see the grant",
 		chromedp.Click(chromedp.ID("nav-grants")),
@@ -160,8 +205,8 @@ func TestInboxLiveAnswers(t *testing.T) {
 	deny, _ := agent.ask("delete_page", map[string]any{"page": "/old"})
 	run(t, ctx, "see the third request", chromedp.WaitVisible(chromedp.Search(`//article//code[.="delete_page"]`)))
 	run(t, ctx, "deny", chromedp.Click(answerButton("deny")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
-	if d := released(t, deny); d.Allowed || d.Answer != approvals.Deny {
-		t.Fatalf("deny released %+v", d)
+	if o := released(t, deny); o.Allowed || !strings.Contains(o.Text, "denied") {
+		t.Fatalf("deny released %+v", o)
 	}
 
 	// Answered elsewhere, and withdrawn by its caller: gone without a reload.

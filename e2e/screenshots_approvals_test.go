@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -21,7 +25,7 @@ func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner
 	}
 	owner.MustJSON("GET", "/api/auth/me", nil, 200, &me)
 	uid := me.User.ID
-	agent := newCaller(t, env, approvals.Call{OwnerID: uid, WorkspaceID: ws, TaskID: taskID, Site: "https://docs.example.com"})
+	agent := newGateCaller(t, env, approvals.Call{OwnerID: uid, WorkspaceID: ws, TaskID: taskID, Site: "https://docs.example.com"})
 	answerAll := func(a string) {
 		var pending struct {
 			Approvals []struct{ ID string } `json:"approvals"`
@@ -51,13 +55,13 @@ func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner
 	done, _ := agent.ask("edit_section", map[string]any{"section": "pricing-table", "html": "<table>…</table>"})
 	waitPending(1)
 	answerAll("once")
-	released(t, done)
+	decided(t, done)
 	waitPending(0)
 	appendCall("edit_section", "asked", "ok", "", 1840, 2210, 96)
 	done, _ = agent.ask("publish_page", map[string]any{"path": "/pricing"})
 	waitPending(1)
 	answerAll("always")
-	released(t, done)
+	decided(t, done)
 	waitPending(0)
 	appendCall("publish_page", "asked", "error", "Publishing failed: the page has unsaved changes.", 640, 24, 0)
 	appendCall("publish_page", "grant", "ok", "", 910, 24, 120)
@@ -71,4 +75,52 @@ func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner
 	capture(shot{"grants", "Grants, with Revoke", visit(env.URL+"/grants", `#grants .list`)})
 	capture(shot{"audit", "The audit log, filterable, newest first", visit(env.URL+"/audit", `#audit-list .list`)})
 	capture(shot{"audit-filtered", "The audit log filtered to one tool", visit(env.URL+"/audit?tool=publish_page", `#audit-list .list`)})
+}
+
+// gateCaller raises requests straight on the server's gate, to fill the
+// screenshots with a history quickly; the inbox test uses a real agent.
+type gateCaller struct {
+	t    *testing.T
+	env  *servertest.Env
+	base approvals.Call
+	ctx  context.Context
+	wg   sync.WaitGroup
+}
+
+func newGateCaller(t *testing.T, env *servertest.Env, base approvals.Call) *gateCaller {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &gateCaller{t: t, env: env, base: base, ctx: ctx}
+	t.Cleanup(func() { cancel(); c.wg.Wait() })
+	return c
+}
+
+// ask starts a call of tool and returns where its decision arrives, and a
+// function that gives the call up (withdrawing its request).
+func (c *gateCaller) ask(tool string, args any) (<-chan approvals.Decision, context.CancelFunc) {
+	call := c.base
+	call.Tool = tool
+	call.Arguments, _ = json.Marshal(args)
+	ctx, cancel := context.WithCancel(c.ctx)
+	got := make(chan approvals.Decision, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		d, err := c.env.Server.ApprovalGate().Decide(ctx, call)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			c.t.Errorf("decide %s: %v", tool, err)
+		}
+		got <- d
+	}()
+	return got, cancel
+}
+
+func decided(t *testing.T, got <-chan approvals.Decision) approvals.Decision {
+	t.Helper()
+	select {
+	case d := <-got:
+		return d
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiting call was not released within 15s")
+	}
+	return approvals.Decision{}
 }
