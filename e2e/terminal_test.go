@@ -295,6 +295,9 @@ func TestTerminalRenderers(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]`)))
 		waitScreen(t, ctx, "the program's screen", "KEYS READY")
 		if r := renderer(t, ctx); r != "webgl" {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("this Chromium gives no WebGL2 context (renderer %q): the lost-context path cannot be tested", r)
+			}
 			t.Skipf("this Chromium gives no WebGL2 context (renderer %q): nothing to lose", r)
 		}
 		for _, want := range []struct{ renderer, losses string }{{"webgl", "1"}, {"dom", "2"}} {
