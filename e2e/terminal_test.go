@@ -234,6 +234,15 @@ func TestTerminalInTheWebApp(t *testing.T) {
 		t.Fatalf("a key typed while watching reached the program:\n%s", screen)
 	}
 
+	// Ctrl+F6 gives the keyboard back to the page; the program gets nothing.
+	run(t, ctx, "leave the terminal", chromedp.KeyEvent(kb.F6, chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.Poll[chromedp.Void](`document.activeElement && document.activeElement.classList.contains('term-back')`))
+	run(t, ctx, "a key on the page", chromedp.KeyEvent("w"))
+	if screen := get(t, ctx, "screen", chromedp.Evaluate[string](screenJS)); strings.Contains(screen, "got 77") || strings.Contains(screen, "1b5b31373b357") {
+		t.Fatalf("keys reached the program after leaving the terminal:\n%s", screen)
+	}
+	run(t, ctx, "back into the terminal", chromedp.Evaluate[chromedp.Void](`window.__term.focus()`))
+
 	// A deploy: the socket drops, the page asks for a new ticket and dials
 	// again; until the daemon is back the session is unknown and the page
 	// says its machine is offline rather than giving up. Then typing works on.

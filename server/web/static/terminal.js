@@ -281,6 +281,19 @@
     ws.send(f);
   }
 
+  // Every key goes to the program, Tab included, except one: Ctrl+F6 gives
+  // the keyboard back to the page (to the header's back link), so a
+  // keyboard-only person can leave the terminal. No common terminal program
+  // binds it.
+  term.attachCustomKeyEventHandler(function (e) {
+    if (e.type === 'keydown' && e.key === 'F6' && e.ctrlKey && !e.altKey && !e.metaKey) {
+      e.preventDefault();
+      var back = document.querySelector('.term-back');
+      if (back) back.focus();
+      return false;
+    }
+    return true;
+  });
   term.onData(function (s) { send(enc.encode(s)); });
   // onBinary carries legacy mouse reports: one byte per character.
   term.onBinary(function (s) {
