@@ -515,3 +515,21 @@ func TestSigninPagesShareTheAPIAttemptBudget(t *testing.T) {
 	b.post("/signin", url.Values{"email": {"alice@example.com"}, "password": {"wrong password"}}).want(t, 401)
 	b.post("/signin", url.Values{"email": {"alice@example.com"}, "password": {"wrong password"}}).want(t, 429, "Too many attempts")
 }
+
+// Deleting a workspace from its page does what the API does: the person's
+// browsers are told its shared sites are gone.
+func TestDeletingAWorkspaceFromItsPageUnsharesItsSites(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice := env.Person(t, "alice@example.com")
+	ws := alice.Workspace("Shop")
+	alice.MustJSON("POST", "/api/sites", map[string]string{"origin": "https://shop.example", "workspaceId": ws}, 201, nil)
+	br, welcome := extBrowser(t, env, alice, "browser-one")
+	if len(welcome.SharedSites) != 1 {
+		t.Fatalf("welcome shares %v", welcome.SharedSites)
+	}
+	newBrowser(t, env, alice).post("/workspaces/"+ws+"/delete", nil).want(t, 303)
+	m, err := br.Expect("sites", wait)
+	if err != nil || len(m.SharedSites) != 0 {
+		t.Fatalf("after deleting the workspace from its page: %+v %v", m, err)
+	}
+}

@@ -119,10 +119,9 @@ func (s *Server) pageDeleteWorkspace(c *fiber.Ctx) error {
 }
 
 func (s *Server) postPageDeleteWorkspace(c *fiber.Ctx) error {
-	if err := s.opts.DB.DeleteWorkspace(c.Context(), userID(c), c.Params("id")); err != nil {
-		return storeError(err, "workspace")
+	if err := s.removeWorkspace(c, userID(c), c.Params("id")); err != nil {
+		return err
 	}
-	s.publish(userID(c), evWorkspaceDeleted, fiber.Map{"workspace": fiber.Map{"id": c.Params("id")}})
 	return c.Redirect("/workspaces", http.StatusSeeOther)
 }
 
@@ -149,10 +148,9 @@ func (s *Server) postPageToken(c *fiber.Ctx) error {
 }
 
 func (s *Server) postPageRevokeToken(c *fiber.Ctx) error {
-	if err := s.opts.DB.RevokeAgentToken(c.Context(), userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
-		return storeError(err, "agent token")
+	if err := s.revokeToken(c, userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
+		return err
 	}
-	s.publish(userID(c), evTokenRevoked, fiber.Map{"token": fiber.Map{"id": c.Params("tokenId"), "workspaceId": c.Params("id")}})
 	return c.Redirect("/workspaces/"+c.Params("id"), http.StatusSeeOther)
 }
 

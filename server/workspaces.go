@@ -66,12 +66,36 @@ func (s *Server) patchWorkspace(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteWorkspace(c *fiber.Ctx) error {
-	if err := s.opts.DB.DeleteWorkspace(c.Context(), userID(c), c.Params("id")); err != nil {
+	if err := s.removeWorkspace(c, userID(c), c.Params("id")); err != nil {
+		return err
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// removeWorkspace deletes one of uid's workspaces with its tokens, tasks and
+// shared sites — for the API and the page alike — and stops what hung on
+// those sites: their live tools, waiting requests, and the site list the
+// person's browsers hold.
+func (s *Server) removeWorkspace(c *fiber.Ctx, uid, id string) error {
+	sites, err := s.opts.DB.WorkspaceSites(c.Context(), id)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.DB.DeleteWorkspace(c.Context(), uid, id); err != nil {
 		return storeError(err, "workspace")
 	}
-	s.publish(userID(c), evWorkspaceDeleted, fiber.Map{"workspace": fiber.Map{"id": c.Params("id")}})
-	s.pushSites(c, userID(c)) // its shared sites went with it
-	return c.SendStatus(http.StatusNoContent)
+	for _, site := range sites {
+		if site.UserID != uid {
+			continue
+		}
+		s.catalog.ForgetSite(uid, site.Origin)
+		if err := s.gate.ForgetSite(c.Context(), uid, site.Origin); err != nil {
+			return err
+		}
+	}
+	s.publish(uid, evWorkspaceDeleted, fiber.Map{"workspace": fiber.Map{"id": id}})
+	s.pushSites(c, uid)
+	return nil
 }
 
 func (s *Server) getAgentTokens(c *fiber.Ctx) error {
@@ -106,11 +130,20 @@ func (s *Server) mcpCommand(name, token string) string {
 }
 
 func (s *Server) deleteAgentToken(c *fiber.Ctx) error {
-	if err := s.opts.DB.RevokeAgentToken(c.Context(), userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
+	if err := s.revokeToken(c, userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
+		return err
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// revokeToken revokes an agent token of one of uid's workspaces (API and
+// page alike) and tells the person's pages.
+func (s *Server) revokeToken(c *fiber.Ctx, uid, workspaceID, tokenID string) error {
+	if err := s.opts.DB.RevokeAgentToken(c.Context(), uid, workspaceID, tokenID); err != nil {
 		return storeError(err, "agent token")
 	}
-	s.publish(userID(c), evTokenRevoked, fiber.Map{"token": fiber.Map{"id": c.Params("tokenId"), "workspaceId": c.Params("id")}})
-	return c.SendStatus(http.StatusNoContent)
+	s.publish(uid, evTokenRevoked, fiber.Map{"token": fiber.Map{"id": tokenID, "workspaceId": workspaceID}})
+	return nil
 }
 
 func (s *Server) getTasks(c *fiber.Ctx) error {
