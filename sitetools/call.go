@@ -125,9 +125,6 @@ func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
 }
 
 func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args json.RawMessage) (json.RawMessage, error) {
-	if !o.opts.Invoker.Online(a.OwnerID) {
-		return nil, agentErr("browser_offline", "The person's Chrome is not connected to Tabbridge, so %s cannot run tools right now. Ask them to open Chrome (signed in to the Tabbridge extension), then call again.", site.Origin)
-	}
 	deadline := time.Now().Add(o.opts.CallTimeout)
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

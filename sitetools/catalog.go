@@ -263,14 +263,13 @@ func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error)
 		// Live: the open documents are the truth, no database read needed.
 		return Site{Origin: origin, Tools: tools, LastURL: latest.URL, LastTitle: latest.Title, Live: true}, nil
 	}
-	live := false
 	var row siteRow
 	err := c.db.WithContext(ctx).Where("user_id = ? AND origin = ?", userID, origin).Limit(1).Find(&row).Error
 	if err != nil {
 		return Site{}, fmt.Errorf("read site tools: %w", err)
 	}
-	s := Site{Origin: origin, LastURL: row.LastURL, LastTitle: row.LastTitle, Live: live, Tools: tools}
-	if !live && row.Tools != "" {
+	s := Site{Origin: origin, LastURL: row.LastURL, LastTitle: row.LastTitle}
+	if row.Tools != "" {
 		if err := json.Unmarshal([]byte(row.Tools), &s.Tools); err != nil {
 			return Site{}, fmt.Errorf("decode site tools: %w", err)
 		}
