@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/daemon/daemontest"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -77,30 +78,7 @@ func connectMachineBackoff(t *testing.T, env *servertest.Env, person *servertest
 		Token   string              `json:"token"`
 	}
 	person.MustJSON("POST", "/api/machines", map[string]string{"name": name}, 201, &out)
-	up := make(chan bool, 16)
-	d, err := daemon.New(daemon.Options{Server: env.URL, Token: out.Token, MinBackoff: backoff,
-		MaxBackoff: 10 * backoff, Connected: func(b bool) { up <- b }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		_ = d.Close(sctx)
-	})
-	timeout := time.After(30 * time.Second)
-	for linked := false; !linked; {
-		select {
-		case linked = <-up:
-		case <-timeout:
-			t.Fatal("the daemon never connected")
-		}
-	}
+	d := daemontest.Start(t, env.URL, out.Token, backoff)
 	return &machineRig{t: t, env: env, person: person, machineID: out.Machine.ID, d: d}
 }
 

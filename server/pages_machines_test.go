@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"net/url"
 	"os"
 	"regexp"
@@ -10,38 +9,11 @@ import (
 	"time"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/daemon/daemontest"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
-
-// runDaemon connects a real daemon with token until the test ends and
-// waits for its link.
-func runDaemon(t *testing.T, env *servertest.Env, token string) *daemon.Daemon {
-	t.Helper()
-	up := make(chan bool, 16)
-	d, err := daemon.New(daemon.Options{Server: env.URL, Token: token, MinBackoff: 10 * time.Millisecond,
-		MaxBackoff: 100 * time.Millisecond, Connected: func(b bool) { up <- b }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		_ = d.Close(sctx)
-	})
-	select {
-	case <-up:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the daemon never connected")
-	}
-	return d
-}
 
 // eventOf waits on the person's event stream for an event of typ.
 func eventOf(t *testing.T, s *stream, typ string) sseEvent {
@@ -85,7 +57,7 @@ func TestMachinePagesWithARealDaemon(t *testing.T) {
 		t.Fatal("the token is shown again")
 	}
 
-	d := runDaemon(t, env, token)
+	d := daemontest.Start(t, env.URL, token, 10*time.Millisecond)
 	eventOf(t, events, "machine.online")
 	id, err := d.Start(daemon.Spec{Argv: []string{"sh", "-c", "echo ready; read x; exit 4"}, Cols: 90, Rows: 20,
 		Env: []string{"PATH=" + os.Getenv("PATH")}})
@@ -157,7 +129,7 @@ func TestMachinePagesRefuseOthersForgeriesAndAgents(t *testing.T) {
 		Token   string              `json:"token"`
 	}
 	ada.MustJSON("POST", "/api/machines", map[string]string{"name": "ada-laptop"}, 201, &created)
-	d := runDaemon(t, env, created.Token)
+	d := daemontest.Start(t, env.URL, created.Token, 10*time.Millisecond)
 	sid, err := d.Start(daemon.Spec{Argv: []string{"sh", "-c", "read x"}, Env: []string{"PATH=" + os.Getenv("PATH")}})
 	if err != nil {
 		t.Fatal(err)
