@@ -68,6 +68,16 @@ func (g *Gate) Pending(ctx context.Context, ownerID, taskID string) ([]Request, 
 	return out, err
 }
 
+// PendingCount counts a person's requests still waiting (the badge).
+func (g *Gate) PendingCount(ctx context.Context, ownerID string) (int, error) {
+	var n int64
+	err := g.opts.DB.WithContext(ctx).Model(&Request{}).Where("user_id = ? AND status = ?", ownerID, StatusPending).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count pending requests: %w", err)
+	}
+	return int(n), nil
+}
+
 // TaskRequests lists every request of one task of the person's, oldest first.
 func (g *Gate) TaskRequests(ctx context.Context, ownerID, taskID string) ([]Request, error) {
 	out := []Request{}

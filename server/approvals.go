@@ -88,26 +88,32 @@ func (s *Server) deleteGrant(c *fiber.Ctx) error {
 }
 
 // onApproval tells the person's screens that a request changed: their open
-// pages through the event stream (the extension badge follows in the bridge).
+// pages through the event stream, their browsers' badges and notifications
+// through the extension socket.
 func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	s.opts.Logger.Debug("approval event", "type", e.Type, "request", e.Request.ID)
 	s.publish(ownerID, e.Type, e.Request)
-	pending, err := s.gate.Pending(context.Background(), ownerID, "")
-	if err != nil {
-		s.opts.Logger.Warn("count pending approvals", "err", err)
-		return
+	if msg, ok := s.badge(ownerID); ok {
+		msg.Event = e.Type
+		msg.Request = map[string]string{"id": e.Request.ID, "tool": e.Request.Tool, "site": e.Request.Site, "taskId": e.Request.TaskID}
+		s.hub.Broadcast(ownerID, msg)
 	}
-	s.hub.Broadcast(ownerID, bridge.ApprovalsMsg{Type: bridge.TypeApprovals, Pending: len(pending), Event: e.Type,
-		Request: map[string]string{"id": e.Request.ID, "tool": e.Request.Tool, "site": e.Request.Site, "taskId": e.Request.TaskID}})
 }
 
 // sendApprovalCount gives a browser that just connected the badge count: the
 // approvals message is otherwise sent only when a request changes.
 func (s *Server) sendApprovalCount(ownerID, browserID string) {
-	pending, err := s.gate.Pending(context.Background(), ownerID, "")
+	if msg, ok := s.badge(ownerID); ok {
+		s.hub.Send(ownerID, browserID, msg)
+	}
+}
+
+// badge is the approvals message with the person's pending count.
+func (s *Server) badge(ownerID string) (bridge.ApprovalsMsg, bool) {
+	n, err := s.gate.PendingCount(context.Background(), ownerID)
 	if err != nil {
 		s.opts.Logger.Warn("count pending approvals", "err", err)
-		return
+		return bridge.ApprovalsMsg{}, false
 	}
-	s.hub.Send(ownerID, browserID, bridge.ApprovalsMsg{Type: bridge.TypeApprovals, Pending: len(pending)})
+	return bridge.ApprovalsMsg{Type: bridge.TypeApprovals, Pending: n}, true
 }

@@ -103,7 +103,7 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 	v.Now = s.opts.Now()
 	v.Items = navItems
 	if v.User != nil {
-		n, err := s.pendingCount(c.Context(), v.User.ID)
+		n, err := s.gate.PendingCount(c.Context(), v.User.ID)
 		if err != nil {
 			return fmt.Errorf("render %s: %w", name, err)
 		}

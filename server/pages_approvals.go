@@ -30,16 +30,6 @@ func (s *Server) mountApprovalPages(me guard) {
 // through it, and end-to-end tests raise them as an agent's call would.
 func (s *Server) ApprovalGate() *approvals.Gate { return s.gate }
 
-// pendingCount counts the person's requests waiting for an answer.
-func (s *Server) pendingCount(ctx context.Context, uid string) (int, error) {
-	var n int64
-	err := s.opts.DB.WithContext(ctx).Model(&approvals.Request{}).
-		Where("user_id = ? AND status = ?", uid, approvals.StatusPending).Count(&n).Error
-	if err != nil {
-		return 0, fmt.Errorf("count pending requests: %w", err)
-	}
-	return int(n), nil
-}
 
 // names resolves the ids pages show (workspaces, tasks, people) to what a
 // person reads, once per id per page, always scoped to the viewer.
