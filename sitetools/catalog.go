@@ -95,8 +95,20 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	if c.docs[userID] == nil {
 		c.docs[userID] = map[docKey]*Document{}
 	}
-	c.docs[userID][docKey{d.BrowserID, d.DocumentID}] = &doc
+	key := docKey{d.BrowserID, d.DocumentID}
+	prev := c.docs[userID][key]
+	c.docs[userID][key] = &doc
 	union := c.unionLocked(userID, d.Origin)
+	if len(union) > MaxToolsPerSite {
+		// The site's pages together offer too many: keep what was there.
+		if prev != nil {
+			c.docs[userID][key] = prev
+		} else {
+			delete(c.docs[userID], key)
+		}
+		c.mu.Unlock()
+		return refuse(ErrBadAnnouncement, "the site's open pages would offer %d tools together; the limit is %d per site", len(union), MaxToolsPerSite)
+	}
 	c.mu.Unlock()
 	return c.persist(ctx, userID, &doc, union)
 }

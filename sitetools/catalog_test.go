@@ -3,7 +3,9 @@ package sitetools_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +124,31 @@ func TestCatalogForgetDocumentAndSite(t *testing.T) {
 		c.ForgetSite(uid, site)
 		if got := c.OpenTabs(uid, site); len(got) != 0 {
 			t.Fatalf("open tabs after unsharing: %v", got)
+		}
+	})
+}
+
+func TestCatalogLimitsToolsPerSiteAcrossPages(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c, uid := newCatalog(t, db)
+		page := func(prefix string, n int) []sitetools.Descriptor {
+			var out []sitetools.Descriptor
+			for i := 0; i < n; i++ {
+				out = append(out, tool(fmt.Sprintf("%s%d", prefix, i), true))
+			}
+			return out
+		}
+		if err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d1", Origin: site, Tools: page("a", 100)}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d2", Origin: site, Tools: page("b", 50)})
+		if !errors.Is(err, sitetools.ErrBadAnnouncement) || !strings.Contains(err.Error(), "150 tools") {
+			t.Fatalf("a second page over the per-site limit: %v", err)
+		}
+		s, _ := c.Site(ctx, uid, site)
+		if len(s.Tools) != 100 {
+			t.Fatalf("site offers %d tools after the refused page, want the first page's 100", len(s.Tools))
 		}
 	})
 }
