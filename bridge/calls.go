@@ -193,6 +193,11 @@ func (c *conn) announce(in *Inbound) {
 		c.sendError(protoErr(ErrCodeSiteNotShared, in.ID, "%s is no longer shared, so its tools were not recorded.", a.Origin))
 		return
 	}
+	var refusal *sitetools.Refusal
+	if errors.As(err, &refusal) {
+		c.sendError(protoErr(ErrCodeInvalidField, in.ID, "tools.announce: %s", refusal.Reason))
+		return
+	}
 	if err != nil {
 		c.h.opts.Logger.Error("announce tools", "user", c.userID, "origin", a.Origin, "err", err)
 		c.sendError(protoErr("internal", in.ID, "The server could not record the tools; they will be taken at the next announcement."))

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -311,5 +312,23 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTooManyToolsForOneSiteAreRefusedWithTheReason(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	page := func(prefix string, n int) string {
+		var ds []string
+		for i := 0; i < n; i++ {
+			ds = append(ds, fmt.Sprintf(`{"name":"%s%d","description":"d"}`, prefix, i))
+		}
+		return "[" + strings.Join(ds, ",") + "]"
+	}
+	if m, err := w.br.Announce(bridgetest.Doc{ID: "p1", Origin: shop, URL: shop + "/", Tools: page("a", 100)}, wait); err != nil || len(m.Accepted) != 100 {
+		t.Fatalf("first page: %v", err)
+	}
+	m, err := w.br.Announce(bridgetest.Doc{ID: "p2", Origin: shop, URL: shop + "/2", Tools: page("b", 50)}, wait)
+	if err != nil || m.Type != "error" || !strings.Contains(m.Message, "limit is 128 per site") {
+		t.Fatalf("second page over the limit: %+v %v", m, err)
 	}
 }
