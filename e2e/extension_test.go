@@ -421,3 +421,24 @@ func TestExtensionWithoutWebMCP(t *testing.T) {
 		t.Fatalf("the worker tracks %+v", docs)
 	}
 }
+
+// TestOptionsMoveTheServerPermission: saving a server address asks for its
+// host permission; saving another gives the previous one's back.
+func TestOptionsMoveTheServerPermission(t *testing.T) {
+	b := startExtensionBrowser(t, ChromiumOptions{})
+	worker := b.Worker(t)
+	first, second := "http://127.0.0.1:41111", "http://127.0.0.1:41112"
+	has := func(origin string) bool {
+		var ok bool
+		b.eval(t, worker, fmt.Sprintf(`chrome.permissions.contains({origins: [%q]})`, origin+"/*"), &ok)
+		return ok
+	}
+	b.SetServer(t, first)
+	if !has(first) {
+		t.Fatal("saving the server did not grant its host permission")
+	}
+	b.SetServer(t, second)
+	if !has(second) || has(first) {
+		t.Fatalf("after switching servers: second %v, first %v; want the first given back", has(second), has(first))
+	}
+}
