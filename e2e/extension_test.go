@@ -441,4 +441,19 @@ func TestOptionsMoveTheServerPermission(t *testing.T) {
 	if !has(second) || has(first) {
 		t.Fatalf("after switching servers: second %v, first %v; want the first given back", has(second), has(first))
 	}
+
+	// The shortcuts: Alt+Shift+A opens the popup, Alt+Shift+F the app full-size.
+	var keys map[string]string
+	b.eval(t, worker, `chrome.commands.getAll().then(cs => Object.fromEntries(cs.map(c => [c.name, c.shortcut])))`, &keys)
+	// Chromium 156 here leaves Alt+Shift+A unassigned (it keeps that key for
+	// itself), so the popup's shortcut is checked as suggested by the
+	// manifest; the person can confirm it in chrome://extensions/shortcuts.
+	var suggested string
+	b.eval(t, worker, `chrome.runtime.getManifest().commands._execute_action.suggested_key.default`, &suggested)
+	if suggested != "Alt+Shift+A" || keys["open-full"] != "Alt+Shift+F" {
+		t.Fatalf("shortcuts %v, popup suggested %q", keys, suggested)
+	}
+	b.eval(t, worker, `self.__tabbridgeTest.command('open-full').then(() => true)`, nil)
+	b.waitJS(t, worker, 10*time.Second, fmt.Sprintf(`chrome.tabs.query({}).then(tabs =>
+		tabs.some(t => (t.pendingUrl || t.url || '') === %q))`, second+"/"), nil)
 }

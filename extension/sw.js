@@ -83,9 +83,11 @@ chrome.permissions.onRemoved.addListener(() => ready.then(detection.reconcile));
 chrome.runtime.onInstalled.addListener(() => ready);
 chrome.runtime.onStartup.addListener(() => ready);
 
-chrome.commands.onCommand.addListener((command) => {
-  if (command === 'open-full') ready.then(() => openApp());
-});
+// Alt+Shift+F opens the app full-size (Alt+Shift+A opens the popup by itself).
+function onCommand(command) {
+  return command === 'open-full' ? ready.then(() => openApp()) : Promise.resolve();
+}
+chrome.commands.onCommand.addListener(onCommand);
 
 async function openApp(path = '/') {
   await chrome.tabs.create({ url: `${await getServer()}${path}` });
@@ -147,4 +149,5 @@ self.__tabbridgeTest = {
   link,
   showApprovals,
   notificationClicked: onNotificationClicked,
+  command: onCommand,
 };
