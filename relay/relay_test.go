@@ -123,6 +123,14 @@ func (r *rig) start(cols, rows int, args ...string) string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.awaitListed(id)
+	return id
+}
+
+// awaitListed waits until the server lists session id: the daemon announces
+// its sessions just after its link comes up, so a link being up is not enough.
+func (r *rig) awaitListed(id string) {
+	r.t.Helper()
 	r.eventually(func() bool {
 		var out struct{ Sessions []struct{ ID string } }
 		r.person.MustJSON("GET", "/api/machines/"+r.machineID+"/sessions", nil, 200, &out)
@@ -133,7 +141,6 @@ func (r *rig) start(cols, rows int, args ...string) string {
 		}
 		return false
 	})
-	return id
 }
 
 // eventually polls cond (an HTTP or daemon query with no event to wait on)
@@ -359,6 +366,7 @@ func TestServerRestartKeepsSessions(t *testing.T) {
 	r.awaitLink(false)
 	<-v.Done()
 	r.awaitLink(true)
+	r.awaitListed(id)
 	s, _ := r.d.Session(id)
 	if err := s.Input([]byte("after")); err != nil { // the screen changes while no viewer watches
 		t.Fatal(err)
