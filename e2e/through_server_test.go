@@ -471,11 +471,11 @@ func TestExtensionThroughServer(t *testing.T) {
 		w.activate(a, index+"?a")
 		chA, cancelA := w.callAsync(w.agent, "slow", map[string]any{"seconds": 30}, true)
 		defer cancelA()
-		pageLog(t, b, a, "slow started")
+		pageLog(t, b, a, "slow started (30 s)")
 		w.activate(tab, index)
-		chB, cancelB := w.callAsync(w.agent, "slow", map[string]any{"seconds": 30}, true)
+		chB, cancelB := w.callAsync(w.agent, "slow", map[string]any{"seconds": 31}, true)
 		defer cancelB()
-		pageLog(t, b, tab, "slow started")
+		pageLog(t, b, tab, "slow started (31 s)")
 		if err := chromedp.Do(a, chromedp.Navigate(w.site+"/away.html?gone")); err != nil {
 			t.Fatalf("navigate away: %v", err)
 		}

@@ -67,13 +67,17 @@ chrome.notifications.onClicked.addListener(onNotificationClicked);
 chrome.runtime.onConnect.addListener((port) => pages.attach(port, ready));
 
 // Tab use decides which tab of a site answers.
-chrome.tabs.onActivated.addListener(({ tabId }) => ready.then(() => pages.tabUsed(tabId)));
+chrome.tabs.onActivated.addListener(({ tabId }) => {
+  const at = Date.now();
+  ready.then(() => pages.tabUsed(tabId, at));
+});
 chrome.tabs.onRemoved.addListener((tabId) => ready.then(() => pages.tabClosed(tabId)));
 chrome.windows.onFocusChanged.addListener((windowId) => {
   if (windowId === chrome.windows.WINDOW_ID_NONE) return;
+  const at = Date.now(); // the focus happened now; the query below may answer after a newer activation
   ready.then(async () => {
     const [tab] = await chrome.tabs.query({ active: true, windowId });
-    if (tab) pages.tabUsed(tab.id);
+    if (tab) pages.tabUsed(tab.id, at);
   });
 });
 

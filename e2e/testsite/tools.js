@@ -65,7 +65,7 @@
     description: 'Waits for the given seconds, or until the call is cancelled.',
     inputSchema: { type: 'object', properties: { seconds: { type: 'number' } } },
     execute: ({ seconds = 30 }, { signal } = {}) => new Promise((resolve, reject) => {
-      log('slow started');
+      log(`slow started (${seconds} s)`);
       const timer = setTimeout(() => {
         log('slow finished');
         resolve({ waited: seconds });

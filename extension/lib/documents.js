@@ -34,9 +34,11 @@ export function forgetTab(rec, tabId) {
   delete rec.tabUsed[tabId];
 }
 
-// touchTab notes that the person used a tab (activated it or focused its window).
-export function touchTab(rec, tabId, now) {
-  rec.tabUsed[tabId] = now;
+// touchTab notes that the person used a tab (activated it or focused its window) at a time. A
+// stamp older than the one kept is ignored: a window-focus event, answered after an asynchronous
+// query, can arrive after a newer activation of another tab and must not outrank it.
+export function touchTab(rec, tabId, at) {
+  rec.tabUsed[tabId] = Math.max(rec.tabUsed[tabId] ?? 0, at);
 }
 
 // documentsOf lists the documents of a tab.

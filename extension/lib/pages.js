@@ -119,8 +119,9 @@ export class Pages {
     c.settle(outcome);
   }
 
-  tabUsed(tabId) {
-    touchTab(this.rec, tabId, this.now());
+  // tabUsed notes a use of a tab; at is when it happened (now when not given).
+  tabUsed(tabId, at = this.now()) {
+    touchTab(this.rec, tabId, at);
     this.save();
     this.onUse(tabId);
   }

@@ -22,6 +22,15 @@ test('the most recently used tab of the origin offering the tool wins', () => {
   assert.equal(chooseDocument(rec, 'https://a.test', 'search').documentId, 'B');
 });
 
+test('a late stamp of an older use never outranks a newer one', () => {
+  const rec = record();
+  touchTab(rec, 2, 300); // the person activates tab 2
+  touchTab(rec, 1, 250); // a window-focus stamp from before, delivered after
+  assert.equal(chooseDocument(rec, 'https://a.test', 'search').documentId, 'B');
+  touchTab(rec, 2, 100);
+  assert.equal(rec.tabUsed[2], 300);
+});
+
 test('a tab that does not offer the tool is passed over, even if used last', () => {
   const rec = record();
   touchTab(rec, 2, 500);
