@@ -94,4 +94,9 @@ func noHorizontalScroll(t *testing.T, ctx context.Context, where string, width i
 	if sw > width {
 		t.Errorf("%s scrolls sideways at %dpx: scrollWidth %d", where, width, sw)
 	}
+	// A request's arguments must be readable whole: none may hide past the right edge of its box.
+	hidden := get(t, ctx, "measure the arguments on "+where, chromedp.Evaluate[int64](`[...document.querySelectorAll('pre.args')].filter(e => e.scrollWidth > e.clientWidth).length`))
+	if hidden > 0 {
+		t.Errorf("%s: %d argument boxes scroll sideways at %dpx, hiding part of what the person approves", where, hidden, width)
+	}
 }
