@@ -62,24 +62,20 @@ type machineRig struct {
 	person    *servertest.Client
 	machineID string
 	d         *daemon.Daemon
+	link      *daemontest.Link // holds the daemon's link down when a test needs the machine offline
 }
 
 // connectMachine creates a machine for person and runs its daemon until the
 // test ends.
 func connectMachine(t *testing.T, env *servertest.Env, person *servertest.Client, name string) *machineRig {
-	return connectMachineBackoff(t, env, person, name, 10*time.Millisecond)
-}
-
-// connectMachineBackoff is connectMachine with the daemon's reconnect delay.
-func connectMachineBackoff(t *testing.T, env *servertest.Env, person *servertest.Client, name string, backoff time.Duration) *machineRig {
 	t.Helper()
 	var out struct {
 		Machine struct{ ID string } `json:"machine"`
 		Token   string              `json:"token"`
 	}
 	person.MustJSON("POST", "/api/machines", map[string]string{"name": name}, 201, &out)
-	d := daemontest.Start(t, env.URL, out.Token, backoff)
-	return &machineRig{t: t, env: env, person: person, machineID: out.Machine.ID, d: d}
+	l := daemontest.StartLink(t, env.URL, out.Token, 10*time.Millisecond)
+	return &machineRig{t: t, env: env, person: person, machineID: out.Machine.ID, d: l.D, link: l}
 }
 
 // start runs argv in a new session and waits until the server lists it.
@@ -133,9 +129,7 @@ func waitScreen(t *testing.T, ctx context.Context, what, text string) {
 func TestTerminalInTheWebApp(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
 	person := env.Person(t, "ada@example.com")
-	// The daemon reconnects more slowly than the page, as it may in life:
-	// after the restart below the page first finds its session missing.
-	m := connectMachineBackoff(t, env, person, "laptop", 2500*time.Millisecond)
+	m := connectMachine(t, env, person, "laptop")
 	ctx := startBrowser(t)
 	signIn(t, ctx, env, "ada@example.com")
 	run(t, ctx, "machines page",
@@ -224,9 +218,13 @@ func TestTerminalInTheWebApp(t *testing.T) {
 	// A deploy: the socket drops, the page asks for a new ticket and dials
 	// again; until the daemon is back the session is unknown and the page
 	// says its machine is offline rather than giving up. Then typing works on.
+	// The daemon is held back until the page has said so, as a daemon
+	// reconnecting more slowly than the page would be in life.
 	n := get(t, ctx, "connections", chromedp.Evaluate[string](`document.getElementById('term-page').dataset.connections`))
+	m.link.Hold()
 	env.Restart(t)
 	run(t, ctx, "waiting for the machine", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="offline"]`)))
+	m.link.Release()
 	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(ctx2, chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"]:not([data-connections="`+n+`"])`))); err != nil {

@@ -4,6 +4,7 @@ package daemontest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,29 +16,79 @@ import (
 // backoff is its first reconnect delay (the longest is ten times it).
 func Start(t testing.TB, serverURL, token string, backoff time.Duration) *daemon.Daemon {
 	t.Helper()
-	up := make(chan bool, 16)
+	return StartLink(t, serverURL, token, backoff).D
+}
+
+// Link is a daemon whose link to the server a test can hold down and let up
+// again, so that "the machine is offline" lasts exactly as long as the test
+// wants instead of as long as a reconnect delay happens to.
+type Link struct {
+	D *daemon.Daemon
+
+	t      testing.TB
+	up     chan bool
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	served chan error
+}
+
+// StartLink is Start, returning the Link.
+func StartLink(t testing.TB, serverURL, token string, backoff time.Duration) *Link {
+	t.Helper()
+	l := &Link{t: t, up: make(chan bool, 16)}
 	d, err := daemon.New(daemon.Options{Server: serverURL, Token: token, MinBackoff: backoff,
-		MaxBackoff: 10 * backoff, Connected: func(b bool) { up <- b }})
+		MaxBackoff: 10 * backoff, Connected: func(b bool) { l.up <- b }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(ctx) }()
+	l.D = d
 	t.Cleanup(func() {
-		cancel()
-		<-served
+		l.Hold()
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
 		_ = d.Close(sctx)
 	})
+	l.Release()
+	return l
+}
+
+// Hold takes the link down and keeps it down until Release; sessions run on.
+func (l *Link) Hold() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel == nil {
+		return
+	}
+	l.cancel()
+	<-l.served
+	l.cancel = nil
+	for len(l.up) > 0 { // Serve has returned: nothing more arrives
+		<-l.up
+	}
+}
+
+// Release lets the daemon dial again and returns once its link is up.
+func (l *Link) Release() {
+	l.t.Helper()
+	l.mu.Lock()
+	if l.cancel != nil {
+		l.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.served = cancel, make(chan error, 1)
+	served := l.served
+	l.mu.Unlock()
+	go func() { served <- l.D.Serve(ctx) }()
 	timeout := time.After(30 * time.Second)
-	for linked := false; !linked; {
+	for {
 		select {
-		case linked = <-up:
+		case linked := <-l.up:
+			if linked {
+				return
+			}
 		case <-timeout:
-			t.Fatal("the daemon never connected")
+			l.t.Fatal("the daemon never connected")
 		}
 	}
-	return d
 }
