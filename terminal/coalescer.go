@@ -24,14 +24,17 @@ type Batch struct {
 type CoalescerOptions struct {
 	// Window is the coalescing window; default Window.
 	Window time.Duration
-	// MaxHold bounds how long bytes after the last cut point wait for their
-	// sequence to complete (a program that never ends an OSC, say); after it
-	// they go out as they are. Default 4 windows.
-	MaxHold time.Duration
 	// MaxBatch bounds a batch: once this many bytes wait within a window
 	// they go out at once, cut at the last cut point, instead of at the
 	// window's end. A relay can then pace a viewer in units no larger than
-	// about this (plus one read). Default MaxBatch.
+	// about this (plus one read). It also bounds an unfinished sequence:
+	// bytes after the last cut point wait for their sequence to end however
+	// long that takes (a lone ESC, half a UTF-8 character or an unfinished
+	// title show nothing anyway), unless they pile up past MaxBatch — a
+	// string sequence that never ends — and then go out as they are at the
+	// window's end. Waiting by time instead cut sequences in half whenever
+	// a loaded machine left the program unscheduled for a few windows.
+	// Default MaxBatch.
 	MaxBatch int
 	// Clock makes the window timers; default the system clock.
 	Clock Clock
@@ -55,9 +58,6 @@ type Coalescer struct {
 func NewCoalescer(o CoalescerOptions) *Coalescer {
 	if o.Window <= 0 {
 		o.Window = Window
-	}
-	if o.MaxHold <= 0 {
-		o.MaxHold = 4 * o.Window
 	}
 	if o.Clock == nil {
 		o.Clock = systemClock{}
@@ -98,7 +98,6 @@ type pending struct {
 	buf           []byte
 	clear, ground int   // cut points in buf, -1 for none
 	offset        int64 // stream offset of buf[0]
-	held          time.Duration
 }
 
 func (c *Coalescer) run() {
@@ -140,17 +139,12 @@ func (c *Coalescer) run() {
 	}
 }
 
-// windowEnd emits what can be cut, or everything once the tail has waited
-// MaxHold without a cut point.
+// windowEnd emits what can be cut, or everything once more than MaxBatch
+// bytes wait with no cut point.
 func (c *Coalescer) windowEnd(p *pending) {
-	cut := p.cut()
-	if cut > 0 {
-		p.held = 0
+	if cut := p.cut(); cut > 0 {
 		c.emit(p, cut)
-		return
-	}
-	if p.held += c.opts.Window; p.held >= c.opts.MaxHold {
-		p.held = 0
+	} else if len(p.buf) >= c.opts.MaxBatch {
 		c.emit(p, len(p.buf))
 	}
 }

@@ -108,12 +108,27 @@ func TestCoalescerCutsOnlyAtGround(t *testing.T) {
 	r.write("1mred\x1b]0;title")
 	timer.fire()
 	r.expect(4, "\x1b[31mred")
-	// The OSC never ends: after MaxHold (4 windows) it goes out anyway.
-	for range 4 {
-		r.noBatch()
+	// An unfinished sequence waits for its end however many windows pass
+	// (a loaded machine may leave the program unscheduled that long).
+	for range 20 {
 		recv(t, r.clock.timers, "held window").fire()
+		r.noBatch()
 	}
-	r.expect(12, "\x1b]0;title")
+	r.write("\x07ok")
+	recv(t, r.clock.timers, "window").fire()
+	r.expect(12, "\x1b]0;title\x07ok")
+}
+
+func TestCoalescerSendsANeverEndingStringOnceItIsLarge(t *testing.T) {
+	r := &coalescerRig{t: t, clock: &fakeClock{timers: make(chan *fakeTimer, 16)}, batches: make(chan Batch, 16)}
+	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, MaxBatch: 20, Emit: func(b Batch) { r.batches <- b }})
+	t.Cleanup(func() { _ = r.c.Close() })
+	r.write("\x1b]0;0123456789") // 15 bytes, no cut point
+	recv(t, r.clock.timers, "window").fire()
+	r.noBatch()
+	r.write("abcdefghij") // now 25: a string that never ends must not grow without bound
+	recv(t, r.clock.timers, "window").fire()
+	r.expect(0, "\x1b]0;0123456789abcdefghij")
 }
 
 func TestCoalescerPrefersWrapEndingCut(t *testing.T) {
