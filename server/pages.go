@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -263,10 +264,15 @@ func staticHandler() fiber.Handler {
 }
 
 // safeNext keeps a post-sign-in destination on this server: a local path,
-// never "//host" or a scheme.
+// never "//host" or a scheme. Browsers drop tabs and newlines from a URL and
+// read "\\" as "/", so "/\t/evil.example" would become "//evil.example":
+// any control character or backslash sends the person home instead.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
+	if strings.IndexFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) >= 0 ||
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return next

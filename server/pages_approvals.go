@@ -30,7 +30,6 @@ func (s *Server) mountApprovalPages(me guard) {
 // through it, and end-to-end tests raise them as an agent's call would.
 func (s *Server) ApprovalGate() *approvals.Gate { return s.gate }
 
-
 // names resolves the ids pages show (workspaces, tasks, people) to what a
 // person reads, once per id per page, always scoped to the viewer.
 type names struct {

@@ -154,6 +154,12 @@ func TestSetupSignOutAndSignInThroughForms(t *testing.T) {
 	// An open redirect is refused: next stays on this server.
 	b.post("/signout", nil)
 	b.post("/signin", url.Values{"email": {"alice@example.com"}, "password": {"long enough"}, "next": {"//evil.example/x"}}).redirect(t, "/")
+	// Browsers drop tabs and newlines and read a backslash as a slash: each of these would leave.
+	for _, evil := range []string{"/\t/evil.example/x", "/\n/evil.example", "/\x0b/evil.example", "/\\evil.example", "\\/evil.example",
+		"https://evil.example", "/\r\nSet-Cookie: x=1", " //evil.example"} {
+		b.get("/signin?next="+url.QueryEscape(evil)).redirect(t, "/")
+	}
+	b.get("/signin?next="+url.QueryEscape("/tasks/1?tab=calls#top")).redirect(t, "/tasks/1?tab=calls#top")
 }
 
 func TestInvitationAndSignupPages(t *testing.T) {
