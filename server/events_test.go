@@ -149,6 +149,16 @@ func TestEventStreamCarriesEveryChangeFromAPIAndPages(t *testing.T) {
 		alice.MustJSON("PATCH", "/api/tasks/"+task.Task.ID, map[string]string{"status": "ongoing"}, 200, nil)
 		expect("task.updated", `"status":"ongoing"`)
 
+		// An agent's tasks reach the person's pages too.
+		agent := env.MCP(t, alice.AgentToken(ws, "agent"), nil)
+		expect("token.created", `"name":"agent"`)
+		res := servertest.CallTool(t, agent, "createTask", map[string]any{"title": "From the agent"})
+		expect("task.created", `"title":"From the agent"`)
+		var agentTask struct{ TaskID string }
+		servertest.Structured(t, res, &agentTask)
+		servertest.CallTool(t, agent, "updateTask", map[string]any{"taskId": agentTask.TaskID, "status": "blocked"})
+		expect("task.updated", `"status":"blocked"`)
+
 		// The page forms publish the same events.
 		b := newBrowser(t, env, alice)
 		b.post("/workspaces/"+ws+"/rename", url.Values{"name": {"Gamma"}})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,6 +131,7 @@ func (s *Server) mcpCreateTask(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
 	}
 	s.opts.Logger.Info("task created by agent", "workspace", id.Workspace.ID, "task", t.ID)
+	s.publish(id.Workspace.OwnerID, evTaskCreated, fiber.Map{"task": t})
 	return nil, taskView(t), nil
 }
 
@@ -148,6 +150,7 @@ func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
 	}
+	s.publish(id.Workspace.OwnerID, evTaskUpdated, fiber.Map{"task": t})
 	return nil, taskView(t), nil
 }
 
