@@ -54,7 +54,7 @@ func TestOnChangeHearsConnectToolsOpenAndDisconnect(t *testing.T) {
 		if err != nil {
 			return
 		}
-		hub.Serve(c, u.ID)
+		hub.Serve(context.Background(), c, u.ID)
 	}))
 	defer srv.Close()
 	defer hub.Close()

@@ -46,10 +46,11 @@ type conn struct {
 }
 
 // Serve speaks the extension protocol on sock for userID (already
-// authenticated by the caller) until the socket ends. It returns only after
-// both its reader and its writer have stopped, so the caller may then recycle
-// the socket.
-func (h *Hub) Serve(sock Socket, userID string) {
+// authenticated by the caller) until the socket ends, or ctx does (the
+// sign-in that opened it ended: closed with CloseSignedOut). It returns only
+// after both its reader and its writer have stopped, so the caller may then
+// recycle the socket.
+func (h *Hub) Serve(ctx context.Context, sock Socket, userID string) {
 	c := &conn{
 		h: h, sock: sock, userID: userID,
 		out: make(chan []byte, h.opts.QueueSize), quit: make(chan struct{}), readerDone: make(chan struct{}),
@@ -59,6 +60,8 @@ func (h *Hub) Serve(sock Socket, userID string) {
 		return // returning ends the connection
 	}
 	defer h.leave(c)
+	stop := context.AfterFunc(ctx, func() { c.shut(CloseSignedOut, "signed out") })
+	defer stop()
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)

@@ -41,6 +41,7 @@ const (
 	CloseReplaced            = 4001 // the same browser connected again
 	CloseHelloExpected       = 4002 // the first message was not a valid hello
 	CloseIdle                = 4003 // silent for longer than the idle timeout
+	CloseSignedOut           = 4004 // the sign-in whose ticket opened the socket ended
 )
 
 // Protocol error codes sent in error messages.

@@ -356,6 +356,27 @@ func TestWatchOnlyViewersCannotType(t *testing.T) {
 	}
 }
 
+// TestSigningOutEndsItsViewers: a viewer opened with a ticket from a
+// sign-in ends when the person signs out there; the session runs on.
+func TestSigningOutEndsItsViewers(t *testing.T) {
+	r := newRig(t, nil)
+	id := r.start(80, 24, "keys")
+	r.waitDaemon(id, "KEYS READY")
+	v := r.viewer(id, false, false)
+	r.sameScreen(v, id)
+	r.person.MustJSON("POST", "/api/auth/signout", nil, 200, nil)
+	select {
+	case <-v.Done():
+	case <-time.After(wait):
+		t.Fatal("the viewer kept typing into the terminal after its sign-in ended")
+	}
+	s, ok := r.d.Session(id)
+	if !ok || s.Input([]byte("x")) != nil {
+		t.Fatal("signing out ended the session, not only its viewer")
+	}
+	r.waitDaemon(id, "got 78")
+}
+
 func TestServerRestartKeepsSessions(t *testing.T) {
 	r := newRig(t, nil)
 	id := r.start(80, 24, "keys")

@@ -238,7 +238,7 @@ func (v *viewer) write(ctx context.Context) {
 // ServeViewer runs a viewer's socket on one of userID's sessions until it
 // closes or the session ends. The server has redeemed the viewer's ticket:
 // the session is the ticket's, whatever the viewer's messages name.
-func (h *Hub) ServeViewer(userID, sessionID string, watchOnly bool, conn *websocket.Conn) error {
+func (h *Hub) ServeViewer(ctx context.Context, userID, sessionID string, watchOnly bool, conn *websocket.Conn) error {
 	s, err := h.session(userID, sessionID)
 	if err != nil {
 		return err
@@ -262,11 +262,13 @@ func (h *Hub) ServeViewer(userID, sessionID string, watchOnly bool, conn *websoc
 		s.detach(v)
 		h.emit(EventSessionViewers, m, s)
 	}()
-	ctx, cancel := context.WithCancel(h.ctx)
+	wctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
+	stop := context.AfterFunc(ctx, cancel) // the sign-in that opened the socket ended
+	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); v.write(ctx) }()
+	go func() { defer wg.Done(); v.write(wctx) }()
 	err = h.readViewer(v)
 	v.close()
 	cancel()

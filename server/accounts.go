@@ -243,6 +243,7 @@ func (s *Server) refreshSession(c *fiber.Ctx) (uid, family string, err error) {
 	r, _ := v.(rotation)
 	switch {
 	case errors.Is(err, store.ErrTokenReused):
+		s.signins.end(r.family)
 		s.clearSession(c)
 		s.opts.Logger.Warn("refresh token reused; sign-in revoked")
 		return "", "", errorf(http.StatusUnauthorized, "refresh_reused", "This sign-in was ended because an old refresh token was used again; sign in again.")
@@ -275,12 +276,17 @@ func (s *Server) endSession(c *fiber.Ctx) error {
 				if err := s.opts.DB.RevokeFamily(c.Context(), claims.Family); err != nil {
 					return err
 				}
+				s.signins.end(claims.Family)
 			}
 		}
 	}
 	if tok := c.Cookies(cookieRefresh); tok != "" {
-		if err := s.opts.DB.RevokeRefreshFamilyOf(c.Context(), tok); err != nil {
+		family, err := s.opts.DB.RevokeRefreshFamilyOf(c.Context(), tok)
+		if err != nil {
 			return err
+		}
+		if family != "" {
+			s.signins.end(family)
 		}
 	}
 	s.clearSession(c)

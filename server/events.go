@@ -47,15 +47,17 @@ func (s *Server) publish(userID, typ string, data any) {
 
 // getEvents streams the person's events as server-sent events until the
 // client goes away, the person falls too far behind (the page reconnects and
-// re-fetches), or the server shuts down.
+// re-fetches), the sign-in ends, or the server shuts down.
 func (s *Server) getEvents(c *fiber.Ctx) error {
-	events, cancel := s.live.Subscribe(userID(c))
+	events, unsubscribe := s.live.Subscribe(userID(c))
+	ctx, stop := s.signins.follow(s.ctx, familyID(c))
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer cancel()
-		s.streamEvents(s.ctx, w, events)
+		defer unsubscribe()
+		defer stop()
+		s.streamEvents(ctx, w, events)
 	})
 	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -77,14 +78,19 @@ func (s *Server) extensionGate(c *fiber.Ctx) error {
 		return err
 	}
 	c.Locals(localUser, t.UserID)
+	c.Locals(localFamily, t.FamilyID)
 	return c.Next()
 }
 
-// extensionSocket hands the upgraded socket to the hub; Serve returns only
-// after its writer has stopped, so the pooled Conn is never written late.
+// extensionSocket hands the upgraded socket to the hub until it ends or the
+// sign-in that asked for its ticket does; Serve returns only after its
+// writer has stopped, so the pooled Conn is never written late.
 func (s *Server) extensionSocket(c *websocket.Conn) {
 	uid, _ := c.Locals(localUser).(string)
-	s.hub.Serve(c.Conn, uid)
+	family, _ := c.Locals(localFamily).(string)
+	ctx, stop := s.signins.follow(context.Background(), family)
+	defer stop()
+	s.hub.Serve(ctx, c.Conn, uid)
 }
 
 type ticketBody struct {
@@ -103,7 +109,7 @@ func (s *Server) postTicket(c *fiber.Ctx) error {
 	if in.Purpose != "" && in.Purpose != tickets.PurposeExtension {
 		return badRequest("invalid_field", "Field \"purpose\" must be %q (or left out).", tickets.PurposeExtension)
 	}
-	tok, exp, err := s.tickets.Issue(c.Context(), userID(c), tickets.PurposeExtension, "")
+	tok, exp, err := s.tickets.Issue(c.Context(), userID(c), familyID(c), tickets.PurposeExtension, "")
 	if err != nil {
 		return err
 	}

@@ -175,7 +175,7 @@ func TestExtensionSocketRefusals(t *testing.T) {
 		}
 		// Foreign: a terminal viewer's ticket does not open the extension socket.
 		uid := userIDOf(t, a)
-		viewer, _, err := tickets.New(env.DB, nil).Issue(context.Background(), uid, tickets.PurposeViewer, "session-1")
+		viewer, _, err := tickets.New(env.DB, nil).Issue(context.Background(), uid, "", tickets.PurposeViewer, "session-1")
 		if err != nil {
 			t.Fatal(err)
 		}

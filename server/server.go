@@ -95,6 +95,7 @@ type Server struct {
 	mcpPosts sync.WaitGroup
 	public   *url.URL  // parsed PublicURL, static
 	live     *live.Hub // per-person events for the web app's streams; static
+	signins  *signIns  // what each sign-in opened, ended with it; static
 	pages    *pages    // parsed web app templates; static
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
@@ -129,7 +130,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Relay.Logger == nil {
 		opts.Relay.Logger = opts.Logger
 	}
-	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer),
+	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newSignIns(),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
 	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {

@@ -156,6 +156,9 @@ func (s *Server) agent(c *fiber.Ctx) error {
 
 func userID(c *fiber.Ctx) string { v, _ := c.Locals(localUser).(string); return v }
 
+// familyID is the signed-in person's sign-in (refresh family), "" for others.
+func familyID(c *fiber.Ctx) string { v, _ := c.Locals(localFamily).(string); return v }
+
 func agentID(c *fiber.Ctx) *store.AgentIdentity {
 	v, _ := c.Locals(localAgent).(*store.AgentIdentity)
 	return v

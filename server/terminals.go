@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -21,8 +22,8 @@ const (
 
 // viewerGrant is what a redeemed viewer ticket allows.
 type viewerGrant struct {
-	userID, sessionID string
-	watchOnly         bool
+	userID, family, sessionID string // family: the sign-in that asked for the ticket
+	watchOnly                 bool
 }
 
 // Viewer ticket subjects are "<session id>:watch" or "<session id>:type".
@@ -135,7 +136,7 @@ func (s *Server) postViewerTicket(c *fiber.Ctx) error {
 	if in.WatchOnly {
 		mode = modeWatch
 	}
-	plain, exp, err := s.tickets.Issue(c.Context(), userID(c), tickets.PurposeViewer, sess.ID+":"+mode)
+	plain, exp, err := s.tickets.Issue(c.Context(), userID(c), familyID(c), tickets.PurposeViewer, sess.ID+":"+mode)
 	if err != nil {
 		return err
 	}
@@ -199,12 +200,14 @@ func (s *Server) viewerGate(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket.")
 	}
-	c.Locals(localViewer, viewerGrant{userID: t.UserID, sessionID: sid, watchOnly: mode != modeType})
+	c.Locals(localViewer, viewerGrant{userID: t.UserID, family: t.FamilyID, sessionID: sid, watchOnly: mode != modeType})
 	return c.Next()
 }
 
 func (s *Server) viewerSocket(conn *websocket.Conn) {
 	g, _ := conn.Locals(localViewer).(viewerGrant)
-	err := s.relay.ServeViewer(g.userID, g.sessionID, g.watchOnly, conn.Conn)
+	ctx, stop := s.signins.follow(context.Background(), g.family) // signing out ends the viewer
+	defer stop()
+	err := s.relay.ServeViewer(ctx, g.userID, g.sessionID, g.watchOnly, conn.Conn)
 	s.opts.Logger.Debug("viewer socket closed", "session", g.sessionID, "err", err)
 }

@@ -166,7 +166,8 @@ func issueRefresh(tx *gorm.DB, userID, familyID string, ttl time.Duration) (stri
 
 // RotateRefresh spends a refresh token and returns its successor in the same
 // family. A token that was already spent is reuse: the whole family is
-// revoked and ErrTokenReused returned, so a stolen copy dies with the original.
+// revoked and ErrTokenReused returned (with the family's id, so the caller
+// can end what the sign-in opened), so a stolen copy dies with the original.
 func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration) (userID, familyID, next string, err error) {
 	var rt RefreshToken
 	if err := db.WithContext(ctx).Where("token_hash = ?", secret.Hash(token)).Take(&rt).Error; err != nil {
@@ -180,7 +181,7 @@ func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration
 		if err := db.RevokeFamily(ctx, rt.FamilyID); err != nil {
 			return "", "", "", err
 		}
-		return "", "", "", ErrTokenReused
+		return "", rt.FamilyID, "", ErrTokenReused
 	}
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Model(&RefreshToken{}).Where("id = ? AND used_at IS NULL AND revoked_at IS NULL", rt.ID).Update("used_at", now)
@@ -195,7 +196,7 @@ func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration
 	})
 	if errors.Is(err, ErrTokenReused) {
 		_ = db.RevokeFamily(ctx, rt.FamilyID)
-		return "", "", "", ErrTokenReused
+		return "", rt.FamilyID, "", ErrTokenReused
 	}
 	if err != nil {
 		return "", "", "", fmt.Errorf("rotate refresh token: %w", err)
@@ -222,16 +223,17 @@ func (db *DB) FamilyActive(ctx context.Context, familyID string) (bool, error) {
 	return n > 0, err
 }
 
-// RevokeRefreshFamilyOf revokes the family a refresh token belongs to; an
-// unknown token is not an error (sign-out always succeeds).
-func (db *DB) RevokeRefreshFamilyOf(ctx context.Context, token string) error {
+// RevokeRefreshFamilyOf revokes the family a refresh token belongs to and
+// returns its id; an unknown token is not an error (sign-out always
+// succeeds) and gives "".
+func (db *DB) RevokeRefreshFamilyOf(ctx context.Context, token string) (string, error) {
 	var rt RefreshToken
 	err := db.WithContext(ctx).Where("token_hash = ?", secret.Hash(token)).Take(&rt).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return fmt.Errorf("find refresh token: %w", err)
+		return "", fmt.Errorf("find refresh token: %w", err)
 	}
-	return db.RevokeFamily(ctx, rt.FamilyID)
+	return rt.FamilyID, db.RevokeFamily(ctx, rt.FamilyID)
 }

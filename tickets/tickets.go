@@ -37,6 +37,7 @@ var ErrInvalid = errors.New("tickets: invalid, used or expired ticket")
 type Ticket struct {
 	ID        string
 	UserID    string
+	FamilyID  string // the sign-in that asked for it: what it opens ends with that sign-in
 	Purpose   string
 	Subject   string
 	ExpiresAt time.Time
@@ -59,12 +60,12 @@ func New(db *store.DB, now func() time.Time) *Issuer {
 	return &Issuer{db: db, now: now}
 }
 
-// Issue creates a ticket for userID and purpose (and subject, "" when the
-// purpose has none) and returns its secret and expiry.
-func (is *Issuer) Issue(ctx context.Context, userID, purpose, subject string) (string, time.Time, error) {
+// Issue creates a ticket for userID's sign-in familyID and purpose (and
+// subject, "" when the purpose has none) and returns its secret and expiry.
+func (is *Issuer) Issue(ctx context.Context, userID, familyID, purpose, subject string) (string, time.Time, error) {
 	plain, hash := secret.New("tbt_")
 	now := is.now()
-	t := &Ticket{ID: store.NewID(), UserID: userID, Purpose: purpose, Subject: subject, TokenHash: hash, ExpiresAt: now.Add(TTL), CreatedAt: now}
+	t := &Ticket{ID: store.NewID(), UserID: userID, FamilyID: familyID, Purpose: purpose, Subject: subject, TokenHash: hash, ExpiresAt: now.Add(TTL), CreatedAt: now}
 	if err := is.db.WithContext(ctx).Create(t).Error; err != nil {
 		return "", time.Time{}, fmt.Errorf("issue ticket: %w", err)
 	}

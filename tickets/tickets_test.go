@@ -38,7 +38,7 @@ func TestRedeemOnceOnly(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		is, _, uid := setup(t, db)
 		ctx := context.Background()
-		plain, exp, err := is.Issue(ctx, uid, tickets.PurposeExtension, "")
+		plain, exp, err := is.Issue(ctx, uid, "family-1", tickets.PurposeExtension, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +46,8 @@ func TestRedeemOnceOnly(t *testing.T) {
 			t.Fatalf("ticket %q expires %v", plain, exp)
 		}
 		got, err := is.Redeem(ctx, plain, tickets.PurposeExtension)
-		if err != nil || got.UserID != uid {
-			t.Fatalf("redeem: %v", err)
+		if err != nil || got.UserID != uid || got.FamilyID != "family-1" {
+			t.Fatalf("redeem: %+v %v", got, err)
 		}
 		if _, err := is.Redeem(ctx, plain, tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
 			t.Fatalf("replay: got %v, want ErrInvalid", err)
@@ -59,8 +59,8 @@ func TestExpiredWrongPurposeAndUnknownAreRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		is, c, uid := setup(t, db)
 		ctx := context.Background()
-		expiring, _, _ := is.Issue(ctx, uid, tickets.PurposeExtension, "")
-		viewer, _, _ := is.Issue(ctx, uid, tickets.PurposeViewer, "session-1")
+		expiring, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeExtension, "")
+		viewer, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeViewer, "session-1")
 		if _, err := is.Redeem(ctx, viewer, tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
 			t.Errorf("wrong purpose: got %v", err)
 		}
@@ -82,7 +82,7 @@ func TestViewerTicketKeepsItsSubject(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		is, _, uid := setup(t, db)
 		ctx := context.Background()
-		plain, _, _ := is.Issue(ctx, uid, tickets.PurposeViewer, "session-42")
+		plain, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeViewer, "session-42")
 		got, err := is.Redeem(ctx, plain, tickets.PurposeViewer)
 		if err != nil || got.Subject != "session-42" {
 			t.Fatalf("redeem viewer ticket: %+v %v", got, err)
@@ -94,7 +94,7 @@ func TestConcurrentRedeemsExactlyOneWins(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		is, _, uid := setup(t, db)
 		ctx := context.Background()
-		plain, _, _ := is.Issue(ctx, uid, tickets.PurposeExtension, "")
+		plain, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeExtension, "")
 		var wins, losses atomic.Int32
 		var wg sync.WaitGroup
 		start := make(chan struct{})
