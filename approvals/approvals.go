@@ -37,6 +37,16 @@ const (
 	SourceWithdrawn Source = "withdrawn" // the call ended before an answer
 )
 
+// Why a request was withdrawn, for the words the waiting calls get.
+type WithdrawReason string
+
+// The reasons for a withdrawal.
+const (
+	WithdrawCancelled WithdrawReason = "cancelled" // every call waiting on it gave up
+	WithdrawShutdown  WithdrawReason = "shutdown"  // the server is shutting down
+	WithdrawUnshared  WithdrawReason = "unshared"  // the site stopped being shared with the workspace
+)
+
 // Answer is what the person chose.
 type Answer string
 
@@ -88,6 +98,7 @@ type Decision struct {
 	Answer    Answer
 	DecidedBy string
 	DecidedAt time.Time
+	Withdrawn WithdrawReason // why, when Source is SourceWithdrawn
 }
 
 // Event tells a person's screens that a request changed.
@@ -244,14 +255,16 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 	return w, &req, nil
 }
 
-// leave drops one waiter; the last one to leave withdraws the request.
+// leave drops one waiter; the last one to leave withdraws the request. The
+// request leaves the maps in the same locked step, so a new identical call
+// opens a request of its own instead of joining one being withdrawn.
 func (g *Gate) leave(w *waiting) {
 	g.mu.Lock()
 	w.waiters--
-	last := w.waiters == 0
+	last := w.waiters == 0 && g.detach(w)
 	g.mu.Unlock()
 	if last {
-		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn}, "approval.withdrawn")
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
 	}
 }
 
@@ -264,17 +277,30 @@ func (g *Gate) expire(w *waiting) {
 // it ended, and false if it had already ended.
 func (g *Gate) settle(w *waiting, status string, d Decision, event string) (Request, bool) {
 	g.mu.Lock()
-	if w.settled {
-		g.mu.Unlock()
+	ok := g.detach(w)
+	g.mu.Unlock()
+	if !ok {
 		return Request{}, false
+	}
+	return g.finish(w, status, d, event), true
+}
+
+// detach takes a request out of the maps, once; false if it already was.
+// The caller holds g.mu.
+func (g *Gate) detach(w *waiting) bool {
+	if w.settled {
+		return false
 	}
 	w.settled = true
 	delete(g.byKey, w.key)
 	delete(g.byID, w.req.ID)
 	w.timer.Stop()
-	r := w.req
-	g.mu.Unlock()
+	return true
+}
 
+// finish ends a detached request: its row, its waiters and the screens.
+func (g *Gate) finish(w *waiting, status string, d Decision, event string) Request {
+	r := w.req
 	d.RequestID = r.ID
 	if d.DecidedAt.IsZero() {
 		d.DecidedAt = store.Now()
@@ -288,7 +314,7 @@ func (g *Gate) settle(w *waiting, status string, d Decision, event string) (Requ
 	w.decision = d
 	close(w.done)
 	g.notify(r.UserID, event, r)
-	return r, true
+	return r
 }
 
 func (g *Gate) notify(ownerID, typ string, r Request) {
@@ -361,7 +387,7 @@ func (g *Gate) Close() {
 	}
 	g.mu.Unlock()
 	for _, w := range all {
-		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn}, "approval.withdrawn")
+		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawShutdown}, "approval.withdrawn")
 	}
 }
 

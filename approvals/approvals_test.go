@@ -320,7 +320,7 @@ func TestForgettingASiteRevokesItsGrantsAndWithdrawsItsRequests(t *testing.T) {
 		w.nextEvent(t, "approval.decided")
 		waitingCh := w.decideAsync(ctx, w.call("sell", `{}`))
 		w.nextEvent(t, "approval.created")
-		if err := w.gate.ForgetSite(ctx, w.owner, "https://shop.example"); err != nil {
+		if err := w.gate.ForgetSite(ctx, w.owner, "", "https://shop.example"); err != nil {
 			t.Fatal(err)
 		}
 		if r := await(t, waitingCh); r.d.Allowed || r.d.Source != approvals.SourceWithdrawn {

@@ -167,25 +167,29 @@ func (g *Gate) SetAskAll(ctx context.Context, ownerID, origin string, on bool) e
 	return nil
 }
 
-// ForgetSite is called when the person stops sharing a site: its grants are
-// revoked (sharing it again starts from asking) and the requests waiting on
-// it are withdrawn, since no call of it may run now.
-func (g *Gate) ForgetSite(ctx context.Context, ownerID, origin string) error {
-	err := g.opts.DB.WithContext(ctx).Model(&Grant{}).
-		Where("user_id = ? AND site = ? AND revoked_at IS NULL", ownerID, origin).Update("revoked_at", store.Now()).Error
-	if err != nil {
+// ForgetSite is called when the person stops sharing a site with
+// workspaceID ("" for every workspace), by unsharing it or moving it to
+// another workspace: the workspace's grants on it are revoked (sharing it
+// again starts from asking) and its requests waiting on it are withdrawn,
+// since no call of that workspace may run there now.
+func (g *Gate) ForgetSite(ctx context.Context, ownerID, workspaceID, origin string) error {
+	q := g.opts.DB.WithContext(ctx).Model(&Grant{}).Where("user_id = ? AND site = ? AND revoked_at IS NULL", ownerID, origin)
+	if workspaceID != "" {
+		q = q.Where("workspace_id = ?", workspaceID)
+	}
+	if err := q.Update("revoked_at", store.Now()).Error; err != nil {
 		return fmt.Errorf("revoke site grants: %w", err)
 	}
 	g.mu.Lock()
 	var waiting []*waiting
 	for _, w := range g.byID {
-		if w.req.UserID == ownerID && w.req.Site == origin {
+		if w.req.UserID == ownerID && w.req.Site == origin && (workspaceID == "" || w.req.WorkspaceID == workspaceID) {
 			waiting = append(waiting, w)
 		}
 	}
 	g.mu.Unlock()
 	for _, w := range waiting {
-		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn}, "approval.withdrawn")
+		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawUnshared}, "approval.withdrawn")
 	}
 	return nil
 }

@@ -335,3 +335,40 @@ func TestBadgeCountReachesBrowsersAsTheyConnect(t *testing.T) {
 		t.Fatalf("badge after the answer: %+v %v", m, err)
 	}
 }
+
+// TestMovingASiteWithdrawsItsRequestsAndGrants: while a call waits for the
+// person, the site moves to another workspace: the first workspace's request
+// is withdrawn and its grants revoked, and its agent is told why and what to
+// do next.
+func TestMovingASiteWithdrawsItsRequestsAndGrants(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	ch, cancel := w.buy("tea")
+	defer cancel()
+	w.answer(t, w.pending(t, 1)[0].ID, "always")
+	w.runInBrowser(t, "bought")
+	if res := awaitCall(t, ch); res.IsError {
+		t.Fatal(servertest.ResultText(res))
+	}
+
+	var sites struct {
+		Sites []struct{ ID string } `json:"sites"`
+	}
+	w.person.MustJSON("GET", "/api/sites", nil, 200, &sites)
+	w.person.MustJSON("PATCH", "/api/sites/"+sites.Sites[0].ID, map[string]bool{"askAll": true}, 200, nil)
+	ch, cancel = callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "taskId": w.task,
+		"arguments": map[string]any{"q": "tea"}})
+	defer cancel()
+	w.pending(t, 1)
+	other := w.person.Workspace("Elsewhere")
+	w.person.MustJSON("POST", "/api/sites", map[string]string{"origin": shop, "workspaceId": other}, 200, nil)
+	wantError(t, awaitCall(t, ch), "stopped sharing https://shop.example with this workspace", "listSiteTools")
+	w.pending(t, 0)
+	var grants struct {
+		Grants []struct{ WorkspaceID string } `json:"grants"`
+	}
+	w.person.MustJSON("GET", "/api/grants", nil, 200, &grants)
+	if len(grants.Grants) != 0 {
+		t.Fatalf("the first workspace's grants survived the move: %+v", grants.Grants)
+	}
+}

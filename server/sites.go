@@ -133,6 +133,13 @@ func (s *Server) shareSite(c *fiber.Ctx, uid, rawOrigin, workspaceID string) (si
 	if err != nil {
 		return nil, "", storeError(err, "workspace")
 	}
+	if prev != "" && prev != site.WorkspaceID {
+		// Moved: the previous workspace's agents lose it, with their grants
+		// and waiting requests, as if it had been unshared from them.
+		if err := s.gate.ForgetSite(c.Context(), uid, prev, origin); err != nil {
+			return nil, "", err
+		}
+	}
 	s.pushSites(c, uid)
 	switch {
 	case prev == "":
@@ -161,7 +168,7 @@ func (s *Server) unshareSite(c *fiber.Ctx, uid, id string) (*store.SharedSite, e
 		return nil, storeError(err, "shared site")
 	}
 	s.catalog.ForgetSite(uid, site.Origin)
-	if err := s.gate.ForgetSite(c.Context(), uid, site.Origin); err != nil {
+	if err := s.gate.ForgetSite(c.Context(), uid, "", site.Origin); err != nil {
 		return nil, err
 	}
 	s.pushSites(c, uid)

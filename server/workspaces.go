@@ -89,7 +89,7 @@ func (s *Server) removeWorkspace(c *fiber.Ctx, uid, id string) error {
 			continue
 		}
 		s.catalog.ForgetSite(uid, site.Origin)
-		if err := s.gate.ForgetSite(c.Context(), uid, site.Origin); err != nil {
+		if err := s.gate.ForgetSite(c.Context(), uid, "", site.Origin); err != nil {
 			return err
 		}
 	}

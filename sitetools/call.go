@@ -76,6 +76,13 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 	if !dec.Allowed {
 		return nil, o.refusal(dec, site.Origin, d.Name)
 	}
+	if dec.Source == approvals.SourceAsked {
+		// The person may have unshared or moved the site while the call
+		// waited for them: it runs only if this workspace still has it.
+		if site, d, err = o.find(ctx, a, req.Site, req.Tool); err != nil {
+			return nil, err
+		}
+	}
 	out, err := o.invoke(ctx, a, site, d, req.Arguments)
 	if err != nil {
 		return nil, err
@@ -119,7 +126,13 @@ func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
 		return agentErr("approval_expired", "Nobody answered the approval request for %s on %s within %s, so it was not run. Ask the person to check the Tabbridge inbox, then call again if it is still needed.",
 			tool, origin, o.opts.ApprovalWindow)
 	case approvals.SourceWithdrawn:
-		return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered (the Tabbridge server is restarting), so it was not run. Call again in a moment.", tool, origin)
+		switch dec.Withdrawn {
+		case approvals.WithdrawUnshared:
+			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn because the person stopped sharing %s with this workspace, so it was not run. Call listSiteTools to see the sites you can use.", tool, origin, origin)
+		case approvals.WithdrawShutdown:
+			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered because the Tabbridge server is restarting, so it was not run. Call again in a moment.", tool, origin)
+		}
+		return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered, so it was not run. Call again if it is still needed.", tool, origin)
 	}
 	return agentErr("denied", "The person denied this call of %s on %s; it was not run. Do not repeat the same call: plan around it, or ask the person what they want instead.", tool, origin)
 }
