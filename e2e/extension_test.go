@@ -286,6 +286,30 @@ func TestExtensionDetection(t *testing.T) {
 		if !slices.Equal(seen.ClientKeys, []string{"signal"}) {
 			t.Fatalf("execute's second argument has %v, want only signal", seen.ClientKeys)
 		}
+
+		// Cancelling runs the page's abort listeners; the page's getters on Object.prototype
+		// must not run while the extension's own event (typed by the nonce) is window.event.
+		waitDocument(t, b, worker, site+"/attacker.html", "slowSecret")
+		id := startCall(t, b, worker, site, "slowSecret", `{}`)
+		b.waitJS(t, attacker, 10*time.Second, `window.seen.slowStarted`, nil)
+		var cancelled bool
+		b.eval(t, worker, fmt.Sprintf(`__tabbridgeTest.cancel(%q)`, id), &cancelled)
+		if o := outcomeOf(t, b, worker, id); !cancelled || o.OK || o.Code != "cancelled" {
+			t.Fatalf("cancelled call = %+v", o)
+		}
+		var reason string
+		b.waitJS(t, attacker, 10*time.Second, `window.seen.slowAborted`, &reason)
+		if reason != "The call was cancelled." {
+			t.Fatalf("the page's execute saw the abort reason %q", reason)
+		}
+		var hooks struct {
+			Leaked     []string `json:"leaked"`
+			HookEvents []string `json:"hookEvents"`
+		}
+		b.eval(t, attacker, `({leaked: window.seen.leaked, hookEvents: window.seen.hookEvents})`, &hooks)
+		if len(hooks.Leaked) != 0 {
+			t.Fatalf("the attacker's Object.prototype hooks saw the nonce: %v (events seen in hooks: %v)", hooks.Leaked, hooks.HookEvents)
+		}
 	})
 
 	t.Run("a navigating tool's result arrives before page gone", func(t *testing.T) {
