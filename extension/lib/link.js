@@ -7,11 +7,15 @@
 // welcome and sites; with none shared it closes and stays closed until kick() (a Share click).
 // A dropped socket is dialled again with backoff (lib/backoff.js). teardown() is the one place a
 // socket ends and is safe to run any number of times.
+//
+// A call's deadline is the server's clock, and this browser's clock may be off by any amount: the
+// link pings at once on every welcome and measures the offset from each pong's time, and the time
+// it gives a call is bounded (protocol.js callTimeout).
 
 import { Backoff } from './backoff.js';
 import { getServer } from './config.js';
 import { ticket, socketURL, SignedOutError } from './api.js';
-import { parseFrame, hello, browserName, plan, openSites, resultMessage, retryable, PING_MS } from './protocol.js';
+import { parseFrame, hello, browserName, plan, openSites, resultMessage, retryable, clockOffset, callTimeout, PING_MS } from './protocol.js';
 
 const STORE_KEY = 'link';
 const ID_KEY = 'browserId';
@@ -47,6 +51,8 @@ export class ServerLink {
     this.retryTimer = null;
     this.pingTimer = null;
     this.seq = 0;
+    this.pingSent = null; // {id, at} of the ping whose pong is awaited
+    this.clockOffset = null; // the server's clock minus this browser's, in ms; null until a pong
     this.stats = { connects: 0, welcomes: 0, refreshes: 0, tickets: 0 };
   }
 
@@ -105,7 +111,7 @@ export class ServerLink {
   }
 
   status() {
-    return { state: this.state, shared: this.shared, lastError: this.lastError, stats: { ...this.stats }, announced: [...this.sent.keys()], calls: [...this.calls.keys()] };
+    return { state: this.state, shared: this.shared, lastError: this.lastError, stats: { ...this.stats }, announced: [...this.sent.keys()], calls: [...this.calls.keys()], clockOffset: this.clockOffset };
   }
 
   async connect() {
@@ -159,6 +165,7 @@ export class ServerLink {
     this.retryTimer = null;
     clearInterval(this.pingTimer);
     this.pingTimer = null;
+    this.pingSent = null;
     this.open = false;
     this.sent = new Map();
     this.sentOpen = '';
@@ -215,6 +222,21 @@ export class ServerLink {
     }
   }
 
+  // ping sends a ping and remembers when, to measure the server's clock from its pong.
+  ping() {
+    const id = `p${++this.seq}`;
+    const at = this.now();
+    if (this.send({ type: 'ping', id })) this.pingSent = { id, at };
+  }
+
+  onPong(m) {
+    const p = this.pingSent;
+    if (!p || m.id !== p.id) return;
+    this.pingSent = null;
+    const offset = clockOffset(p.at, this.now(), m.time);
+    if (offset !== null) this.clockOffset = offset;
+  }
+
   onFrame(data) {
     const r = parseFrame(data);
     if (!r.ok) {
@@ -228,8 +250,9 @@ export class ServerLink {
         this.state = 'open';
         this.stats.welcomes++;
         this.backoff.reset();
-        this.pingTimer = setInterval(() => this.send({ type: 'ping', id: `p${++this.seq}` }), m.pingMs || PING_MS);
+        this.pingTimer = setInterval(() => this.ping(), m.pingMs || PING_MS);
         this.setShared(m.sharedSites);
+        if (this.open) this.ping(); // the clock offset, before the first call if possible
         break;
       case 'sites':
         this.setShared(m.sharedSites);
@@ -244,11 +267,14 @@ export class ServerLink {
       case 'approvals':
         this.onApprovals(m);
         break;
+      case 'pong':
+        this.onPong(m);
+        break;
       case 'error':
         this.log.warn(`tabbridge: the server says ${m.code}: ${m.message}`);
         break;
       default:
-        break; // pong, browser, tools.accepted: nothing to do
+        break; // browser, tools.accepted: nothing to do
     }
   }
 
@@ -292,7 +318,7 @@ export class ServerLink {
     this.calls.set(m.callId, ctl);
     const outcome = await this.pages.call({
       callId: m.callId, origin: m.site, tool: m.tool, args: m.args, url: m.url,
-      timeoutMs: Math.max(0, m.deadline - this.now()), signal: ctl.signal,
+      timeoutMs: callTimeout(m.deadline, this.now(), this.clockOffset), signal: ctl.signal,
       onDispatch: (documentId) => this.calls.get(m.callId) === ctl && this.send({ type: 'call.dispatched', callId: m.callId, documentId }),
     });
     if (this.calls.get(m.callId) !== ctl) return;

@@ -6,6 +6,13 @@
 export const PROTOCOL = 1;
 export const PING_MS = 20000;
 export const MAX_RESULT_BYTES = 256 << 10; // the server's result cap
+// MIN_CALL_MS and MAX_CALL_MS bound how long the worker waits for a call: a call's deadline is at
+// most 60 s after the server sends it (sitetools.CallTimeout), and the server cancels a call at its
+// deadline itself, so the worker's own timer is only a backstop.
+export const MIN_CALL_MS = 1000;
+export const MAX_CALL_MS = 60000;
+// CLOCK_RTT_MAX_MS: a pong answered later than this says too little about the server's clock.
+export const CLOCK_RTT_MAX_MS = 10000;
 
 const encoder = new TextEncoder();
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -57,6 +64,7 @@ export function checkServerMessage(m) {
       return sites ? accept({ type: 'sites', sharedSites: sites }) : refuse('sites: bad sharedSites');
     }
     case 'pong':
+      return accept({ type: 'pong', id: isString(m.id, 64) ? m.id : '', time: Number.isFinite(m.time) ? m.time : null });
     case 'browser':
     case 'tools.accepted':
       return accept({ type: m.type });
@@ -174,6 +182,26 @@ export function resultMessage(callId, outcome) {
   const error = { code: String(outcome.code || 'tool_error'), message };
   if (Number.isSafeInteger(outcome.size)) error.size = outcome.size;
   return { type: 'call.result', callId, ok: false, error };
+}
+
+// clockOffset estimates the server's clock minus this browser's from one ping: sentAt and
+// receivedAt are this browser's clock when the ping left and its pong arrived, serverTime the
+// pong's time. It assumes the pong was stamped halfway; null when the answer came too late to tell.
+export function clockOffset(sentAt, receivedAt, serverTime) {
+  const rtt = receivedAt - sentAt;
+  if (!(rtt >= 0 && rtt <= CLOCK_RTT_MAX_MS) || !Number.isFinite(serverTime)) return null;
+  return serverTime - (sentAt + rtt / 2);
+}
+
+// callTimeout is how long the worker gives a call whose deadline is the server's clock in ms:
+// deadline less the server's time now (this browser's clock plus offset), within
+// [MIN_CALL_MS, MAX_CALL_MS]. With no offset measured yet (null), a time left outside that range
+// means the clocks disagree, and the worker waits the longest a call can run: the server cancels
+// the call at its deadline anyway.
+export function callTimeout(deadline, now, offset) {
+  const left = deadline - (now + (offset ?? 0));
+  if (offset === null && !(left >= MIN_CALL_MS && left <= MAX_CALL_MS)) return MAX_CALL_MS;
+  return Math.min(MAX_CALL_MS, Math.max(MIN_CALL_MS, left));
 }
 
 // retryable says whether a close code means "dial again with backoff".

@@ -107,13 +107,13 @@ test('hello with a stable browser id, announce on welcome, close with nothing sh
 
   ws = await connected(link, [site]);
   assert.equal(ws.sent[0].browserId, h.browserId, 'the browser id is kept');
-  assert.deepEqual(ws.sent.slice(1).map((m) => [m.type, m.documentId, m.lastUsed]), [['tools.announce', 'D1', 5], ['sites.open', undefined, undefined]]);
+  assert.deepEqual(ws.sent.slice(1).map((m) => [m.type, m.documentId, m.lastUsed]), [['tools.announce', 'D1', 5], ['sites.open', undefined, undefined], ['ping', undefined, undefined]]);
   assert.deepEqual(of(ws, 'sites.open')[0].sites, [{ origin: 'https://shop.example', lastUsed: 5, tabs: 1 }]);
   link.sync();
-  assert.equal(ws.sent.length, 3, 'nothing changed, nothing sent');
+  assert.equal(ws.sent.length, 4, 'nothing changed, nothing sent');
   pages.rec.tabUsed[7] = 9;
   link.used(7);
-  assert.deepEqual(ws.sent.slice(3).map((m) => m.type), ['document.used', 'sites.open']);
+  assert.deepEqual(ws.sent.slice(4).map((m) => m.type), ['document.used', 'sites.open']);
   assert.equal(of(ws, 'sites.open')[1].sites[0].lastUsed, 9);
   delete pages.rec.docs.D1;
   link.sync();
@@ -149,6 +149,40 @@ test('a call is dispatched and answered; a cancel aborts it and sends nothing', 
   ws.receive({ type: 'call', id: 'c3', site: 'https://shop.example', tool: 'search', arguments: 'x', deadline: 1 });
   assert.equal(pages.calls.length, 2);
   link.teardown();
+});
+
+test("a call's deadline is read on the server's clock, measured from the pong", async (t) => {
+  const pages = fakePages();
+  let ahead = 60000; // this browser's clock is a minute fast
+  const link = new ServerLink({ pages, log: quiet, now: () => Date.now() + ahead });
+  t.after(() => link.teardown());
+  const ws = await connected(link, [site]);
+  // Before any pong the offset is unknown: a deadline that looks already past is not trusted.
+  ws.receive({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
+  assert.ok(pages.calls[0].timeoutMs > 59000, `timeout ${pages.calls[0].timeoutMs} before a pong`);
+  pages.finish({ ok: true, result: null });
+  await flush();
+  const ping = of(ws, 'ping').at(-1);
+  assert.ok(ping, 'the link pings at once after the welcome');
+  ws.receive({ type: 'pong', id: ping.id, time: Date.now() });
+  assert.ok(Math.abs(link.status().clockOffset + 60000) < 1000, `offset ${link.status().clockOffset}`);
+  ws.receive({ type: 'call', id: 'c2', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 30000 });
+  assert.ok(pages.calls[1].timeoutMs > 29000 && pages.calls[1].timeoutMs <= 31000, `timeout ${pages.calls[1].timeoutMs} with the offset`);
+  pages.finish({ ok: true, result: null });
+  await flush();
+  // Bounded either way: a deadline already past still gets a second, a far one at most 60 s.
+  ws.receive({ type: 'call', id: 'c3', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() - 5000 });
+  assert.equal(pages.calls[2].timeoutMs, 1000);
+  pages.finish({ ok: true, result: null });
+  await flush();
+  ahead = -3600000; // the browser's clock was set an hour back; the offset is stale until the next pong
+  ws.receive({ type: 'call', id: 'c4', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
+  assert.equal(pages.calls[3].timeoutMs, 60000);
+  pages.finish({ ok: true, result: null });
+  await flush();
+  // A pong that does not answer the awaited ping changes nothing.
+  ws.receive({ type: 'pong', id: 'p999', time: 0 });
+  assert.ok(Math.abs(link.status().clockOffset + 60000) < 1000);
 });
 
 test('a dropped socket is dialled again with backoff; an expired access token is refreshed once', async (t) => {

@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { checkServerMessage, parseFrame, plan, openSites, resultMessage, retryable, hello, browserName, MAX_RESULT_BYTES } from '../lib/protocol.js';
+import { checkServerMessage, parseFrame, plan, openSites, resultMessage, retryable, hello, browserName, clockOffset, callTimeout, MAX_RESULT_BYTES } from '../lib/protocol.js';
 
 const site = { id: 's1', origin: 'https://shop.example', workspaceId: 'w1', workspaceName: 'Work' };
 
@@ -40,6 +40,22 @@ test('cancel, approvals and errors are checked; unknown types are refused', () =
   assert.equal(checkServerMessage([]).ok, false);
   assert.equal(parseFrame('{not json').ok, false);
   assert.equal(parseFrame(new ArrayBuffer(2)).ok, false);
+});
+
+test("the server's clock: pong time, offset from one ping, bounded call timeouts", () => {
+  assert.deepEqual(checkServerMessage({ type: 'pong', id: 'p3', time: 1767225600123 }).msg, { type: 'pong', id: 'p3', time: 1767225600123 });
+  assert.deepEqual(checkServerMessage({ type: 'pong', time: 'noon' }).msg, { type: 'pong', id: '', time: null });
+  // Sent at 1000 and answered at 1200 by a server whose clock read 61100: it is 60 s ahead.
+  assert.equal(clockOffset(1000, 1200, 61100), 60000);
+  assert.equal(clockOffset(1000, 20000, 61100), null, 'an answer 19 s late says too little');
+  assert.equal(clockOffset(1000, 900, 61100), null, 'the clock went back meanwhile');
+  assert.equal(clockOffset(1000, 1200, null), null);
+  assert.equal(callTimeout(100000, 50000, 0), 50000);
+  assert.equal(callTimeout(100000, 110000, -60000), 50000, 'a browser clock 60 s fast');
+  assert.equal(callTimeout(100000, 99900, 0), 1000, 'at least a second');
+  assert.equal(callTimeout(1e12, 0, 0), 60000, 'at most the longest call');
+  assert.equal(callTimeout(100000, 50000, null), 50000, 'no offset yet, a time left that makes sense');
+  assert.equal(callTimeout(100000, 160000, null), 60000, 'no offset yet and the deadline looks past: the clocks disagree');
 });
 
 const doc = (id, origin, tools, url = `${origin}/`) => ({ documentId: id, tabId: 1, origin, url, title: 'T', tools, announcedAt: 1 });
