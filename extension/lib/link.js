@@ -312,15 +312,22 @@ export class ServerLink {
   }
 
   // runCall runs one call from the server and answers it, unless it was cancelled meanwhile (the
-  // server then expects no answer).
+  // server then expects no answer). It always answers: Pages.call is not meant to reject, but if
+  // it does the agent hears why now instead of at the deadline.
   async runCall(m) {
     const ctl = new AbortController();
     this.calls.set(m.callId, ctl);
-    const outcome = await this.pages.call({
-      callId: m.callId, origin: m.site, tool: m.tool, args: m.args, url: m.url,
-      timeoutMs: callTimeout(m.deadline, this.now(), this.clockOffset), signal: ctl.signal,
-      onDispatch: (documentId) => this.calls.get(m.callId) === ctl && this.send({ type: 'call.dispatched', callId: m.callId, documentId }),
-    });
+    let outcome;
+    try {
+      outcome = await this.pages.call({
+        callId: m.callId, origin: m.site, tool: m.tool, args: m.args, url: m.url,
+        timeoutMs: callTimeout(m.deadline, this.now(), this.clockOffset), signal: ctl.signal,
+        onDispatch: (documentId) => this.calls.get(m.callId) === ctl && this.send({ type: 'call.dispatched', callId: m.callId, documentId }),
+      });
+    } catch (e) {
+      this.log.warn('tabbridge: a call failed in the extension', e);
+      outcome = { ok: false, code: 'refused', error: `The extension could not run the call: ${e?.message ?? e}. Call again; if it keeps failing, reload the Tabbridge extension.` };
+    }
     if (this.calls.get(m.callId) !== ctl) return;
     this.calls.delete(m.callId);
     this.send(resultMessage(m.callId, outcome));

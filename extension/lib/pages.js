@@ -20,7 +20,7 @@ export const DEFAULT_TIMEOUT_MS = 60000;
 
 // CallError codes say why a call failed, for the server to phrase for the agent.
 export const codes = Object.freeze({
-  noSite: 'site_not_open', // no document offers the tool and there is no address to reopen
+  noSite: 'site_not_open', // no document offers the tool, and no address to reopen or Chrome could not open it
   noTool: 'tool_not_registered', // a reopened page did not register the tool in time
   pageGone: 'page_gone', // the document unloaded or went into the back/forward cache mid-call
   timeout: 'timeout',
@@ -176,16 +176,22 @@ export class Pages {
   }
 
   // reopen opens the site's last address in a background tab (once per origin at a time) and
-  // waits for a document there to offer the tool.
+  // waits for a document there to offer the tool. It resolves with {doc} (doc null when none
+  // offered the tool in time) or, when Chrome could not open the tab (no window open, say), with
+  // {failed: outcome}; it never rejects.
   async reopen(origin, tool, deadline, signal, fallbackUrl) {
     const url = this.rec.addresses[origin]?.url ?? fallbackUrl;
-    if (!url) return null;
+    if (!url) return { doc: null };
     if (!this.reopening.has(origin)) {
-      const opened = chrome.tabs.create({ url, active: false }).finally(() => this.reopening.delete(origin));
+      const opened = Promise.resolve()
+        .then(() => chrome.tabs.create({ url, active: false }))
+        .then(() => null, (e) => fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and Chrome could not reopen ${url} in a new tab: ${e?.message ?? e}. Open the site in Chrome (with a window open), then call again.`))
+        .finally(() => this.reopening.delete(origin));
       this.reopening.set(origin, opened);
     }
-    await this.reopening.get(origin);
-    return this.waitFor(() => chooseDocument(this.rec, origin, tool), deadline, signal);
+    const failed = await this.reopening.get(origin);
+    if (failed) return { failed };
+    return { doc: await this.waitFor(() => chooseDocument(this.rec, origin, tool), deadline, signal) };
   }
 
   // call runs tool with args in the best document of origin and resolves with {ok, result} or
@@ -206,7 +212,9 @@ export class Pages {
           return fail(codes.noTool, `The open tabs of ${origin} do not offer the tool "${tool}"; they offer: ${names.join(', ') || 'no tools'}.`);
         }
         if (!this.rec.addresses[origin] && !fallbackUrl) return fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and the extension does not know the site's address to reopen it.`);
-        doc = await this.reopen(origin, tool, deadline, signal, fallbackUrl);
+        const reopened = await this.reopen(origin, tool, deadline, signal, fallbackUrl);
+        if (reopened.failed) return { ...reopened.failed }; // shared by every call waiting on the attempt
+        doc = reopened.doc;
         if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${origin} was reopened in a background tab but did not register the tool "${tool}" in time.`);
       }
       const port = await this.portFor(doc, deadline, signal);

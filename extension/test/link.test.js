@@ -185,6 +185,24 @@ test("a call's deadline is read on the server's clock, measured from the pong", 
   assert.ok(Math.abs(link.status().clockOffset + 60000) < 1000);
 });
 
+test('a call that fails inside the extension is still answered at once', async (t) => {
+  const pages = fakePages();
+  pages.call = async () => {
+    throw new Error('No current window');
+  };
+  const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
+  const ws = await connected(link, [site]);
+  ws.receive({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
+  await flush();
+  const r = ws.sent.at(-1);
+  assert.equal(r.type, 'call.result');
+  assert.equal(r.ok, false);
+  assert.equal(r.error.code, 'refused');
+  assert.match(r.error.message, /could not run the call: No current window/);
+  assert.deepEqual(link.status().calls, []);
+});
+
 test('a dropped socket is dialled again with backoff; an expired access token is refreshed once', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
   const link = new ServerLink({ pages: fakePages(), log: quiet });
