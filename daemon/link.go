@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -66,17 +65,27 @@ func (d *Daemon) run(ctx context.Context, conn *websocket.Conn) {
 		d.opts.Connected(true)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
+	readerDone := make(chan struct{})
+	d.wg.Add(1) // Close waits for the reader
 	go func() {
-		defer wg.Done()
+		defer d.wg.Done()
+		defer close(readerDone)
 		defer cancel()
 		d.read(conn)
 	}()
 	_ = d.write(ctx, conn)
 	cancel()
 	_ = conn.Close()
-	wg.Wait()
+	// The closed socket ends the reader. Nothing it calls should block (a
+	// session's input never does), but should it ever be stuck, the daemon
+	// links again without it rather than stay offline for good.
+	t := time.NewTimer(d.opts.WriteWait)
+	select {
+	case <-readerDone:
+	case <-t.C:
+		d.opts.Logger.Error("the server link's reader is stuck; linking again without it")
+	}
+	t.Stop()
 	d.setLinked(false)
 	if d.opts.Connected != nil {
 		d.opts.Connected(false)
@@ -163,9 +172,7 @@ func (d *Daemon) frame(p []byte) error {
 		return errors.New("daemon: the server may send only input frames")
 	}
 	if e := d.entry(f.Input.Session); e != nil {
-		if s := e.session(); s != nil {
-			_ = s.Input(f.Input.Data)
-		}
+		e.input(f.Input.Data)
 	}
 	return nil
 }

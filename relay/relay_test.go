@@ -511,3 +511,50 @@ func TestExitedSessionsArePruned(t *testing.T) {
 		t.Fatal("the daemon forgot the newest exited session")
 	}
 }
+
+// TestUnreadInputDoesNotBlockOtherSessions: a paste far larger than a
+// session holds, into a program that never reads its input, is refused past
+// that bound at the daemon; another session on the same daemon still gets
+// its keystrokes, and the daemon's link stays up.
+func TestUnreadInputDoesNotBlockOtherSessions(t *testing.T) {
+	r := newRig(t, nil)
+	stuck, err := r.d.Start(daemon.Spec{Argv: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.awaitListed(stuck)
+	id := r.start(80, 24, "keys")
+	r.waitDaemon(id, "KEYS READY")
+	paster := r.viewer(stuck, false, false)
+	typist := r.viewer(id, false, false)
+	// Whole lines: the line discipline holds them until the program reads.
+	// Small frames: many of them, as a paste in pieces would be.
+	lines := bytes.Repeat([]byte("pasted line\r"), 4<<10/12)
+	for range 2 * terminal.DefaultInputQueue / len(lines) {
+		if err := paster.Type(lines); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := r.d.Session(stuck)
+	full := make(chan struct{})
+	go func() { // the paste has reached the daemon once the queue is full
+		for !errors.Is(s.Input([]byte("x")), terminal.ErrInputFull) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(full)
+	}()
+	select {
+	case <-full:
+	case <-time.After(wait):
+		t.Fatal("the paste never filled the session's input queue (or Input blocked)")
+	}
+	if err := typist.Type([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDaemon(id, "got 6b")
+	for len(r.links) > 0 {
+		if !<-r.links {
+			t.Fatal("the daemon's link went down")
+		}
+	}
+}
