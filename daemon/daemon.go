@@ -194,9 +194,23 @@ func (d *Daemon) list() []*entry {
 }
 
 // prune forgets the oldest exited sessions beyond KeepExited — only those
-// whose exit the server has heard (or that no link has announced) — and
-// queues a gone report for the link.
+// whose exit the server has heard (or that no link has announced) — queues
+// a gone report for the link, and releases what is left of them (their
+// emulators).
 func (d *Daemon) prune() {
+	for _, e := range d.forget() {
+		// The program has exited, so Stop only waits for the session's
+		// goroutines to end; the context bounds it all the same.
+		ctx, cancel := context.WithTimeout(context.Background(), d.opts.WriteWait)
+		if err := e.session().Stop(ctx); err != nil {
+			d.opts.Logger.Warn("release a forgotten session", "session", e.info.ID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// forget removes the exited sessions prune forgets and returns them.
+func (d *Daemon) forget() []*entry {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var done []*entry
@@ -206,15 +220,17 @@ func (d *Daemon) prune() {
 		}
 	}
 	if len(done) <= d.opts.KeepExited {
-		return
+		return nil
 	}
 	sort.Slice(done, func(i, j int) bool { return done[i].index < done[j].index })
-	for _, e := range done[:len(done)-d.opts.KeepExited] {
+	old := done[:len(done)-d.opts.KeepExited]
+	for _, e := range old {
 		delete(d.entries, e.index)
 		if d.linked {
 			d.gone = append(d.gone, e.index)
 		}
 	}
+	return old
 }
 
 // takeGone returns the gone reports waiting for the link.
