@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/terminal"
 )
 
@@ -141,6 +142,9 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	if spec.Cols <= 0 || spec.Rows <= 0 {
 		spec.Cols, spec.Rows = 80, 24
 	}
+	if err := checkSpec(spec); err != nil {
+		return "", fmt.Errorf("start session: %w", err)
+	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -168,6 +172,31 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	go func() { defer d.wg.Done(); e.await() }()
 	d.signal()
 	return e.info.ID, nil
+}
+
+// checkSpec refuses a session the server could not list: its announcement
+// must keep within the wire's limits, or the server ignores it and no one
+// could see or type into the session.
+func checkSpec(spec Spec) error {
+	if len(spec.Argv) > wire.MaxArgs {
+		return fmt.Errorf("the command has %d words, more than the %d a session may have; run a script that holds them instead", len(spec.Argv), wire.MaxArgs)
+	}
+	n := len(spec.Dir)
+	for _, a := range spec.Argv {
+		n += len(a)
+	}
+	if n > wire.MaxArgBytes {
+		return fmt.Errorf("the command and directory take %d bytes, more than the %d a session may have; run a script that holds them instead", n, wire.MaxArgBytes)
+	}
+	if spec.Cols > wire.MaxCols || spec.Rows > wire.MaxRows {
+		return fmt.Errorf("size %dx%d is larger than %dx%d", spec.Cols, spec.Rows, wire.MaxCols, wire.MaxRows)
+	}
+	// JSON escapes control characters six bytes apiece.
+	info := wire.SessionInfo{ID: newID(), Command: spec.Argv, Dir: spec.Dir, StartedAt: time.Now(), Cols: spec.Cols, Rows: spec.Rows}
+	if m := len(wire.Control{Type: wire.TypeSession, Index: ^uint32(0), Session: &info}.Encode()); m > wire.MaxControl {
+		return fmt.Errorf("the command and directory take %d bytes as JSON, more than the %d a session's announcement may have; run a script that holds them instead", m, wire.MaxControl)
+	}
+	return nil
 }
 
 // Session returns a running or exited session by id, for tests and the

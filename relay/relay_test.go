@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
+
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/relay/relaytest"
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -556,5 +560,52 @@ func TestUnreadInputDoesNotBlockOtherSessions(t *testing.T) {
 		if !<-r.links {
 			t.Fatal("the daemon's link went down")
 		}
+	}
+}
+
+// TestBadAnnouncementIsIgnoredAlone: a daemon announcing one session
+// outside the wire's limits keeps its link; its other sessions are listed
+// and viewable. (The real daemon refuses to start such a session; an older
+// or another daemon might still announce one.)
+func TestBadAnnouncementIsIgnoredAlone(t *testing.T) {
+	r := newRig(t, nil)
+	var m struct {
+		Machine struct{ ID string } `json:"machine"`
+		Token   string              `json:"token"`
+	}
+	r.person.MustJSON("POST", "/api/machines", map[string]string{"name": "other"}, 201, &m)
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(r.env.URL, "http")+"/ws/daemon",
+		http.Header{"Authorization": {"Bearer " + m.Token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	session := func(id string, argv []string) []byte {
+		return wire.Control{Type: wire.TypeSession, Index: uint32(len(id)), Session: &wire.SessionInfo{
+			ID: id, Command: argv, StartedAt: time.Now(), Cols: 80, Rows: 24}}.Encode()
+	}
+	for _, msg := range [][]byte{
+		session("toolong", make([]string, wire.MaxArgs+1)),
+		session("good", []string{"sh"}),
+		wire.Control{Type: wire.TypeSynced}.Encode(),
+	} {
+		if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.eventually(func() bool {
+		var out struct{ Sessions []struct{ ID string } }
+		r.person.MustJSON("GET", "/api/machines/"+m.Machine.ID+"/sessions", nil, 200, &out)
+		return len(out.Sessions) == 1 && out.Sessions[0].ID == "good"
+	})
+	// The link is still up: a viewer's attaching asks the daemon for a redraw.
+	r.viewer("good", true, false)
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	typ, p, err := conn.ReadMessage()
+	if err != nil {
+		t.Fatalf("the daemon's link: %v", err)
+	}
+	if c, err := wire.DecodeFromServer(p); typ != websocket.TextMessage || err != nil || c.Type != wire.TypeRedraw || c.Index != 4 {
+		t.Fatalf("server sent %q (%v), want a redraw of index 4", p, err)
 	}
 }
