@@ -210,6 +210,20 @@ func (d *Daemon) Session(id string) (*terminal.Session, bool) {
 	return nil, false
 }
 
+// Info returns what the daemon tells the server about a session: its exit
+// is recorded a moment after the session's Done, once every byte of output
+// has been queued before it.
+func (d *Daemon) Info(id string) (wire.SessionInfo, bool) {
+	for _, e := range d.list() {
+		if e.info.ID == id {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.info, true
+		}
+	}
+	return wire.SessionInfo{}, false
+}
+
 // list returns the entries by index.
 func (d *Daemon) list() []*entry {
 	d.mu.Lock()

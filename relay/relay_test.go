@@ -103,6 +103,25 @@ func (r *rig) startDaemon() {
 	r.awaitLink(true)
 }
 
+// holdLink takes the daemon's link down until releaseLink; sessions run on.
+func (r *rig) holdLink() {
+	r.t.Helper()
+	r.cancel()
+	r.serveErr <- <-r.serveErr // Serve has returned; releaseLink or the cleanup takes it
+	r.awaitLink(false)
+}
+
+// releaseLink lets the daemon link again and waits until it is up.
+func (r *rig) releaseLink() {
+	r.t.Helper()
+	<-r.serveErr
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.t.Cleanup(cancel) // runs before startDaemon's cleanup, which waits for Serve
+	go func() { r.serveErr <- r.d.Serve(ctx) }()
+	r.awaitLink(true)
+}
+
 func (r *rig) awaitLink(up bool) {
 	r.t.Helper()
 	timeout := time.After(wait)
@@ -608,4 +627,43 @@ func TestBadAnnouncementIsIgnoredAlone(t *testing.T) {
 	if c, err := wire.DecodeFromServer(p); typ != websocket.TextMessage || err != nil || c.Type != wire.TypeRedraw || c.Index != 4 {
 		t.Fatalf("server sent %q (%v), want a redraw of index 4", p, err)
 	}
+}
+
+// TestExitWhileOfflineReachesViewers: a program that exits while its daemon
+// is offline; when the daemon is back, its re-announcement says so and an
+// attached viewer gets the exit status, after the final screen.
+func TestExitWhileOfflineReachesViewers(t *testing.T) {
+	r := newRig(t, nil)
+	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", "echo READY; read x; echo BYE; exit 7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.awaitListed(id)
+	r.waitDaemon(id, "READY")
+	v := r.viewer(id, false, false)
+	r.sameScreen(v, id)
+	r.holdLink()
+	if err := v.Wait(wait, func() bool { return !v.Stats().Online }); err != nil {
+		t.Fatal("the viewer never heard the daemon went offline")
+	}
+	s, _ := r.d.Session(id)
+	if err := s.Input([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually(func() bool { info, _ := r.d.Info(id); return info.Exited })
+	r.releaseLink()
+	if err := v.Wait(wait, func() bool { return v.Stats().ExitCode != nil }); err != nil {
+		t.Fatal("the viewer never heard of the exit that happened while the daemon was offline")
+	}
+
+	st := v.Stats()
+	if *st.ExitCode != 7 {
+		t.Fatalf("exit code %d, want 7", *st.ExitCode)
+	}
+	s, _ = r.d.Session(id)
+	snap, _ := s.Snapshot()
+	if st.ExitOffset != snap.Offset {
+		t.Fatalf("the exit status came at offset %d, before the final screen at %d", st.ExitOffset, snap.Offset)
+	}
+	r.sameScreen(v, id)
 }
