@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/relay/wire"
 )
 
 func TestRunStartsSessionsThroughTheControlSocket(t *testing.T) {
@@ -65,6 +67,23 @@ func TestRunStartsSessionsThroughTheControlSocket(t *testing.T) {
 	}
 	if _, err := daemon.RequestStart(path, daemon.StartRequest{Argv: []string{"/no/such/program"}}); err == nil {
 		t.Fatal("a missing program started")
+	}
+	// A command the server could not list is refused, saying the limit it
+	// breaks.
+	for _, tc := range []struct {
+		req  daemon.StartRequest
+		want string
+	}{
+		{daemon.StartRequest{Argv: append([]string{"echo"}, strings.Fields(strings.Repeat("word ", wire.MaxArgs))...)}, fmt.Sprintf("%d words, more than the %d", wire.MaxArgs+1, wire.MaxArgs)},
+		{daemon.StartRequest{Argv: []string{"echo", strings.Repeat("a", wire.MaxArgBytes)}}, fmt.Sprintf("more than the %d a session", wire.MaxArgBytes)},
+		{daemon.StartRequest{Argv: []string{"true"}, Dir: "/" + strings.Repeat("d", wire.MaxArgBytes)}, fmt.Sprintf("more than the %d a session", wire.MaxArgBytes)},
+		{daemon.StartRequest{Argv: []string{"echo", strings.Repeat("\x01", wire.MaxArgBytes-len("echo"))}}, fmt.Sprintf("as JSON, more than the %d", wire.MaxControl)},
+		{daemon.StartRequest{Argv: []string{"true"}, Cols: wire.MaxCols + 1, Rows: 24}, fmt.Sprintf("larger than %dx%d", wire.MaxCols, wire.MaxRows)},
+	} {
+		id, err := daemon.RequestStart(path, tc.req)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("start %d words in %d bytes: %q %v, want an error saying %q", len(tc.req.Argv), len(strings.Join(tc.req.Argv, "")), id, err, tc.want)
+		}
 	}
 	// Garbage on the socket is answered, not a crash.
 	c, err := net.Dial("unix", path)

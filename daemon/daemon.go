@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/terminal"
 )
 
@@ -141,6 +142,9 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	if spec.Cols <= 0 || spec.Rows <= 0 {
 		spec.Cols, spec.Rows = 80, 24
 	}
+	if err := checkSpec(spec); err != nil {
+		return "", fmt.Errorf("start session: %w", err)
+	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -170,6 +174,31 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	return e.info.ID, nil
 }
 
+// checkSpec refuses a session the server could not list: its announcement
+// must keep within the wire's limits, or the server ignores it and no one
+// could see or type into the session.
+func checkSpec(spec Spec) error {
+	if len(spec.Argv) > wire.MaxArgs {
+		return fmt.Errorf("the command has %d words, more than the %d a session may have; run a script that holds them instead", len(spec.Argv), wire.MaxArgs)
+	}
+	n := len(spec.Dir)
+	for _, a := range spec.Argv {
+		n += len(a)
+	}
+	if n > wire.MaxArgBytes {
+		return fmt.Errorf("the command and directory take %d bytes, more than the %d a session may have; run a script that holds them instead", n, wire.MaxArgBytes)
+	}
+	if spec.Cols > wire.MaxCols || spec.Rows > wire.MaxRows {
+		return fmt.Errorf("size %dx%d is larger than %dx%d", spec.Cols, spec.Rows, wire.MaxCols, wire.MaxRows)
+	}
+	// JSON escapes control characters six bytes apiece.
+	info := wire.SessionInfo{ID: newID(), Command: spec.Argv, Dir: spec.Dir, StartedAt: time.Now(), Cols: spec.Cols, Rows: spec.Rows}
+	if m := len(wire.Control{Type: wire.TypeSession, Index: ^uint32(0), Session: &info}.Encode()); m > wire.MaxControl {
+		return fmt.Errorf("the command and directory take %d bytes as JSON, more than the %d a session's announcement may have; run a script that holds them instead", m, wire.MaxControl)
+	}
+	return nil
+}
+
 // Session returns a running or exited session by id, for tests and the
 // local control socket.
 func (d *Daemon) Session(id string) (*terminal.Session, bool) {
@@ -179,6 +208,20 @@ func (d *Daemon) Session(id string) (*terminal.Session, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Info returns what the daemon tells the server about a session: its exit
+// is recorded a moment after the session's Done, once every byte of output
+// has been queued before it.
+func (d *Daemon) Info(id string) (wire.SessionInfo, bool) {
+	for _, e := range d.list() {
+		if e.info.ID == id {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.info, true
+		}
+	}
+	return wire.SessionInfo{}, false
 }
 
 // list returns the entries by index.
@@ -194,9 +237,23 @@ func (d *Daemon) list() []*entry {
 }
 
 // prune forgets the oldest exited sessions beyond KeepExited — only those
-// whose exit the server has heard (or that no link has announced) — and
-// queues a gone report for the link.
+// whose exit the server has heard (or that no link has announced) — queues
+// a gone report for the link, and releases what is left of them (their
+// emulators).
 func (d *Daemon) prune() {
+	for _, e := range d.forget() {
+		// The program has exited, so Stop only waits for the session's
+		// goroutines to end; the context bounds it all the same.
+		ctx, cancel := context.WithTimeout(context.Background(), d.opts.WriteWait)
+		if err := e.session().Stop(ctx); err != nil {
+			d.opts.Logger.Warn("release a forgotten session", "session", e.info.ID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// forget removes the exited sessions prune forgets and returns them.
+func (d *Daemon) forget() []*entry {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var done []*entry
@@ -206,15 +263,17 @@ func (d *Daemon) prune() {
 		}
 	}
 	if len(done) <= d.opts.KeepExited {
-		return
+		return nil
 	}
 	sort.Slice(done, func(i, j int) bool { return done[i].index < done[j].index })
-	for _, e := range done[:len(done)-d.opts.KeepExited] {
+	old := done[:len(done)-d.opts.KeepExited]
+	for _, e := range old {
 		delete(d.entries, e.index)
 		if d.linked {
 			d.gone = append(d.gone, e.index)
 		}
 	}
+	return old
 }
 
 // takeGone returns the gone reports waiting for the link.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type entry struct {
 	queue          []terminal.Batch
 	queueBytes     int64
 	exitPending    bool // the exit status is still to be sent
+	inputRefused   bool // the last input was refused: the program is not reading
 	done           chan struct{}
 }
 
@@ -171,6 +173,25 @@ func (e *entry) outputFrames() [][]byte {
 	}
 	e.queue, e.queueBytes = nil, 0
 	return frames
+}
+
+// input hands keystrokes to the session without ever blocking the link's
+// reader: a program that does not read its input gets at most
+// terminal.DefaultInputQueue bytes of it, and the rest is refused (logged
+// once per run of refusals), never merged or reordered.
+func (e *entry) input(data []byte) {
+	s := e.session()
+	if s == nil {
+		return
+	}
+	err := s.Input(data)
+	e.mu.Lock()
+	first := err != nil && !e.inputRefused
+	e.inputRefused = err != nil
+	e.mu.Unlock()
+	if first && errors.Is(err, terminal.ErrInputFull) {
+		e.d.opts.Logger.Warn("input refused: the program is not reading its input", "session", e.info.ID, "err", err)
+	}
 }
 
 // resize applies the server's size and sends a snapshot at it.

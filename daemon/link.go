@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -19,14 +18,18 @@ import (
 func (d *Daemon) Serve(ctx context.Context) error {
 	wait := d.opts.MinBackoff
 	for {
-		linked, err := d.connect(ctx)
+		up, err := d.connect(ctx)
 		if errors.Is(err, ErrRefused) {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if linked {
+		// Only a link that stayed up longer than the longest wait starts
+		// the backoff over. One that opens and fails at once (the server
+		// closes it over something the daemon sends) backs off like a
+		// failed dial, instead of being redialled every MinBackoff forever.
+		if up > d.opts.MaxBackoff {
 			wait = d.opts.MinBackoff
 		}
 		d.opts.Logger.Info("server link down; reconnecting", "in", wait, "err", err)
@@ -41,21 +44,22 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 }
 
-// connect dials once and runs the link until it fails; linked reports
-// whether the socket opened.
-func (d *Daemon) connect(ctx context.Context) (linked bool, err error) {
+// connect dials once and runs the link until it fails; up is how long the
+// link stayed up (zero when the socket did not open).
+func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 	hdr := http.Header{"Authorization": {"Bearer " + d.opts.Token}}
 	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	conn, resp, err := dialer.DialContext(ctx, d.wsURL, hdr)
 	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-		return false, ErrRefused
+		return 0, ErrRefused
 	}
 	if err != nil {
-		return false, fmt.Errorf("dial %s: %w", d.wsURL, err)
+		return 0, fmt.Errorf("dial %s: %w", d.wsURL, err)
 	}
 	d.opts.Logger.Info("linked to server", "url", d.wsURL)
+	start := time.Now()
 	d.run(ctx, conn)
-	return true, nil
+	return time.Since(start), errors.New("the link closed")
 }
 
 // run serves one socket: a reader for the server's frames and this
@@ -66,17 +70,27 @@ func (d *Daemon) run(ctx context.Context, conn *websocket.Conn) {
 		d.opts.Connected(true)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
+	readerDone := make(chan struct{})
+	d.wg.Add(1) // Close waits for the reader
 	go func() {
-		defer wg.Done()
+		defer d.wg.Done()
+		defer close(readerDone)
 		defer cancel()
 		d.read(conn)
 	}()
 	_ = d.write(ctx, conn)
 	cancel()
 	_ = conn.Close()
-	wg.Wait()
+	// The closed socket ends the reader. Nothing it calls should block (a
+	// session's input never does), but should it ever be stuck, the daemon
+	// links again without it rather than stay offline for good.
+	t := time.NewTimer(d.opts.WriteWait)
+	select {
+	case <-readerDone:
+	case <-t.C:
+		d.opts.Logger.Error("the server link's reader is stuck; linking again without it")
+	}
+	t.Stop()
 	d.setLinked(false)
 	if d.opts.Connected != nil {
 		d.opts.Connected(false)
@@ -163,9 +177,7 @@ func (d *Daemon) frame(p []byte) error {
 		return errors.New("daemon: the server may send only input frames")
 	}
 	if e := d.entry(f.Input.Session); e != nil {
-		if s := e.session(); s != nil {
-			_ = s.Input(f.Input.Data)
-		}
+		e.input(f.Input.Data)
 	}
 	return nil
 }

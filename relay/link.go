@@ -117,8 +117,9 @@ func (h *Hub) writeLink(ctx context.Context, l *link) {
 }
 
 // readLink reads the daemon's frames until the socket fails. A frame that
-// does not decode ends the link; one that names a session the daemon never
-// announced is ignored.
+// does not decode ends the link, except a session announcement that breaks
+// a limit, which is ignored alone; a frame that names a session the daemon
+// never announced is ignored.
 func (h *Hub) readLink(l *link) error {
 	l.conn.SetReadLimit(daemonReadLimit)
 	extend := keepReading(l.conn, h.opts.Ping)
@@ -162,6 +163,14 @@ func (h *Hub) daemonFrame(l *link, p []byte) error {
 
 func (h *Hub) daemonControl(l *link, p []byte) error {
 	c, err := wire.DecodeFromDaemon(p)
+	if errors.Is(err, wire.ErrSession) {
+		// One session the server cannot list: closing the link would drop
+		// the machine's other sessions, and the daemon would announce it
+		// again on reconnecting. Its frames name an unknown index and are
+		// ignored; the protocol has no error message for the daemon.
+		h.opts.Logger.Warn("daemon announced a session outside the limits; ignored", "machine", l.machine.ID, "index", c.Index, "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

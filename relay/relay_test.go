@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
+
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/relay/relaytest"
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -96,6 +100,25 @@ func (r *rig) startDaemon() {
 			r.t.Error(err)
 		}
 	})
+	r.awaitLink(true)
+}
+
+// holdLink takes the daemon's link down until releaseLink; sessions run on.
+func (r *rig) holdLink() {
+	r.t.Helper()
+	r.cancel()
+	r.serveErr <- <-r.serveErr // Serve has returned; releaseLink or the cleanup takes it
+	r.awaitLink(false)
+}
+
+// releaseLink lets the daemon link again and waits until it is up.
+func (r *rig) releaseLink() {
+	r.t.Helper()
+	<-r.serveErr
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.t.Cleanup(cancel) // runs before startDaemon's cleanup, which waits for Serve
+	go func() { r.serveErr <- r.d.Serve(ctx) }()
 	r.awaitLink(true)
 }
 
@@ -510,4 +533,137 @@ func TestExitedSessionsArePruned(t *testing.T) {
 	if _, ok := r.d.Session(ids[2]); !ok {
 		t.Fatal("the daemon forgot the newest exited session")
 	}
+}
+
+// TestUnreadInputDoesNotBlockOtherSessions: a paste far larger than a
+// session holds, into a program that never reads its input, is refused past
+// that bound at the daemon; another session on the same daemon still gets
+// its keystrokes, and the daemon's link stays up.
+func TestUnreadInputDoesNotBlockOtherSessions(t *testing.T) {
+	r := newRig(t, nil)
+	stuck, err := r.d.Start(daemon.Spec{Argv: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.awaitListed(stuck)
+	id := r.start(80, 24, "keys")
+	r.waitDaemon(id, "KEYS READY")
+	paster := r.viewer(stuck, false, false)
+	typist := r.viewer(id, false, false)
+	// Whole lines: the line discipline holds them until the program reads.
+	// Small frames: many of them, as a paste in pieces would be.
+	lines := bytes.Repeat([]byte("pasted line\r"), 4<<10/12)
+	for range 2 * terminal.DefaultInputQueue / len(lines) {
+		if err := paster.Type(lines); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := r.d.Session(stuck)
+	full := make(chan struct{})
+	go func() { // the paste has reached the daemon once the queue is full
+		for !errors.Is(s.Input([]byte("x")), terminal.ErrInputFull) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(full)
+	}()
+	select {
+	case <-full:
+	case <-time.After(wait):
+		t.Fatal("the paste never filled the session's input queue (or Input blocked)")
+	}
+	if err := typist.Type([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDaemon(id, "got 6b")
+	for len(r.links) > 0 {
+		if !<-r.links {
+			t.Fatal("the daemon's link went down")
+		}
+	}
+}
+
+// TestBadAnnouncementIsIgnoredAlone: a daemon announcing one session
+// outside the wire's limits keeps its link; its other sessions are listed
+// and viewable. (The real daemon refuses to start such a session; an older
+// or another daemon might still announce one.)
+func TestBadAnnouncementIsIgnoredAlone(t *testing.T) {
+	r := newRig(t, nil)
+	var m struct {
+		Machine struct{ ID string } `json:"machine"`
+		Token   string              `json:"token"`
+	}
+	r.person.MustJSON("POST", "/api/machines", map[string]string{"name": "other"}, 201, &m)
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(r.env.URL, "http")+"/ws/daemon",
+		http.Header{"Authorization": {"Bearer " + m.Token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	session := func(id string, argv []string) []byte {
+		return wire.Control{Type: wire.TypeSession, Index: uint32(len(id)), Session: &wire.SessionInfo{
+			ID: id, Command: argv, StartedAt: time.Now(), Cols: 80, Rows: 24}}.Encode()
+	}
+	for _, msg := range [][]byte{
+		session("toolong", make([]string, wire.MaxArgs+1)),
+		session("good", []string{"sh"}),
+		wire.Control{Type: wire.TypeSynced}.Encode(),
+	} {
+		if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.eventually(func() bool {
+		var out struct{ Sessions []struct{ ID string } }
+		r.person.MustJSON("GET", "/api/machines/"+m.Machine.ID+"/sessions", nil, 200, &out)
+		return len(out.Sessions) == 1 && out.Sessions[0].ID == "good"
+	})
+	// The link is still up: a viewer's attaching asks the daemon for a redraw.
+	r.viewer("good", true, false)
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	typ, p, err := conn.ReadMessage()
+	if err != nil {
+		t.Fatalf("the daemon's link: %v", err)
+	}
+	if c, err := wire.DecodeFromServer(p); typ != websocket.TextMessage || err != nil || c.Type != wire.TypeRedraw || c.Index != 4 {
+		t.Fatalf("server sent %q (%v), want a redraw of index 4", p, err)
+	}
+}
+
+// TestExitWhileOfflineReachesViewers: a program that exits while its daemon
+// is offline; when the daemon is back, its re-announcement says so and an
+// attached viewer gets the exit status, after the final screen.
+func TestExitWhileOfflineReachesViewers(t *testing.T) {
+	r := newRig(t, nil)
+	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", "echo READY; read x; echo BYE; exit 7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.awaitListed(id)
+	r.waitDaemon(id, "READY")
+	v := r.viewer(id, false, false)
+	r.sameScreen(v, id)
+	r.holdLink()
+	if err := v.Wait(wait, func() bool { return !v.Stats().Online }); err != nil {
+		t.Fatal("the viewer never heard the daemon went offline")
+	}
+	s, _ := r.d.Session(id)
+	if err := s.Input([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually(func() bool { info, _ := r.d.Info(id); return info.Exited })
+	r.releaseLink()
+	if err := v.Wait(wait, func() bool { return v.Stats().ExitCode != nil }); err != nil {
+		t.Fatal("the viewer never heard of the exit that happened while the daemon was offline")
+	}
+
+	st := v.Stats()
+	if *st.ExitCode != 7 {
+		t.Fatalf("exit code %d, want 7", *st.ExitCode)
+	}
+	s, _ = r.d.Session(id)
+	snap, _ := s.Snapshot()
+	if st.ExitOffset != snap.Offset {
+		t.Fatalf("the exit status came at offset %d, before the final screen at %d", st.ExitOffset, snap.Offset)
+	}
+	r.sameScreen(v, id)
 }

@@ -58,6 +58,8 @@ func (s *session) viewerList() []*viewer {
 
 // bind attaches the session to a daemon's link, as (re)announced, and
 // reports whether the announcement says it exited since the hub last knew.
+// Such an exit happened while the daemon was away, so no exit message
+// follows: viewers are told here, after the snapshot the daemon sends next.
 func (s *session) bind(l *link, index uint32, info wire.SessionInfo) (exited bool) {
 	s.mu.Lock()
 	wasOnline := s.link != nil
@@ -68,6 +70,9 @@ func (s *session) bind(l *link, index uint32, info wire.SessionInfo) (exited boo
 	waiting := false
 	vs := s.viewerList()
 	for _, v := range vs {
+		if exited {
+			v.exitedAway(info.ExitCode)
+		}
 		waiting = waiting || v.waiting()
 	}
 	if waiting {

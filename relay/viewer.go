@@ -130,6 +130,18 @@ func (v *viewer) exited(code int) {
 	v.signal()
 }
 
+// exitedAway records an exit that happened while the daemon was away: the
+// output before it comes only as the snapshot the daemon sends on
+// reconnecting, so the viewer waits for a snapshot and gets the exit after
+// it. Callers hold the session's lock.
+func (v *viewer) exitedAway(code int) {
+	v.mu.Lock()
+	v.pending, v.pendingBytes, v.snap, v.next = nil, 0, nil, -1
+	v.exitCode = &code
+	v.mu.Unlock()
+	v.signal()
+}
+
 // ack records that the viewer wrote bytes of payload so far. Acks beyond
 // what was sent or going backwards are ignored.
 func (v *viewer) ack(bytes int64) {

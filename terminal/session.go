@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/creack/pty"
 )
@@ -29,21 +31,40 @@ type Options struct {
 	// Window and Clock configure output coalescing (see CoalescerOptions).
 	Window time.Duration
 	Clock  Clock
+	// InputQueue bounds the input bytes waiting for the program to read
+	// them; past it Input refuses more. Default DefaultInputQueue.
+	InputQueue int
 }
+
+// DefaultInputQueue is the input a session holds for a program that is not
+// reading it: a large paste fits, and it is at least the largest input
+// frame the daemon accepts, so one input always fits an empty queue.
+const DefaultInputQueue = 1 << 20
+
+// ErrInputFull is returned by Input when the program has not read the
+// input already queued for it and the new input would exceed InputQueue.
+var ErrInputFull = errors.New("terminal: input queue full")
 
 // Session is one program in a PTY, its emulator and its output batches.
 //
 // Goroutines: the reader (PTY → coalescer; on EOF or EIO it flushes, reaps
-// the child and closes Done), the coalescer's (batches → emulator →
-// Output), the input writer, and the emulator's own. Stop waits for all.
+// the child, closes Done and then the PTY), the coalescer's (batches →
+// emulator → Output), the input writer (ends with Done or Stop), and the
+// emulator's own (end with Stop). Once the program has exited, only the
+// emulator remains, so its last screen can still be read. Stop waits for
+// all and releases the emulator.
 type Session struct {
 	cmd  *exec.Cmd // static after Start; Wait is called by the reader only
-	ptmx *os.File  // static; closed by Stop
+	ptmx *os.File  // static, non-blocking; closed by the reader after EIO, or by Stop
 	emu  *Emulator // static
 	coal *Coalescer
 	out  func(Batch) // static
 
-	input    chan []byte   // to the input writer
+	inMu     sync.Mutex    // guards inQueue and inBytes
+	inQueue  [][]byte      // inputs not yet written, oldest first, never merged
+	inBytes  int           // bytes in inQueue and the input being written
+	inMax    int           // static
+	inWake   chan struct{} // capacity 1: the input writer has work
 	stopping chan struct{} // closed by Stop
 	done     chan struct{} // closed when every byte is delivered and the child reaped
 	wg       sync.WaitGroup
@@ -56,6 +77,9 @@ func Start(o Options) (*Session, error) {
 	if o.Cols <= 0 || o.Rows <= 0 {
 		o.Cols, o.Rows = 80, 24
 	}
+	if o.InputQueue <= 0 {
+		o.InputQueue = DefaultInputQueue
+	}
 	cmd := exec.Command(o.Path, o.Args...)
 	cmd.Dir, cmd.Env = o.Dir, o.Env
 	ws := &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}
@@ -63,9 +87,14 @@ func Start(o Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Path, err)
 	}
+	if ptmx, err = pollable(ptmx); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("start %s: %w", o.Path, err)
+	}
 	s := &Session{
 		cmd: cmd, ptmx: ptmx, emu: NewEmulator(o.Cols, o.Rows), out: o.Output,
-		input: make(chan []byte, 64), stopping: make(chan struct{}), done: make(chan struct{}),
+		inMax: o.InputQueue, inWake: make(chan struct{}, 1), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.coal = NewCoalescer(CoalescerOptions{Window: o.Window, Clock: o.Clock, Emit: s.deliver})
 	s.wg.Add(2)
@@ -83,9 +112,10 @@ func (s *Session) deliver(b Batch) {
 	}
 }
 
-// read is the only reader of the PTY. Reads block and no deadline or Close
-// unblocks them; EIO means every slave fd is closed, and only then has every
-// byte the program wrote been read.
+// read is the only reader of the PTY. EIO means every slave fd is closed,
+// and only then has every byte the program wrote been read. No one is left
+// to read input or be resized then, so the PTY is closed at once, which also
+// ends a write waiting for the program to read.
 func (s *Session) read() {
 	defer s.wg.Done()
 	buf := make([]byte, 32*1024)
@@ -101,47 +131,117 @@ func (s *Session) read() {
 	_ = s.coal.Close()
 	s.exitErr = s.cmd.Wait()
 	close(s.done)
+	_ = s.ptmx.Close()
 }
 
 // writeInput writes each input exactly as given, in order, never merged.
+// A write waits while the program does not read; closing the PTY ends it.
 func (s *Session) writeInput() {
 	defer s.wg.Done()
 	for {
 		select {
-		case p := <-s.input:
-			_, _ = s.ptmx.Write(p)
+		case <-s.inWake:
 		case <-s.stopping:
 			return
+		case <-s.done:
+			return
+		}
+		for {
+			s.inMu.Lock()
+			if len(s.inQueue) == 0 {
+				s.inMu.Unlock()
+				break
+			}
+			p := s.inQueue[0]
+			s.inQueue[0], s.inQueue = nil, s.inQueue[1:]
+			s.inMu.Unlock()
+			_, _ = s.ptmx.Write(p)
+			s.inMu.Lock()
+			s.inBytes -= len(p)
+			s.inMu.Unlock()
 		}
 	}
 }
 
-// Input queues keystrokes for the program. It blocks while 64 inputs are
-// queued, and fails once the session is stopped.
+// Input queues keystrokes for the program, exactly as given, and never
+// blocks: a program that does not read its input holds at most InputQueue
+// bytes, and input past that is refused with ErrInputFull (never merged or
+// reordered). It fails with ErrClosed once the program has exited or the
+// session is stopped.
 func (s *Session) Input(p []byte) error {
 	select {
 	case <-s.stopping:
 		return ErrClosed
+	case <-s.done:
+		return ErrClosed
 	default:
 	}
-	select {
-	case s.input <- append([]byte(nil), p...):
-		return nil
-	case <-s.stopping:
-		return ErrClosed
+	s.inMu.Lock()
+	if s.inBytes+len(p) > s.inMax {
+		n := s.inBytes
+		s.inMu.Unlock()
+		return fmt.Errorf("%w: the program has not read the %d bytes before these %d", ErrInputFull, n, len(p))
 	}
+	s.inQueue = append(s.inQueue, bytes.Clone(p))
+	s.inBytes += len(p)
+	s.inMu.Unlock()
+	select {
+	case s.inWake <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // Resize changes the PTY's size (the program gets SIGWINCH) and the
-// emulator's.
+// emulator's; once the program has exited, only the emulator's.
 func (s *Session) Resize(cols, rows int) error {
 	if cols <= 0 || rows <= 0 {
 		return fmt.Errorf("resize to %dx%d: size must be positive", cols, rows)
 	}
-	if err := pty.Setsize(s.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+	if err := setsize(s.ptmx, cols, rows); err != nil && !s.exited() {
 		return fmt.Errorf("resize pty: %w", err)
 	}
 	return s.emu.Resize(cols, rows)
+}
+
+// pollable turns a PTY master into a non-blocking file on Go's poller, so
+// that Close ends a read or write waiting on it: a blocking write to a
+// program that does not read its input stays blocked even after the program
+// has died. Fd must not be called on the result (it makes the file
+// blocking again).
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("dup pty: %w", err)
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("pty non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// setsize is pty.Setsize without Fd, through the file's own reference to
+// its fd: never on a closed (and perhaps reused) fd number.
+func setsize(f *os.File, cols, rows int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	ws := pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
+	var errno syscall.Errno
+	err = rc.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws)))
+	})
+	if err != nil {
+		return err
+	}
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // Snapshot returns history and redraw at a batch boundary (see Batch.Offset).
@@ -152,6 +252,16 @@ func (s *Session) Replies() <-chan []byte { return s.emu.Replies() }
 
 // Pid is the program's process id, also its process group id.
 func (s *Session) Pid() int { return s.cmd.Process.Pid }
+
+// exited reports whether Done is closed: the PTY is closed after it.
+func (s *Session) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // Done is closed once the program has exited and all of its output has been
 // delivered.
@@ -167,7 +277,8 @@ func (s *Session) ExitCode() int {
 // Stop kills the program's process group, waits for the remaining output to
 // be delivered and for every goroutine, then releases the PTY and emulator.
 // A process that left the group and keeps the terminal open keeps the read
-// blocked: Stop then gives up when ctx ends, leaving the reader behind.
+// waiting: Stop then gives up when ctx ends and closes the PTY, which ends
+// the reader.
 func (s *Session) Stop(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() { err = s.stop(ctx) })

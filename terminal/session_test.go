@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -205,4 +206,80 @@ func TestInputResizeAndRedraw(t *testing.T) {
 	if d := observe(want).diff(observe(got)); len(d) > 0 {
 		t.Fatalf("snapshot differs from the stream:\n%s", strings.Join(d, "\n"))
 	}
+}
+
+// TestInputNeverBlocks: a program that never reads its input gets far more
+// than the input queue holds; Input refuses the excess at once instead of
+// blocking its caller (the daemon's only reader of the server's frames).
+func TestInputNeverBlocks(t *testing.T) {
+	s, err := Start(Options{Path: "sleep", Args: []string{"60"}, InputQueue: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	// Whole lines: the line discipline discards a line too long for its
+	// buffer but holds complete ones until the program reads them.
+	chunk := bytes.Repeat([]byte("pasted line\r"), 4<<10/12)
+	result := make(chan error, 1)
+	go func() {
+		for range 16 * (64 << 10) / len(chunk) {
+			if err := s.Input(chunk); err != nil {
+				result <- err
+				return
+			}
+		}
+		result <- nil
+	}()
+	select {
+	case err := <-result:
+		if !errors.Is(err, ErrInputFull) {
+			t.Fatalf("input sixteen times the queue to a program that does not read it: %v, want ErrInputFull", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Input blocked on a program that does not read its input")
+	}
+}
+
+// TestExitReleasesThePTY: once a program exits by itself, its input writer
+// and PTY are released without Stop; its last screen stays readable.
+func TestExitReleasesThePTY(t *testing.T) {
+	base := openFDs(t)
+	c := newCollector()
+	var sessions []*Session
+	for range 10 {
+		s := start(t, c, 80, 24, "sh", "-c", "echo bye")
+		waitDone(t, s)
+		sessions = append(sessions, s)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(20 * time.Second)
+	for openFDs(t) > base {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatalf("%d fds open after 10 sessions exited, %d before", openFDs(t), base)
+		}
+	}
+	for _, s := range sessions {
+		if err := s.Input([]byte("x")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("input to an exited program: %v, want ErrClosed", err)
+		}
+		if err := s.Resize(100, 30); err != nil {
+			t.Fatalf("resizing an exited session's screen: %v", err)
+		}
+		snap, err := s.Snapshot()
+		if err != nil || !bytes.Contains(snap.Redraw, []byte("bye")) {
+			t.Fatalf("last screen of an exited session: %q, %v", snap.Redraw, err)
+		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
 }

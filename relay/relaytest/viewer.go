@@ -37,6 +37,7 @@ type Viewer struct {
 	bad       []string // protocol violations seen
 	controls  []wire.Control
 	exitCode  *int
+	exitAt    int64 // next when the exit status came
 	online    bool
 	err       error // why the reader stopped
 	cutter    *terminal.Cutter
@@ -107,7 +108,7 @@ func (v *Viewer) control(p []byte) {
 	switch c.Type {
 	case wire.TypeExit:
 		code := c.ExitCode
-		v.exitCode = &code
+		v.exitCode, v.exitAt = &code, v.next
 	case wire.TypeStatus:
 		v.online = c.Online
 	}
@@ -196,6 +197,7 @@ type Stats struct {
 	Offset             int64 // the session offset the screen reflects
 	Written            int64
 	ExitCode           *int
+	ExitOffset         int64 // the offset the screen reflected when the exit status came
 	Online             bool
 	Violations         []string
 	Controls           []wire.Control
@@ -207,7 +209,7 @@ func (v *Viewer) Stats() Stats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return Stats{Snapshots: v.snapshots, Outputs: v.outputs, OutputBytes: v.outBytes, Written: v.written, Offset: v.next,
-		ExitCode: v.exitCode, Online: v.online, Violations: append([]string(nil), v.bad...),
+		ExitCode: v.exitCode, ExitOffset: v.exitAt, Online: v.online, Violations: append([]string(nil), v.bad...),
 		Controls: append([]wire.Control(nil), v.controls...), Err: v.err}
 }
 

@@ -28,6 +28,11 @@ const (
 // an unknown type, or lacks or breaks a field its type needs.
 var ErrControl = errors.New("wire: malformed control message")
 
+// ErrSession is returned, with ErrControl, for a "session" message whose
+// session breaks a limit: the server ignores that one session and keeps
+// the daemon's link, since the rest of what the daemon says is sound.
+var ErrSession = errors.New("wire: session outside the limits")
+
 // MaxControl bounds a control message's size.
 const MaxControl = 64 << 10
 
@@ -166,19 +171,19 @@ func checkSession(s *SessionInfo) error {
 	case s == nil:
 		return fmt.Errorf("%w: session message without a session", ErrControl)
 	case !validID(s.ID):
-		return fmt.Errorf("%w: session id %q", ErrControl, s.ID)
+		return fmt.Errorf("%w: %w: session id %q", ErrControl, ErrSession, s.ID)
 	case len(s.Command) == 0 || len(s.Command) > MaxArgs:
-		return fmt.Errorf("%w: command of %d words", ErrControl, len(s.Command))
+		return fmt.Errorf("%w: %w: command of %d words (1..%d)", ErrControl, ErrSession, len(s.Command), MaxArgs)
 	}
 	n := len(s.Dir)
 	for _, a := range s.Command {
 		n += len(a)
 	}
 	if n > MaxArgBytes {
-		return fmt.Errorf("%w: command of %d bytes", ErrControl, n)
+		return fmt.Errorf("%w: %w: command and directory of %d bytes (at most %d)", ErrControl, ErrSession, n, MaxArgBytes)
 	}
 	if err := checkSize(s.Cols, s.Rows); err != nil {
-		return fmt.Errorf("%w: %v", ErrControl, err)
+		return fmt.Errorf("%w: %w: %v", ErrControl, ErrSession, err)
 	}
 	return nil
 }

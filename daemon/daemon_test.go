@@ -1,0 +1,55 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/daemon"
+)
+
+// TestExitedSessionsAreReleased: sessions whose programs exit by themselves
+// give back their goroutines and PTYs, and forgotten ones their emulators:
+// a long-running daemon does not leak them.
+func TestExitedSessionsAreReleased(t *testing.T) {
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	d, err := daemon.New(daemon.Options{Server: "http://127.0.0.1:1", Token: "tbm_test", KeepExited: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	for range 30 {
+		id, err := d.Start(daemon.Spec{Argv: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := d.Session(id); ok {
+			<-s.Done()
+		}
+	}
+	// The one exited session kept has its emulator (two goroutines) and
+	// nothing else.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(30 * time.Second)
+	for runtime.NumGoroutine() > goroutines+2 || openFDs(t) > fds {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			buf := make([]byte, 1<<20)
+			t.Fatalf("after 30 exited sessions: %d goroutines (%d before), %d fds (%d before)\n%s",
+				runtime.NumGoroutine(), goroutines, openFDs(t), fds, buf[:runtime.Stack(buf, true)])
+		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
+}
