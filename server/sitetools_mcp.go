@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/sitetools"
@@ -21,11 +24,74 @@ type definitionIn struct {
 	Tool string `json:"tool" jsonschema:"the tool's name as listSiteTools gives it"`
 }
 
+// callIn is callSiteTool's input. Arguments stay the agent's exact JSON
+// text: decoding them into Go values (as the SDK's typed handlers do) turns
+// every number into a float64, so an id above 2^53 would reach the page
+// changed and 1e400 would fail with an internal message.
 type callIn struct {
-	Site      string         `json:"site" jsonschema:"the site's origin as listSiteTools gives it"`
-	Tool      string         `json:"tool" jsonschema:"the tool's name"`
-	Arguments map[string]any `json:"arguments,omitempty" jsonschema:"the tool's input, matching the inputSchema from getSiteToolDefinition"`
-	TaskID    string         `json:"taskId,omitempty" jsonschema:"the task this call belongs to (from createTask); required for tools that are not read-only"`
+	Site      string          `json:"site"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	TaskID    string          `json:"taskId,omitempty"`
+}
+
+// callSiteToolSchema is callSiteTool's input schema, written out since the
+// handler reads its arguments itself (see callIn).
+var callSiteToolSchema = &jsonschema.Schema{
+	Type: "object",
+	Properties: map[string]*jsonschema.Schema{
+		"site":      {Type: "string", Description: "the site's origin as listSiteTools gives it, e.g. https://shop.example"},
+		"tool":      {Type: "string", Description: "the tool's name as listSiteTools gives it"},
+		"arguments": {Type: "object", Description: "the tool's input, matching the inputSchema from getSiteToolDefinition"},
+		"taskId":    {Type: "string", Description: "the task this call belongs to (from createTask); required for tools that are not read-only"},
+	},
+	Required:             []string{"site", "tool"},
+	AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+}
+
+// decodeCall reads callSiteTool's input, keeping the arguments' text, and
+// says what is wrong in words an agent can act on.
+func decodeCall(raw json.RawMessage) (callIn, error) {
+	const shape = `Send {"site": "<origin from listSiteTools>", "tool": "<name>", "arguments": {…}, "taskId": "<id from createTask>"}.`
+	var in callIn
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return in, fmt.Errorf("callSiteTool needs its input. %s", shape)
+	}
+	if err := dec.Decode(&in); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field != "" {
+			return in, fmt.Errorf("%q must be %s, not %s. %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value, shape)
+		}
+		return in, fmt.Errorf("the callSiteTool input is not valid (%v). %s", err, shape)
+	}
+	if dec.More() {
+		return in, fmt.Errorf("the callSiteTool input has more than one JSON value. %s", shape)
+	}
+	if in.Site == "" || in.Tool == "" {
+		return in, fmt.Errorf("callSiteTool needs both \"site\" and \"tool\". %s", shape)
+	}
+	switch a := bytes.TrimSpace(in.Arguments); {
+	case len(a) == 0 || string(a) == "null":
+		in.Arguments = json.RawMessage(`{}`)
+	case a[0] != '{':
+		return in, fmt.Errorf("\"arguments\" must be a JSON object matching the tool's inputSchema (getSiteToolDefinition returns it), not %s. %s", startKind(a[0]), shape)
+	}
+	return in, nil
+}
+
+// startKind names the kind of JSON value that starts with b.
+func startKind(b byte) string {
+	switch {
+	case b == '[':
+		return "an array"
+	case b == '"':
+		return "a string"
+	case b == 't' || b == 'f':
+		return "a boolean"
+	}
+	return "a number"
 }
 
 func (s *Server) addSiteTools(srv *mcp.Server) {
@@ -41,8 +107,9 @@ func (s *Server) addSiteTools(srv *mcp.Server) {
 		Description: "Get one site tool's full input schema and annotations, to build a valid callSiteTool request.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.mcpGetSiteToolDefinition)
-	mcp.AddTool(srv, &mcp.Tool{
-		Name: "callSiteTool",
+	srv.AddTool(&mcp.Tool{
+		Name:        "callSiteTool",
+		InputSchema: callSiteToolSchema,
 		Description: "Run one tool of a shared website inside the person's own signed-in Chrome tab and return the page's result. " +
 			"Arguments are checked against the tool's input schema first. Read-only tools run at once; any other tool needs taskId " +
 			"and waits for the person to approve it (Allow once, Always allow, or Deny) — this can take minutes, and progress " +
@@ -97,28 +164,31 @@ func (s *Server) mcpGetSiteToolDefinition(ctx context.Context, req *mcp.CallTool
 	return nil, out, nil
 }
 
-func (s *Server) mcpCallSiteTool(ctx context.Context, req *mcp.CallToolRequest, in callIn) (*mcp.CallToolResult, any, error) {
+// mcpCallSiteTool runs callSiteTool. Like the SDK's typed handlers, it
+// answers every failure as a tool result the agent reads, never as a
+// protocol error.
+func (s *Server) mcpCallSiteTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	a, err := s.agentOfCall(req)
 	if err != nil {
-		return nil, nil, err
+		return errorResult(err.Error()), nil
 	}
-	args, err := json.Marshal(in.Arguments)
-	if err != nil || in.Arguments == nil {
-		args = json.RawMessage(`{}`)
+	in, err := decodeCall(req.Params.Arguments)
+	if err != nil {
+		return errorResult(err.Error()), nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // shutdown ends the call
 	defer stop()
 	defer s.progress(ctx, req)()
-	res, err := s.ops.Call(ctx, a, sitetools.CallRequest{Site: in.Site, Tool: in.Tool, Arguments: args, TaskID: in.TaskID})
+	res, err := s.ops.Call(ctx, a, sitetools.CallRequest{Site: in.Site, Tool: in.Tool, Arguments: in.Arguments, TaskID: in.TaskID})
 	if err != nil {
 		if ctx.Err() != nil && s.ctx.Err() != nil {
-			return errorResult("The Tabbridge server is shutting down; the call was stopped. Call again in a moment."), nil, nil
+			return errorResult("The Tabbridge server is shutting down; the call was stopped. Call again in a moment."), nil
 		}
-		return nil, nil, s.agentFacing("callSiteTool", err)
+		return errorResult(s.agentFacing("callSiteTool", err).Error()), nil
 	}
-	return pageResult(res.Result), nil, nil
+	return pageResult(res.Result), nil
 }
 
 // progress sends a progress notification at a steady pace while a call waits

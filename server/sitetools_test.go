@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -331,4 +332,44 @@ func TestTooManyToolsForOneSiteAreRefusedWithTheReason(t *testing.T) {
 	if err != nil || m.Type != "error" || !strings.Contains(m.Message, "limit is 128 per site") {
 		t.Fatalf("second page over the limit: %+v %v", m, err)
 	}
+}
+
+// TestArgumentsReachThePageExactly: the agent's argument text reaches the
+// page unchanged — numbers too large for a float64 are not rounded — and a
+// malformed callSiteTool input gets an answer the agent can act on.
+func TestArgumentsReachThePageExactly(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	for _, args := range []string{`{"q":"tea","limit":12345678901234567891}`, `{"q":"tea","limit":1e400}`} {
+		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": json.RawMessage(args)})
+		m, err := w.br.Expect("call", wait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := compactJSON(t, m.Arguments); got != args {
+			t.Fatalf("the page got %s, the agent sent %s", got, args)
+		}
+		w.br.Dispatched(m.ID, "d1")
+		w.br.Result(m.ID, "ok")
+		if res := awaitCall(t, ch); res.IsError {
+			t.Fatal(servertest.ResultText(res))
+		}
+		cancel()
+	}
+	call := func(in map[string]any) *mcp.CallToolResult {
+		return servertest.CallTool(t, w.agent, "callSiteTool", in)
+	}
+	wantError(t, call(map[string]any{"site": shop, "tool": "search", "arguments": []int{1}}), `"arguments" must be a JSON object`, "getSiteToolDefinition")
+	wantError(t, call(map[string]any{"site": 5, "tool": "search"}), `"site" must be a string`, "listSiteTools")
+	wantError(t, call(map[string]any{"site": shop}), `needs both "site" and "tool"`)
+	wantError(t, call(map[string]any{"site": shop, "tool": "search", "task": "x"}), `unknown field "task"`)
+}
+
+func compactJSON(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
