@@ -47,12 +47,32 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		}
 		return def
 	}
-	envBool := func(name string) bool { b, _ := strconv.ParseBool(getenv(name)); return b }
-	envDuration := func(name string, def time.Duration) time.Duration {
-		if d, err := time.ParseDuration(getenv(name)); err == nil && d > 0 {
-			return d
+	// A value that does not parse is an error, never the default in silence:
+	// TABBRIDGE_OPEN_SIGNUP=yes or TABBRIDGE_APPROVAL_WINDOW=300 must not
+	// start a server configured otherwise than its operator meant.
+	var envErrs []error
+	envBool := func(name string) bool {
+		v := getenv(name)
+		if v == "" {
+			return false
 		}
-		return def
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: want true or false", name, v))
+		}
+		return b
+	}
+	envDuration := func(name string, def time.Duration) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: want a positive duration with its unit, such as 5m or 90s", name, v))
+			return def
+		}
+		return d
 	}
 	var c serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -78,8 +98,29 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if len(envErrs) > 0 {
+		return nil, errors.Join(envErrs...)
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"mcp-session-timeout", c.mcpIdle}} {
+		if d.value <= 0 {
+			return nil, fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)
+		}
+	}
 	if c.publicURL == "" {
-		c.publicURL = "http://" + c.listen
+		// A listen address with no host (":8080", "0.0.0.0:8080") is not an
+		// address a browser can use: the pages' Origin check and the MCP
+		// command shown with a new token would name "http://:8080".
+		host, port, err := net.SplitHostPort(c.listen)
+		if err != nil {
+			return nil, fmt.Errorf("--listen %q: want host:port, such as 127.0.0.1:8080", c.listen)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "localhost"
+		}
+		c.publicURL = "http://" + net.JoinHostPort(host, port)
 	}
 	return &c, nil
 }

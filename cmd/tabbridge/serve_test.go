@@ -95,6 +95,11 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "mysql://x"}, nil, "must start with postgres://"},
 		{map[string]string{"TABBRIDGE_JWT_KEY": "short"}, nil, "at least 32 bytes"},
 		{nil, []string{"--log-level", "loud"}, "log level"},
+		{map[string]string{"TABBRIDGE_OPEN_SIGNUP": "yes"}, nil, `TABBRIDGE_OPEN_SIGNUP="yes": want true or false`},
+		{map[string]string{"TABBRIDGE_APPROVAL_WINDOW": "300"}, nil, `TABBRIDGE_APPROVAL_WINDOW="300": want a positive duration`},
+		{map[string]string{"TABBRIDGE_MCP_SESSION_TIMEOUT": "-1s"}, nil, "TABBRIDGE_MCP_SESSION_TIMEOUT"},
+		{nil, []string{"--approval-window", "-5s"}, "--approval-window -5s: want a positive duration"},
+		{nil, []string{"--mcp-session-timeout", "0s"}, "--mcp-session-timeout"},
 	}
 	for _, c := range cases {
 		env := map[string]string{"TABBRIDGE_DATA_DIR": t.TempDir()}
@@ -105,5 +110,23 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %v: got %v, want an error mentioning %q", c.env, c.args, err, c.want)
 		}
+	}
+}
+
+func TestPublicURLDefaultsToAnAddressABrowserCanUse(t *testing.T) {
+	for listen, want := range map[string]string{
+		"127.0.0.1:8080": "http://127.0.0.1:8080",
+		":8080":          "http://localhost:8080",
+		"0.0.0.0:9000":   "http://localhost:9000",
+		"[::]:9000":      "http://localhost:9000",
+		"tb.internal:80": "http://tb.internal:80",
+	} {
+		c, err := parseServe([]string{"--listen", listen}, func(string) string { return "" }, io.Discard)
+		if err != nil || c.publicURL != want {
+			t.Errorf("--listen %s: public URL %v %v, want %s", listen, c, err, want)
+		}
+	}
+	if _, err := parseServe([]string{"--listen", "8080"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "want host:port") {
+		t.Errorf("--listen 8080: %v", err)
 	}
 }
