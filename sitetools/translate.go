@@ -31,6 +31,22 @@ func (d dialect) modern() bool {
 	return d == dialectUnspecified || d >= dialect2019
 }
 
+func (d dialect) String() string {
+	switch d {
+	case dialectDraft4:
+		return "draft-04"
+	case dialectDraft6:
+		return "draft-06"
+	case dialectDraft7:
+		return "draft-07"
+	case dialect2019:
+		return "2019-09"
+	case dialect2020:
+		return "2020-12"
+	}
+	return "no $schema"
+}
+
 // dialects maps every $schema URI the server accepts, without scheme or trailing "#".
 var dialects = map[string]dialect{
 	"json-schema.org/draft-04/schema":      dialectDraft4,
@@ -80,6 +96,15 @@ var refused = map[string]string{
 	"$recursiveRef": "uses $recursiveRef, which has no equivalent this server can check",
 	"$vocabulary":   "declares a $vocabulary; custom vocabularies cannot be checked here",
 	"maxContains":   "uses maxContains, which this server cannot check",
+}
+
+// laterKeywords are keywords that 2019-09 introduced. A schema that declares draft-04, -06 or -07
+// and uses one is refused: a validator of its declared draft ignores the keyword, while its author
+// evidently meant it to apply, so either reading could be the wrong one.
+var laterKeywords = map[string]bool{
+	"prefixItems": true, "dependentRequired": true, "dependentSchemas": true,
+	"unevaluatedProperties": true, "unevaluatedItems": true, "minContains": true, "maxContains": true,
+	"$anchor": true, "$dynamicAnchor": true, "$dynamicRef": true, "$recursiveRef": true, "$recursiveAnchor": true,
 }
 
 // applicators are keywords whose subschemas may evaluate properties or items of the same
@@ -151,6 +176,10 @@ func (t *translator) object(m map[string]any, orig, out string, depth int) (map[
 	refOnly := hasRef && !t.dialect.modern()
 	deps := newDependencies()
 	for _, k := range sortedKeys(m) {
+		if t.dialect != dialectUnspecified && !t.dialect.modern() && laterKeywords[k] {
+			return nil, schemaRefusal(orig, fmt.Sprintf("declares %s but uses %s, which that draft does not know and would ignore; declare 2020-12 in $schema (or drop $schema), or remove %s",
+				t.dialect, k, k))
+		}
 		if refOnly && k != "definitions" && k != "$defs" {
 			continue // before 2019-09, "$ref" replaces its siblings
 		}
