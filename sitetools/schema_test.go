@@ -204,6 +204,8 @@ func TestRefusedSchemas(t *testing.T) {
 		{`{"properties":{"t":{"prefixItems":[{}],"additionalItems":false}}}`, `uses additionalItems`},
 		{`{"$schema":"https://example.com/my-dialect"}`, `$schema "https://example.com/my-dialect" is not a JSON Schema draft this server knows; use draft-07 or 2020-12`},
 		{`{"$schema":7}`, `$schema must be a string`},
+		{`{"properties":{"n":{"const":9007199254740993}}}`, `uses in const a number that this server can only compare rounded`},
+		{`{"properties":{"n":{"enum":[1,{"a":[0.1000000000000000055]}]}}}`, `uses in enum a number`},
 		{`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"a":{"prefixItems":[{"type":"string"}],"items":{"type":"number"}}}}`,
 			`the input schema at "/properties/a" declares draft-07 but uses prefixItems, which that draft does not know and would ignore; declare 2020-12`},
 		{`{"$schema":"http://json-schema.org/draft-04/schema#","dependentRequired":{"a":["b"]}}`, `declares draft-04 but uses dependentRequired`},
@@ -307,5 +309,18 @@ func TestGojsonschemaMisreadsModernSchemas(t *testing.T) {
 		if (len(raw.Validate(args)) == 0) == (len(translated.Validate(args)) == 0) {
 			t.Errorf("%s: gojsonschema now agrees with the translation", tc.schema)
 		}
+	}
+}
+
+func TestConstAndEnumNumbersAFloatHoldsAreKept(t *testing.T) {
+	s, err := CompileSchema(json.RawMessage(`{"properties":{"n":{"enum":[0.1,1.5,-3,9007199254740992,1e300]},"c":{"const":{"v":[2.25]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Validate(json.RawMessage(`{"n":0.1,"c":{"v":[2.25]}}`)); len(v) != 0 {
+		t.Fatalf("valid arguments refused: %v", v)
+	}
+	if v := s.Validate(json.RawMessage(`{"n":0.2}`)); len(v) == 0 {
+		t.Fatal("a number outside the enum was accepted")
 	}
 }

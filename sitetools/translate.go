@@ -3,6 +3,7 @@ package sitetools
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"net/url"
 	"slices"
 	"strconv"
@@ -206,6 +207,8 @@ func (t *translator) keyword(res map[string]any, deps *dependencies, m map[strin
 	v := m[k]
 	at := join(orig, k)
 	switch {
+	case (k == "const" || k == "enum") && !exactNumbers(v):
+		return schemaRefusal(orig, "uses in "+k+" a number that this server can only compare rounded (beyond 2^53, or with more digits than a float64 holds), so a different number could match; list it as a string instead")
 	case assertions[k]:
 		res[k] = v
 	case singles[k]:
@@ -550,4 +553,32 @@ func schemaRefusal(at, what string) *Refusal {
 		where = fmt.Sprintf("the input schema at %q", at)
 	}
 	return &Refusal{Kind: ErrUnsupportedSchema, Reason: where + " " + what}
+}
+
+// exactNumbers reports whether every number in v survives a float64 unchanged: gojsonschema
+// compares const and enum values as float64, so 9007199254740993 would equal 9007199254740992.
+func exactNumbers(v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(x.String(), 64)
+		if err != nil {
+			return false
+		}
+		want, ok1 := new(big.Rat).SetString(x.String())
+		got, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		return ok1 && ok2 && want.Cmp(got) == 0
+	case []any:
+		for _, e := range x {
+			if !exactNumbers(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if !exactNumbers(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
