@@ -324,3 +324,24 @@ func TestConstAndEnumNumbersAFloatHoldsAreKept(t *testing.T) {
 		t.Fatal("a number outside the enum was accepted")
 	}
 }
+
+func TestEmailAndIPv4FormatsAreStrict(t *testing.T) {
+	s, err := CompileSchema(json.RawMessage(`{"properties":{"e":{"format":"email"},"ip":{"format":"ipv4"},"n":{"format":"email"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, ok := range map[string]bool{
+		`{"e":"bob@example.com"}`:       true,
+		`{"e":"Bob <bob@example.com>"}`: false,
+		`{"e":"<bob@example.com>"}`:     false,
+		`{"e":"not an address"}`:        false,
+		`{"ip":"192.168.0.1"}`:          true,
+		`{"ip":"::ffff:1.2.3.4"}`:       false,
+		`{"ip":"::1"}`:                  false,
+		`{"n":5}`:                       true, // formats describe strings only
+	} {
+		if got := len(s.Validate(json.RawMessage(args))) == 0; got != ok {
+			t.Errorf("%s: valid=%v, want %v", args, got, ok)
+		}
+	}
+}

@@ -105,7 +105,7 @@ var refused = map[string]string{
 var laterKeywords = map[string]bool{
 	"prefixItems": true, "dependentRequired": true, "dependentSchemas": true,
 	"unevaluatedProperties": true, "unevaluatedItems": true, "minContains": true, "maxContains": true,
-	"$anchor": true, "$dynamicAnchor": true, "$dynamicRef": true, "$recursiveRef": true, "$recursiveAnchor": true,
+	"$dynamicRef": true, "$recursiveRef": true,
 }
 
 // applicators are keywords whose subschemas may evaluate properties or items of the same
