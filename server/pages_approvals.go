@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -247,23 +248,31 @@ func requestLabel(r approvals.Request) string {
 	return r.Status
 }
 
-var outcomeLabels = map[string]string{"ok": "OK", "error": "Error", "denied": "Denied", "timeout": "Timed out"}
+// outcomes names each outcome a call is recorded with, and colours its
+// badge like the task status badges: green ran, amber the person said no,
+// red it could not run, grey it ended before an answer.
+var outcomes = map[string]struct{ label, class string }{
+	sitetools.OutcomeOK:        {"OK", "status-completed"},
+	sitetools.OutcomeRefused:   {"Refused", "status-rejected"},
+	sitetools.OutcomeDenied:    {"Denied", "status-blocked"},
+	sitetools.OutcomeExpired:   {"Expired unanswered", "status-notstarted"},
+	sitetools.OutcomeWithdrawn: {"Withdrawn", "status-notstarted"},
+	sitetools.OutcomeCancelled: {"Cancelled by the agent", "status-notstarted"},
+	sitetools.OutcomeFailed:    {"Failed", "status-rejected"},
+}
 
 // outcomeLabel names a call's outcome.
 func outcomeLabel(o string) string {
-	if l, ok := outcomeLabels[o]; ok {
-		return l
+	if l, ok := outcomes[o]; ok {
+		return l.label
 	}
 	return o
 }
 
-// outcomeClass colours an outcome badge like the task status badges.
+// outcomeClass colours an outcome badge.
 func outcomeClass(o string) string {
-	switch o {
-	case "ok":
-		return "status-completed"
-	case "denied":
-		return "status-blocked"
+	if l, ok := outcomes[o]; ok {
+		return l.class
 	}
 	return "status-rejected"
 }
