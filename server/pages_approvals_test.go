@@ -16,6 +16,7 @@ import (
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -332,12 +333,12 @@ func TestTaskPageShowsApprovalsAndCallsInTimeOrder(t *testing.T) {
 			t.Fatalf("requests at %v and %v", first.CreatedAt, waiting.CreatedAt)
 		}
 		call("second_tool", "asked", "ok", "", first.CreatedAt.Add(waiting.CreatedAt.Sub(first.CreatedAt)/2))
-		call("fourth_tool", "read-only", "error", "the page threw: no such row", waiting.CreatedAt.Add(time.Millisecond))
+		call("fourth_tool", "read-only", sitetools.OutcomeFailed, "the page threw: no such row", waiting.CreatedAt.Add(time.Millisecond))
 
 		p := b.get("/tasks/" + id.task)
 		p.want(t, 200, "Allowed once", "answered by you", "Waiting", "decision: Asked — answered by you", "2.0 KB sent, 90 B back",
-			"took 1.5 s", "the page threw: no such row", "Error", "Read-only", "<summary>Arguments</summary>",
-			"&#34;n&#34;: 3", "Always allow third_tool on this site", `data-live="approval.created approval.decided approval.expired approval.withdrawn call.finished"`)
+			"took 1.5 s", "the page threw: no such row", `status-rejected">Failed`, "Read-only", `<summary id="req-`+first.ID+`-summary">Arguments</summary>`,
+			"&#34;n&#34;: 3", "Always allow third_tool on this site", `data-live="approval.created approval.decided approval.expired approval.withdrawn call.finished workspace.deleted"`)
 		last := -1
 		for _, tool := range []string{"first_tool", "second_tool", "third_tool", "fourth_tool"} {
 			i := strings.Index(p.body, tool)
