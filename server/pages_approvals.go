@@ -124,7 +124,7 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 		if verr != nil {
 			return verr
 		}
-		v.Data["Notice"] = "That request was already answered, expired, or withdrawn by its agent; nothing waits on it now."
+		v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
 		page := "inbox"
 		if back != "/" {
 			page = "task"
@@ -135,6 +135,16 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 		return approvalError(err)
 	}
 	return c.Redirect(back, http.StatusSeeOther)
+}
+
+// endedNotice tells the person how a request they tried to answer ended.
+func (s *Server) endedNotice(c *fiber.Ctx, id string) string {
+	var r approvals.Request
+	err := s.opts.DB.WithContext(c.Context()).Where("id = ? AND user_id = ?", id, userID(c)).Take(&r).Error
+	if err != nil {
+		return "That request already ended; nothing waits on it now."
+	}
+	return "That request already ended (" + requestLabel(r) + "); nothing waits on it now."
 }
 
 // answerBack is where an answer form returns: the inbox or a task page.
@@ -243,9 +253,21 @@ func requestLabel(r approvals.Request) string {
 	case approvals.StatusExpired:
 		return "Expired unanswered"
 	case approvals.StatusWithdrawn:
-		return "Withdrawn by the agent"
+		if why, ok := withdrawnLabels[r.WithdrawnReason]; ok {
+			return "Withdrawn: " + why
+		}
+		return "Withdrawn"
 	}
 	return r.Status
+}
+
+// withdrawnLabels say why a request was withdrawn; rows withdrawn before
+// the reason was recorded say only "Withdrawn".
+var withdrawnLabels = map[approvals.WithdrawReason]string{
+	approvals.WithdrawCancelled: "the agent cancelled the call",
+	approvals.WithdrawUnshared:  "the site is no longer shared with this workspace",
+	approvals.WithdrawShutdown:  "the server shut down",
+	approvals.WithdrawRestart:   "the server restarted",
 }
 
 // outcomes names each outcome a call is recorded with, and colours its
