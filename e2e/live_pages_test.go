@@ -93,9 +93,23 @@ func TestLiveUpdatesKeepWhatThePersonIsDoing(t *testing.T) {
 	if got, want := get(t, ctx, "the field", chromedp.Evaluate[string](state)), field+" desk true"; got != want {
 		t.Fatalf("while typing: focus, value and open are %q, want %q", got, want)
 	}
-	run(t, ctx, "leave the field; the new machine appears",
+	// Moving to the Save button keeps the region waiting, so the button is
+	// not swapped away between pressing and releasing it.
+	save := "machine-" + m.Machine.ID + "-rename-save"
+	run(t, ctx, "move to Save",
+		chromedp.Evaluate[chromedp.Void](`document.getElementById(`+jsString(save)+`).focus(); document.getElementById(`+jsString(save)+`).dataset.same = '1'`))
+	waited := get(t, ctx, "deferrals", chromedp.Evaluate[string](`document.getElementById('machines').getAttribute('data-live-deferred') || ''`))
+	owner.MustJSON("POST", "/api/machines", map[string]string{"name": "spare"}, 201, nil)
+	run(t, ctx, "the region waits again",
+		chromedp.Poll[chromedp.Void](`+(document.getElementById('machines').getAttribute('data-live-deferred') || 0) > `+jsString(waited)+` * 1`))
+	kept := `document.activeElement.id === ` + jsString(save) + ` && document.activeElement.dataset.same === '1'`
+	if !get(t, ctx, "the Save button", chromedp.Evaluate[bool](kept)) {
+		t.Fatal("the Save button was swapped while it had focus after typing")
+	}
+	run(t, ctx, "leave the form; the new machines appear",
 		chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`),
 		chromedp.WaitVisible(chromedp.Search(`//div[@id="machines"]//h2[.="build box"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="machines"]//h2[.="spare"]`)),
 	)
 	if got, want := get(t, ctx, "the field", chromedp.Evaluate[string](state)), " desk true"; got != want {
 		t.Fatalf("after the update: focus, value and open are %q, want %q (the typed name and the open Rename kept)", got, want)

@@ -10,7 +10,8 @@
 // A swap keeps what the person was doing: focus returns to the control with
 // the same id, <details> with an id keep their open or closed state, fields
 // changed but not sent keep their values, and a region whose field has focus
-// is not swapped at all until focus leaves it (then the latest is fetched).
+// is not swapped at all until focus leaves the region (then the latest is
+// fetched).
 // So every focusable control, <details> and field in a live region has a
 // stable id.
 (function () {
@@ -141,11 +142,11 @@
 
   // Regions left as they were because the person was typing in them; they
   // are fetched afresh once focus leaves.
-  var deferred = false;
+  var deferred = false, deferrals = 0;
   document.addEventListener('focusout', function () {
     if (!deferred) return;
     deferred = false;
-    schedule(); // runs once focus has landed: moving to another field of the region defers again
+    schedule(); // runs once focus has landed: still inside the region, it waits again
   });
 
   function refresh() {
@@ -168,10 +169,13 @@
           return;
         }
         var active = document.activeElement;
-        if (isField(active) && old.contains(active)) {
-          // Swapping now would move the caret and drop what is being typed.
+        if (old.contains(active) && (isField(active) || old.hasAttribute('data-live-deferred'))) {
+          // Swapping now would move the caret and drop what is being typed;
+          // once waiting, it waits while focus stays in the region, so the
+          // Save button the person is pressing is not swapped from under
+          // the click.
           deferred = true;
-          old.setAttribute('data-live-deferred', '');
+          old.setAttribute('data-live-deferred', String(++deferrals)); // counts, for tests to see a refresh wait
           return;
         }
         var focused = active && old.contains(active) ? active.id : '';
