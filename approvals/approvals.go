@@ -37,7 +37,8 @@ const (
 	SourceWithdrawn Source = "withdrawn" // the call ended before an answer
 )
 
-// Why a request was withdrawn, for the words the waiting calls get.
+// WithdrawReason says why a request was withdrawn, for the words the
+// waiting calls get and the person reads on the request.
 type WithdrawReason string
 
 // The reasons for a withdrawal.
@@ -45,6 +46,7 @@ const (
 	WithdrawCancelled WithdrawReason = "cancelled" // every call waiting on it gave up
 	WithdrawShutdown  WithdrawReason = "shutdown"  // the server is shutting down
 	WithdrawUnshared  WithdrawReason = "unshared"  // the site stopped being shared with the workspace
+	WithdrawRestart   WithdrawReason = "restart"   // left pending by an earlier run of the server (WithdrawStale)
 )
 
 // Answer is what the person chose.
@@ -305,12 +307,13 @@ func (g *Gate) finish(w *waiting, status string, d Decision, event string) Reque
 	if d.DecidedAt.IsZero() {
 		d.DecidedAt = store.Now()
 	}
-	set := map[string]any{"status": status, "answer": string(d.Answer), "decided_by": d.DecidedBy, "decided_at": d.DecidedAt}
+	set := map[string]any{"status": status, "answer": string(d.Answer), "decided_by": d.DecidedBy, "decided_at": d.DecidedAt,
+		"withdrawn_reason": string(d.Withdrawn)}
 	err := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", r.ID, StatusPending).Updates(set).Error
 	if err != nil {
 		g.opts.Logger.Error("settle approval request", "request", r.ID, "status", status, "err", err)
 	}
-	r.Status, r.Answer, r.DecidedBy, r.DecidedAt = status, d.Answer, d.DecidedBy, &d.DecidedAt
+	r.Status, r.Answer, r.DecidedBy, r.DecidedAt, r.WithdrawnReason = status, d.Answer, d.DecidedBy, &d.DecidedAt, d.Withdrawn
 	w.decision = d
 	close(w.done)
 	g.notify(r.UserID, event, r)
@@ -367,10 +370,10 @@ func (g *Gate) whyNotPending(ctx context.Context, ownerID, requestID string) err
 }
 
 // WithdrawStale withdraws requests left pending by an earlier run of the
-// server: no call waits on them any more.
+// server (WithdrawRestart): no call waits on them any more.
 func (g *Gate) WithdrawStale(ctx context.Context) (int64, error) {
 	res := g.opts.DB.WithContext(ctx).Model(&Request{}).Where("status = ?", StatusPending).
-		Updates(map[string]any{"status": StatusWithdrawn, "decided_at": store.Now()})
+		Updates(map[string]any{"status": StatusWithdrawn, "decided_at": store.Now(), "withdrawn_reason": string(WithdrawRestart)})
 	if res.Error != nil {
 		return 0, fmt.Errorf("withdraw stale requests: %w", res.Error)
 	}

@@ -331,3 +331,81 @@ func TestForgettingASiteRevokesItsGrantsAndWithdrawsItsRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestWithdrawnRequestsSayWhy: a withdrawn request records its reason, on
+// its row and in the event the person's screens get, so the page can say
+// whether the agent gave up, the site was unshared or the server stopped.
+func TestWithdrawnRequestsSayWhy(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		w := newWorld(t, db, time.Minute)
+		ctx := context.Background()
+		stored := func(id string) approvals.Request {
+			t.Helper()
+			reqs, err := w.gate.TaskRequests(ctx, w.owner, w.task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reqs {
+				if r.ID == id {
+					return r
+				}
+			}
+			t.Fatalf("request %s not stored", id)
+			return approvals.Request{}
+		}
+		check := func(what string, ev approvals.Event, want approvals.WithdrawReason) {
+			t.Helper()
+			if ev.Request.WithdrawnReason != want {
+				t.Errorf("%s: event says %q, want %q", what, ev.Request.WithdrawnReason, want)
+			}
+			if r := stored(ev.Request.ID); r.Status != approvals.StatusWithdrawn || r.WithdrawnReason != want {
+				t.Errorf("%s: stored as %s/%q, want withdrawn/%q", what, r.Status, r.WithdrawnReason, want)
+			}
+		}
+
+		cctx, cancel := context.WithCancel(ctx)
+		ch := w.decideAsync(cctx, w.call("buy", `{}`))
+		w.nextEvent(t, "approval.created")
+		cancel()
+		await(t, ch)
+		check("the agent gave up", w.nextEvent(t, "approval.withdrawn"), approvals.WithdrawCancelled)
+
+		ch = w.decideAsync(ctx, w.call("sell", `{}`))
+		w.nextEvent(t, "approval.created")
+		if err := w.gate.ForgetSite(ctx, w.owner, w.ws, "https://shop.example"); err != nil {
+			t.Fatal(err)
+		}
+		await(t, ch)
+		check("unshared", w.nextEvent(t, "approval.withdrawn"), approvals.WithdrawUnshared)
+
+		ch = w.decideAsync(ctx, w.call("keep", `{}`))
+		w.nextEvent(t, "approval.created")
+		w.gate.Close()
+		await(t, ch)
+		check("shutdown", w.nextEvent(t, "approval.withdrawn"), approvals.WithdrawShutdown)
+
+		// Answered requests have no reason.
+		ch = w.decideAsync(ctx, w.call("pay", `{}`))
+		ev := w.nextEvent(t, "approval.created")
+		if _, err := w.gate.Answer(ctx, w.owner, ev.Request.ID, approvals.Deny); err != nil {
+			t.Fatal(err)
+		}
+		await(t, ch)
+		w.nextEvent(t, "approval.decided")
+		if r := stored(ev.Request.ID); r.WithdrawnReason != "" {
+			t.Errorf("a denied request has withdrawn reason %q", r.WithdrawnReason)
+		}
+
+		// A request an earlier run left pending: withdrawn at start.
+		w.decideAsync(ctx, w.call("stale", `{}`))
+		stale := w.nextEvent(t, "approval.created").Request
+		fresh := approvals.New(approvals.Options{DB: db})
+		if n, err := fresh.WithdrawStale(ctx); err != nil || n != 1 {
+			t.Fatalf("withdrew %d (%v), want 1", n, err)
+		}
+		if r := stored(stale.ID); r.Status != approvals.StatusWithdrawn || r.WithdrawnReason != approvals.WithdrawRestart {
+			t.Errorf("stale request stored as %s/%q, want withdrawn/restart", r.Status, r.WithdrawnReason)
+		}
+		w.gate.Close()
+	})
+}

@@ -26,9 +26,12 @@ type Request struct {
 	Answer      Answer     `json:"answer,omitempty"`
 	DecidedBy   string     `json:"decidedBy,omitempty"`
 	DecidedAt   *time.Time `json:"decidedAt,omitempty"`
-	Waiters     int        `json:"-"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	ExpiresAt   time.Time  `json:"expiresAt"`
+	// WithdrawnReason says why a withdrawn request was withdrawn ("" for
+	// other statuses, and for rows withdrawn before it was recorded).
+	WithdrawnReason WithdrawReason `json:"withdrawnReason,omitempty"`
+	Waiters         int            `json:"-"`
+	CreatedAt       time.Time      `json:"createdAt"`
+	ExpiresAt       time.Time      `json:"expiresAt"`
 }
 
 // TableName is approval_requests.

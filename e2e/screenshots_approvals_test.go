@@ -13,6 +13,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -51,21 +52,22 @@ func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner
 	}
 	run(t, ctx, "open the inbox", chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)))
 
-	appendCall("search_docs", "read-only", "ok", "", 212, 48, 5300)
+	appendCall("search_docs", "read-only", sitetools.OutcomeOK, "", 212, 48, 5300)
 	done, _ := agent.ask("edit_section", map[string]any{"section": "pricing-table", "html": "<table>…</table>"})
 	waitPending(1)
 	answerAll("once")
 	decided(t, done)
 	waitPending(0)
-	appendCall("edit_section", "asked", "ok", "", 1840, 2210, 96)
+	appendCall("edit_section", "asked", sitetools.OutcomeOK, "", 1840, 2210, 96)
 	done, _ = agent.ask("publish_page", map[string]any{"path": "/pricing"})
 	waitPending(1)
 	answerAll("always")
 	decided(t, done)
 	waitPending(0)
-	appendCall("publish_page", "asked", "error", "Publishing failed: the page has unsaved changes.", 640, 24, 0)
-	appendCall("publish_page", "grant", "ok", "", 910, 24, 120)
-	appendCall("delete_page", "expired", "denied", "", 300000, 30, 0)
+	appendCall("publish_page", "asked", sitetools.OutcomeFailed, "Publishing failed: the page has unsaved changes.", 640, 24, 0)
+	appendCall("publish_page", "grant", sitetools.OutcomeOK, "", 910, 24, 120)
+	appendCall("delete_page", "expired", sitetools.OutcomeExpired, "Nobody answered the approval request within 5 minutes.", 300000, 30, 0)
+	appendCall("rename_page", "none", sitetools.OutcomeRefused, "The tool rename_page does not exist on https://docs.example.com.", 3, 40, 0)
 
 	agent.ask("update_price", map[string]any{"plan": "team", "price": map[string]any{"amount": 1200, "currency": "EUR", "interval": "month"}, "note": "Raise the Team plan to €12 per seat from 1 March, as agreed in the pricing review."})
 	agent.ask("delete_page", map[string]any{"path": "/pricing/2023"})

@@ -243,6 +243,27 @@ func (s *Server) htmlErrors(c *fiber.Ctx) error {
 	return s.render(c, status, "error", view{Title: http.StatusText(status), Error: msg, User: s.pageUser(c)})
 }
 
+// notFoundPage answers a path no route took (mounted after every route). A
+// browser asking for a page (Accept: text/html) gets the app's "There is no
+// such page" page, with the navigation when it is signed in; the API
+// (/api/…) and every other client keep the JSON error.
+func (s *Server) notFoundPage(c *fiber.Ctx) error {
+	p := c.Path()
+	if p == "/api" || strings.HasPrefix(p, "/api/") || !strings.Contains(c.Get(fiber.HeaderAccept), "text/html") {
+		return c.Next() // fiber's own 404 or 405, as JSON from handleError
+	}
+	if c.Get(fiber.HeaderAuthorization) == "" {
+		if uid, family, err := s.cookieSession(c); err == nil {
+			c.Locals(localUser, uid)
+			c.Locals(localFamily, family)
+		}
+	}
+	// The navigation's sign-out form needs the token; a signed-in browser
+	// has the cookie from the page it signed in on.
+	c.Locals(localCSRF, c.Cookies(cookieCSRF))
+	return s.htmlErrors(c) // its c.Next() meets fiber's 404 or 405 and shows it as a page
+}
+
 // pageUser is the signed-in person of a page request, or nil.
 func (s *Server) pageUser(c *fiber.Ctx) *store.User {
 	if id := userID(c); id != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -123,7 +124,7 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 		if verr != nil {
 			return verr
 		}
-		v.Data["Notice"] = "That request was already answered, expired, or withdrawn by its agent; nothing waits on it now."
+		v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
 		page := "inbox"
 		if back != "/" {
 			page = "task"
@@ -134,6 +135,16 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 		return approvalError(err)
 	}
 	return c.Redirect(back, http.StatusSeeOther)
+}
+
+// endedNotice tells the person how a request they tried to answer ended.
+func (s *Server) endedNotice(c *fiber.Ctx, id string) string {
+	var r approvals.Request
+	err := s.opts.DB.WithContext(c.Context()).Where("id = ? AND user_id = ?", id, userID(c)).Take(&r).Error
+	if err != nil {
+		return "That request already ended; nothing waits on it now."
+	}
+	return "That request already ended (" + requestLabel(r) + "); nothing waits on it now."
 }
 
 // answerBack is where an answer form returns: the inbox or a task page.
@@ -242,28 +253,48 @@ func requestLabel(r approvals.Request) string {
 	case approvals.StatusExpired:
 		return "Expired unanswered"
 	case approvals.StatusWithdrawn:
-		return "Withdrawn by the agent"
+		if why, ok := withdrawnLabels[r.WithdrawnReason]; ok {
+			return "Withdrawn: " + why
+		}
+		return "Withdrawn"
 	}
 	return r.Status
 }
 
-var outcomeLabels = map[string]string{"ok": "OK", "error": "Error", "denied": "Denied", "timeout": "Timed out"}
+// withdrawnLabels say why a request was withdrawn; rows withdrawn before
+// the reason was recorded say only "Withdrawn".
+var withdrawnLabels = map[approvals.WithdrawReason]string{
+	approvals.WithdrawCancelled: "the agent cancelled the call",
+	approvals.WithdrawUnshared:  "the site is no longer shared with this workspace",
+	approvals.WithdrawShutdown:  "the server shut down",
+	approvals.WithdrawRestart:   "the server restarted",
+}
+
+// outcomes names each outcome a call is recorded with, and colours its
+// badge like the task status badges: green ran, amber the person said no,
+// red it could not run, grey it ended before an answer.
+var outcomes = map[string]struct{ label, class string }{
+	sitetools.OutcomeOK:        {"OK", "status-completed"},
+	sitetools.OutcomeRefused:   {"Refused", "status-rejected"},
+	sitetools.OutcomeDenied:    {"Denied", "status-blocked"},
+	sitetools.OutcomeExpired:   {"Expired unanswered", "status-notstarted"},
+	sitetools.OutcomeWithdrawn: {"Withdrawn", "status-notstarted"},
+	sitetools.OutcomeCancelled: {"Cancelled by the agent", "status-notstarted"},
+	sitetools.OutcomeFailed:    {"Failed", "status-rejected"},
+}
 
 // outcomeLabel names a call's outcome.
 func outcomeLabel(o string) string {
-	if l, ok := outcomeLabels[o]; ok {
-		return l
+	if l, ok := outcomes[o]; ok {
+		return l.label
 	}
 	return o
 }
 
-// outcomeClass colours an outcome badge like the task status badges.
+// outcomeClass colours an outcome badge.
 func outcomeClass(o string) string {
-	switch o {
-	case "ok":
-		return "status-completed"
-	case "denied":
-		return "status-blocked"
+	if l, ok := outcomes[o]; ok {
+		return l.class
 	}
 	return "status-rejected"
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -158,11 +159,11 @@ func TestInboxShowsRequestsAndTheAnswersReleaseTheCalls(t *testing.T) {
 
 		// Answering again is calm: the inbox, with a notice.
 		again := answer(b, fill.ID, "deny", "")
-		again.want(t, 409, "already answered, expired, or withdrawn", "No requests waiting.", `data-src="/"`)
+		again.want(t, 409, "That request already ended (Allowed once); nothing waits on it now.", "No requests waiting.", `data-src="/"`)
 		if strings.Contains(again.body, `role="alert"`) {
 			t.Error("an already answered request shows as an error")
 		}
-		answer(b, del.ID, "once", "/tasks/"+id.task).want(t, 409, "already answered", `data-src="/tasks/`+id.task+`"`)
+		answer(b, del.ID, "once", "/tasks/"+id.task).want(t, 409, "already ended (Denied)", `data-src="/tasks/`+id.task+`"`)
 		answer(b, "nope", "once", "").want(t, 404)
 		bad, _ := a.raise("click", `{}`)
 		answer(b, bad.ID, "maybe", "").want(t, 400, "once")
@@ -332,12 +333,12 @@ func TestTaskPageShowsApprovalsAndCallsInTimeOrder(t *testing.T) {
 			t.Fatalf("requests at %v and %v", first.CreatedAt, waiting.CreatedAt)
 		}
 		call("second_tool", "asked", "ok", "", first.CreatedAt.Add(waiting.CreatedAt.Sub(first.CreatedAt)/2))
-		call("fourth_tool", "read-only", "error", "the page threw: no such row", waiting.CreatedAt.Add(time.Millisecond))
+		call("fourth_tool", "read-only", sitetools.OutcomeFailed, "the page threw: no such row", waiting.CreatedAt.Add(time.Millisecond))
 
 		p := b.get("/tasks/" + id.task)
 		p.want(t, 200, "Allowed once", "answered by you", "Waiting", "decision: Asked — answered by you", "2.0 KB sent, 90 B back",
-			"took 1.5 s", "the page threw: no such row", "Error", "Read-only", "<summary>Arguments</summary>",
-			"&#34;n&#34;: 3", "Always allow third_tool on this site", `data-live="approval.created approval.decided approval.expired approval.withdrawn call.finished"`)
+			"took 1.5 s", "the page threw: no such row", `status-rejected">Failed`, "Read-only", `<summary id="req-`+first.ID+`-summary">Arguments</summary>`,
+			"&#34;n&#34;: 3", "Always allow third_tool on this site", `data-live="approval.created approval.decided approval.expired approval.withdrawn call.finished workspace.deleted"`)
 		last := -1
 		for _, tool := range []string{"first_tool", "second_tool", "third_tool", "fourth_tool"} {
 			i := strings.Index(p.body, tool)
@@ -398,4 +399,63 @@ func regexpFind(t *testing.T, body, expr string) string {
 		t.Fatalf("no %s in %.3000s", expr, body)
 	}
 	return m[1]
+}
+
+// TestWithdrawnRequestsSayWhyOnThePages: the task page labels each
+// withdrawn request with its reason, and answering one says how it ended.
+func TestWithdrawnRequestsSayWhyOnThePages(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice, id, _ := aliceWorld(t, env)
+	b := newBrowser(t, env, alice)
+	a := newAsker(t, env, alice, id)
+	gate := env.Server.ApprovalGate()
+
+	// The agent gives up.
+	ctx, giveUp := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		_, err := gate.Decide(ctx, a.call("archive", `{}`))
+		gone <- err
+	}()
+	cancelled := eventOf(t, a.events, "approval.created")
+	giveUp()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call returned %v", err)
+	}
+	eventOf(t, a.events, "approval.withdrawn")
+
+	// The site stops being shared.
+	siteID := shareID(t, alice, site, id.workspace)
+	_, unsharedDone := a.raise("publish", `{}`)
+	alice.MustJSON("DELETE", "/api/sites/"+siteID, nil, 204, nil)
+	if d := decision(t, unsharedDone); d.Withdrawn != approvals.WithdrawUnshared {
+		t.Fatalf("unsharing released %+v", d)
+	}
+
+	// Left pending by an earlier run of the server.
+	a.raise("rename", `{}`)
+	if n, err := gate.WithdrawStale(context.Background()); err != nil || n != 1 {
+		t.Fatalf("withdrew %d (%v), want 1", n, err)
+	}
+
+	b.get("/tasks/"+id.task).want(t, 200, "Withdrawn: the agent cancelled the call",
+		"Withdrawn: the site is no longer shared with this workspace", "Withdrawn: the server restarted")
+	var ended struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(cancelled.data), &ended); err != nil {
+		t.Fatal(err)
+	}
+	answer(b, ended.ID, "once", "").want(t, 409, "That request already ended (Withdrawn: the agent cancelled the call)")
+	var list struct {
+		Approvals []approvals.Request `json:"approvals"`
+	}
+	alice.MustJSON("GET", "/api/tasks/"+id.task+"/approvals", nil, 200, &list)
+	var reasons []string
+	for _, r := range list.Approvals {
+		reasons = append(reasons, string(r.WithdrawnReason))
+	}
+	if got := strings.Join(reasons, " "); got != "cancelled unshared restart" {
+		t.Errorf("the API gives the reasons as %q", got)
+	}
 }

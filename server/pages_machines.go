@@ -139,7 +139,9 @@ func (s *Server) pageTerminal(c *fiber.Ctx) error {
 	title := strings.Join(sess.Command, " ")
 	// No Src: app.js would re-fetch the page on every event-stream
 	// reconnect and, while a restarted server waits for the daemon to
-	// announce the session again, replace the terminal with a 404.
+	// announce the session again, replace the terminal with a 404. Without
+	// one, app.js swaps only the nav (its Inbox count) and ignores a failed
+	// fetch.
 	if err := s.render(c, http.StatusOK, "session", view{Title: title, Nav: "machines",
 		User: s.pageUser(c), Data: fiber.Map{"Session": sess, "Machine": m, "Command": title}}); err != nil {
 		return err

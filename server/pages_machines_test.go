@@ -104,7 +104,7 @@ func TestMachinePagesWithARealDaemon(t *testing.T) {
 		t.Fatal("no rename form")
 	}
 	mid := m[1]
-	b.post("/machines/"+mid+"/rename", url.Values{"name": {""}}).want(t, 400, `<details open>`, `role="alert"`)
+	b.post("/machines/"+mid+"/rename", url.Values{"name": {""}}).want(t, 400, `<details id="machine-`+mid+`-rename" open>`, `role="alert"`)
 	b.post("/machines/"+mid+"/rename", url.Values{"name": {"desk"}}).redirect(t, "/machines")
 	eventOf(t, events, "machine.updated")
 	b.get("/machines").want(t, 200, "desk")

@@ -98,7 +98,7 @@ func TestSitesAndBrowsersPagesShowWhatIsSharedAndConnected(t *testing.T) {
 		b := w.aliceBrowser
 		p := b.get("/sites")
 		p.want(t, 200, `aria-current="page">Sites`, `data-src="/sites"`,
-			`<h2 id="site-`+w.shopID+`-head" class="site-origin">https://shop.example</h2>`, "Shared with <a href=\"/workspaces/"+w.ws+"\">Shopping</a>",
+			`<h2 id="site-`+w.shopID+`-head" class="site-origin">https://shop.example</h2>`, "Shared with <a id=\"site-"+w.shopID+"-ws\" href=\"/workspaces/"+w.ws+"\">Shopping</a>",
 			`id="site-`+w.shopID+`-state">Online`, `id="site-`+w.docsID+`-state">Offline`,
 			"Chrome browser-one", "1 tab",
 			`<code class="tool">search</code> <span class="tool-title">Search</span>`, "Search the catalogue", "read-only",

@@ -539,3 +539,30 @@ func TestDeletingAWorkspaceFromItsPageUnsharesItsSites(t *testing.T) {
 		t.Fatalf("after deleting the workspace from its page: %+v %v", m, err)
 	}
 }
+
+// TestUnknownPathsAreAPageForBrowsers: a browser asking for a page that
+// does not exist gets the app's HTML 404 (with the navigation when signed
+// in); the API and clients not asking for HTML keep the JSON error.
+func TestUnknownPathsAreAPageForBrowsers(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice, _, _ := aliceWorld(t, env)
+	get := func(b *browser, path, accept string) page {
+		t.Helper()
+		req, _ := http.NewRequest("GET", env.URL+path, nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		return b.do(req)
+	}
+	html := "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	signedIn := newBrowser(t, env, alice)
+	p := get(signedIn, "/nope", html)
+	p.want(t, 404, "<title>Not Found · Tabbridge</title>", "There is no such page.", `id="nav-inbox"`)
+	if !strings.HasPrefix(p.header.Get("Content-Type"), "text/html") {
+		t.Errorf("an unknown page is %q", p.header.Get("Content-Type"))
+	}
+	get(newBrowser(t, env, env.NewClient(t)), "/nope/deeper", html).want(t, 404, "There is no such page.", `href="/signin"`)
+	get(signedIn, "/api/nope", html).want(t, 404, `"code":"no_route"`)
+	get(signedIn, "/nope", "").want(t, 404, `"code":"no_route"`)
+	get(signedIn, "/nope", "application/json").want(t, 404, `"code":"no_route"`)
+}

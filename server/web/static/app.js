@@ -6,6 +6,14 @@
 // when the event stream announces one of those types. After the stream
 // drops and reconnects — the server drops a page that falls behind — every
 // region is fetched again, since events may have been missed.
+//
+// A swap keeps what the person was doing: focus returns to the control with
+// the same id, <details> with an id keep their open or closed state, fields
+// changed but not sent keep their values, and a region whose field has focus
+// is not swapped at all until focus leaves the region (then the latest is
+// fetched).
+// So every focusable control, <details> and field in a live region has a
+// stable id.
 (function () {
   'use strict';
   var body = document.body;
@@ -77,8 +85,12 @@
     sel.addRange(range);
   }
 
+  // A page without a source of its own (the terminal, an error page) still
+  // keeps its navigation's Inbox count live: it fetches its own address, and
+  // when that fails it leaves the page alone instead of leaving it.
+  var from = src || location.pathname + location.search;
   var regions = document.querySelectorAll('[data-live]');
-  if (!src || !regions.length || !window.EventSource) return;
+  if (!regions.length || !window.EventSource) return;
   var types = {};
   regions.forEach(function (r) {
     r.getAttribute('data-live').split(/\s+/).forEach(function (t) { if (t) types[t] = true; });
@@ -90,8 +102,56 @@
     timer = setTimeout(refresh, 60);
   }
 
+  // A form field the person is in: its region waits until they leave it.
+  function isField(el) {
+    if (!el) return false;
+    if (el.tagName === 'TEXTAREA' || el.tagName === 'SELECT') return true;
+    return el.tagName === 'INPUT' && !/^(hidden|submit|button|reset|image)$/.test(el.type);
+  }
+
+  // What the person did inside a region that a fresh copy would undo: open
+  // or closed <details>, and fields changed but not sent (by id).
+  function keep(old) {
+    var kept = { details: {}, fields: {} };
+    old.querySelectorAll('details[id]').forEach(function (d) { kept.details[d.id] = d.open; });
+    old.querySelectorAll('input[id], textarea[id], select[id]').forEach(function (f) {
+      if (f.type === 'checkbox' || f.type === 'radio') {
+        if (f.checked !== f.defaultChecked) kept.fields[f.id] = { checked: f.checked };
+      } else if (f.tagName === 'SELECT') {
+        var changed = [].some.call(f.options, function (o) { return o.selected !== o.defaultSelected; });
+        if (changed) kept.fields[f.id] = { value: f.value };
+      } else if (f.value !== f.defaultValue) {
+        kept.fields[f.id] = { value: f.value };
+      }
+    });
+    return kept;
+  }
+
+  function restore(node, kept) {
+    Object.keys(kept.details).forEach(function (id) {
+      var d = node.querySelector('#' + CSS.escape(id));
+      if (d) d.open = kept.details[id];
+    });
+    Object.keys(kept.fields).forEach(function (id) {
+      var f = node.querySelector('#' + CSS.escape(id));
+      if (!f) return;
+      if ('checked' in kept.fields[id] && (f.type === 'checkbox' || f.type === 'radio')) f.checked = kept.fields[id].checked;
+      else if ('value' in kept.fields[id]) f.value = kept.fields[id].value;
+    });
+  }
+
+  // Regions left as they were because the person was typing in them; they
+  // are fetched afresh once focus leaves.
+  var deferred = false, deferrals = 0;
+  document.addEventListener('focusout', function () {
+    if (!deferred) return;
+    deferred = false;
+    schedule(); // runs once focus has landed: still inside the region, it waits again
+  });
+
   function refresh() {
-    fetch(src, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } }).then(function (r) {
+    fetch(from, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } }).then(function (r) {
+      if (!src) return r.ok && !r.redirected ? r.text() : null;
       if (r.redirected || !r.ok) {
         // Signed out, or the thing on this page is gone: show what the
         // server says instead of a stale page.
@@ -104,16 +164,24 @@
       var doc = new DOMParser().parseFromString(html, 'text/html');
       document.querySelectorAll('[data-live]').forEach(function (old) {
         var fresh = doc.getElementById(old.id);
-        if (!fresh || fresh.innerHTML === old.innerHTML) return;
-        var focused = document.activeElement && old.contains(document.activeElement) ? document.activeElement.id : '';
-        // A <details> the person opened stays open across the swap.
-        var opened = [];
-        old.querySelectorAll('details[open][id]').forEach(function (d) { opened.push(d.id); });
+        if (!fresh || fresh.innerHTML === old.innerHTML) {
+          old.removeAttribute('data-live-deferred');
+          return;
+        }
+        var active = document.activeElement;
+        if (old.contains(active) && (isField(active) || old.hasAttribute('data-live-deferred'))) {
+          // Swapping now would move the caret and drop what is being typed;
+          // once waiting, it waits while focus stays in the region, so the
+          // Save button the person is pressing is not swapped from under
+          // the click.
+          deferred = true;
+          old.setAttribute('data-live-deferred', String(++deferrals)); // counts, for tests to see a refresh wait
+          return;
+        }
+        var focused = active && old.contains(active) ? active.id : '';
+        var kept = keep(old);
         var node = document.importNode(fresh, true);
-        opened.forEach(function (id) {
-          var d = node.querySelector('#' + CSS.escape(id));
-          if (d) d.setAttribute('open', '');
-        });
+        restore(node, kept);
         old.replaceWith(node);
         if (focused) {
           var again = document.getElementById(focused);
@@ -121,7 +189,7 @@
         }
       });
       tidyNav();
-      if (doc.title) document.title = doc.title;
+      if (src && doc.title) document.title = doc.title;
     }).catch(function () { /* the stream's reconnect will try again */ });
   }
 
