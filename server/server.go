@@ -166,6 +166,11 @@ func New(opts Options) (*Server, error) {
 		defer s.wg.Done()
 		s.tickets.SweepEvery(s.ctx, time.Minute, func(err error) { s.opts.Logger.Warn("sweep tickets", "err", err) })
 	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.sweepRefreshTokens(time.Hour)
+	}()
 	return s, nil
 }
 
@@ -283,4 +288,21 @@ func (s *Server) extensionOrigin(origin string) bool {
 		}
 	}
 	return false
+}
+
+// sweepRefreshTokens deletes dead refresh tokens at start and then every
+// interval: each sign-in adds one row per rotation (about every 15 minutes).
+func (s *Server) sweepRefreshTokens(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.opts.DB.SweepRefreshTokens(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.opts.Logger.Warn("sweep refresh tokens", "err", err)
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

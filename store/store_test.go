@@ -114,6 +114,40 @@ func TestExpiredRefreshIsRefused(t *testing.T) {
 	})
 }
 
+// TestSweepKeepsWhatDetectsReuse: the sweep deletes expired tokens and those
+// of ended sign-ins, and keeps a live sign-in's spent tokens, so presenting
+// one again is still caught as reuse.
+func TestSweepKeepsWhatDetectsReuse(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u, _ := db.CreateOwner(ctx, "o@example.com", "Owner", "hash")
+		spent, fam, _ := db.IssueRefresh(ctx, u.ID, time.Hour)
+		if _, _, _, err := db.RotateRefresh(ctx, spent, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		ended, endedFam, _ := db.IssueRefresh(ctx, u.ID, time.Hour)
+		if err := db.RevokeFamily(ctx, endedFam); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.IssueRefresh(ctx, u.ID, -time.Second); err != nil { // expired
+			t.Fatal(err)
+		}
+		n, err := db.SweepRefreshTokens(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("swept %d (%v), want the ended sign-in's token and the expired one", n, err)
+		}
+		if ok, _ := db.FamilyActive(ctx, fam); !ok {
+			t.Fatal("the live sign-in ended with the sweep")
+		}
+		if _, _, _, err := db.RotateRefresh(ctx, spent, time.Hour); !errors.Is(err, store.ErrTokenReused) {
+			t.Fatalf("a spent token after the sweep: got %v, want ErrTokenReused", err)
+		}
+		if _, _, _, err := db.RotateRefresh(ctx, ended, time.Hour); !errors.Is(err, store.ErrInvalidToken) {
+			t.Fatalf("a swept token: got %v, want ErrInvalidToken", err)
+		}
+	})
+}
+
 func TestScopedQueriesHideOtherOwners(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
