@@ -6,11 +6,12 @@
 //
 // The strip is about the current window's active tab, or the tab named by ?tab=<id> (the same
 // page opened in a tab, as the end-to-end tests do). Sharing talks to the server's JSON API with
-// the cookie; the extension's Origin passes the CSRF check. After a share the worker is told to
-// connect: its socket is open only while some site is shared.
+// the cookie (lib/api.js authed: an expired access token is refreshed once, and only a sign-in
+// that is really over shows the signed-out view); the extension's Origin passes the CSRF check.
+// After a share the worker is told to connect: its socket is open only while some site is shared.
 
 import { getServer, hostPattern } from '../lib/config.js';
-import { request, errorOf } from '../lib/api.js';
+import { authed, errorOf, SignedOutError } from '../lib/api.js';
 import { ask, wireDetection } from '../lib/ui.js';
 
 const $ = (id) => document.getElementById(id);
@@ -70,7 +71,7 @@ async function showSharing(server) {
     box.dataset.state = 'none';
     return;
   }
-  const [sitesRes, wsRes] = await Promise.all([request(server, 'GET', '/api/sites'), request(server, 'GET', '/api/workspaces')]);
+  const [sitesRes, wsRes] = await Promise.all([authed(server, 'GET', '/api/sites'), authed(server, 'GET', '/api/workspaces')]);
   if (!sitesRes.ok || !wsRes.ok) {
     note((await errorOf(sitesRes.ok ? wsRes : sitesRes)).message);
     box.dataset.state = 'error';
@@ -104,7 +105,7 @@ async function share() {
   const server = await getServer();
   const origin = originOf(await tabReady);
   $('share').disabled = true;
-  const res = await request(server, 'POST', '/api/sites', { origin, workspaceId: $('workspace').value });
+  const res = await authed(server, 'POST', '/api/sites', { origin, workspaceId: $('workspace').value });
   if (!res.ok) {
     note(`Not shared: ${(await errorOf(res)).message}`);
     $('share').disabled = false;
@@ -116,13 +117,29 @@ async function share() {
 
 async function unshare() {
   const server = await getServer();
-  const res = await request(server, 'DELETE', `/api/sites/${encodeURIComponent($('unshare').dataset.siteId)}`);
+  const res = await authed(server, 'DELETE', `/api/sites/${encodeURIComponent($('unshare').dataset.siteId)}`);
   if (!res.ok && res.status !== 404) {
     note(`Still shared: ${(await errorOf(res)).message}`);
     return;
   }
   note('');
   await showSharing(server);
+}
+
+// showSignedOut offers sign-in in place of the app: the person's sign-in is over (not merely its
+// access token, which authed refreshes).
+function showSignedOut() {
+  $('app').hidden = true;
+  $('signed-out').hidden = false;
+  $('share-box').dataset.state = 'signed-out';
+  $('share').disabled = true;
+  note('');
+}
+
+// failed shows what went wrong with a click or a refresh of the strip.
+function failed(e) {
+  if (e instanceof SignedOutError) showSignedOut();
+  else note(e.message);
 }
 
 async function showApp() {
@@ -135,16 +152,11 @@ async function showApp() {
     $('share-box').dataset.state = 'no-access';
     return;
   }
-  let res;
   try {
-    res = await request(server, 'GET', '/api/auth/me');
-  } catch {
-    $('unreachable').hidden = false;
-    return;
-  }
-  if (res.status === 401) {
-    $('signed-out').hidden = false;
-    $('share-box').dataset.state = 'signed-out';
+    await authed(server, 'GET', '/api/auth/me');
+  } catch (e) {
+    if (e instanceof SignedOutError) showSignedOut();
+    else $('unreachable').hidden = false;
     return;
   }
   $('app').src = `${server}/`;
@@ -153,8 +165,8 @@ async function showApp() {
   await showSharing(server);
 }
 
-$('share').addEventListener('click', () => share().catch((e) => note(e.message)));
-$('unshare').addEventListener('click', () => unshare().catch((e) => note(e.message)));
+$('share').addEventListener('click', () => share().catch(failed));
+$('unshare').addEventListener('click', () => unshare().catch(failed));
 $('sign-in').addEventListener('click', async () => {
   await chrome.tabs.create({ url: `${await getServer()}/signin` });
   window.close();
@@ -169,4 +181,4 @@ $('grant').addEventListener('click', () => {
 
 wireDetection($('detection'), $('detection-note'));
 showSite();
-showApp().catch((e) => note(e.message));
+showApp().catch(failed);

@@ -18,7 +18,8 @@ const answers = [];
 globalThis.fetch = async (url, init) => {
   requests.push(`${init.method} ${new URL(url).pathname}`);
   const [status, body] = answers.shift();
-  return { status, ok: status < 300, json: async () => body };
+  const res = { status, ok: status < 300, json: async () => body, clone: () => res };
+  return res;
 };
 
 class FakeSocket {
