@@ -26,6 +26,10 @@ async function init() {
   } catch (e) {
     console.warn('tabbridge: reconcile detection', e);
   }
+  // Restored documents lost their ports with the old worker: ask them to reconnect and forget the
+  // gone ones, before the socket tells the server which sites are open. A tab that does not answer
+  // (frozen, say) does not hold up the start for more than two seconds.
+  await Promise.race([pages.recheck().catch((e) => console.warn('tabbridge: recheck documents', e)), new Promise((r) => setTimeout(r, 2000))]);
   // The alarm wakes a stopped worker so a wanted socket is dialled again.
   chrome.alarms.create(ALARM, { periodInMinutes: 0.5 }).catch(() => {});
   link.start();
@@ -110,7 +114,11 @@ const handlers = {
     else await detection.turnOff();
     return detection.status();
   },
-  tabInfo: (m) => (Number.isInteger(m.tabId) ? pages.tabInfo(m.tabId) : null),
+  tabInfo: async (m) => {
+    if (!Number.isInteger(m.tabId)) return null;
+    const tab = await chrome.tabs.get(m.tabId).catch(() => null);
+    return tab ? pages.tabInfo(m.tabId, tab.url) : null;
+  },
   openApp: () => openApp().then(() => true),
   // The popup shared a site (or the person signed in): connect now, the welcome says what is shared.
   connect: () => {
