@@ -117,7 +117,7 @@ const handlers = {
   tabInfo: async (m) => {
     if (!Number.isInteger(m.tabId)) return null;
     const tab = await chrome.tabs.get(m.tabId).catch(() => null);
-    return tab ? pages.tabInfo(m.tabId, tab.url) : null;
+    return tab ? pages.look(m.tabId, tab.url, (await detection.status()).on) : null;
   },
   openApp: () => openApp().then(() => true),
   // The popup shared a site (or the person signed in): connect now, the welcome says what is shared.

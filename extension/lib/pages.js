@@ -170,6 +170,21 @@ export class Pages {
     return { origin: d.origin, url: d.url, title: d.title, tools: d.tools.map((t) => t.name) };
   }
 
+  // look is what the popup shows for a tab at url when the record may know nothing of it: the
+  // tab's info, null (no tools), or {needsReload: true} when detection is on but the tab's page
+  // has no bridge (it loaded before detection was turned on: registered content scripts run only
+  // in documents loaded afterwards). A bridge found this way also reconnects and announces.
+  async look(tabId, url, detecting) {
+    const info = this.tabInfo(tabId, url);
+    if (info || !detecting || !/^https?:/.test(url ?? '')) return info;
+    try {
+      await chrome.tabs.sendMessage(tabId, { type: 'connect' }, { frameId: 0 });
+      return null;
+    } catch {
+      return { needsReload: true };
+    }
+  }
+
   // waitFor resolves with pick()'s first non-null answer after an announcement, or null at the
   // deadline or when signal aborts.
   waitFor(pick, deadline, signal) {

@@ -42,6 +42,7 @@ async function showSite() {
   const tab = await tabReady;
   const origin = originOf(tab);
   $('site-name').textContent = origin || 'No site in this tab';
+  $('reload').hidden = true;
   const status = await ask('detection');
   if (!status.on) {
     $('detection-row').hidden = false;
@@ -49,6 +50,13 @@ async function showSite() {
     return;
   }
   const info = tab ? await ask('tabInfo', { tabId: tab.id }) : null;
+  if (info?.needsReload) {
+    // The page was loaded before detection was on: Chrome runs the scripts only in later loads.
+    $('tool-count').textContent = 'Reload this tab to detect its tools';
+    delete $('tool-count').dataset.count;
+    $('reload').hidden = false;
+    return;
+  }
   const n = info ? info.tools.length : 0;
   $('tool-count').textContent = n === 1 ? '1 tool' : `${n} tools`;
   $('tool-count').dataset.count = String(n);
@@ -179,6 +187,24 @@ $('grant').addEventListener('click', () => {
   }, (e) => note(e.message));
 });
 
-wireDetection($('detection'), $('detection-note'));
+$('reload').addEventListener('click', async () => {
+  const tab = await tabReady;
+  $('reload').hidden = true;
+  $('tool-count').textContent = 'Reloading…';
+  // Count again once the page has loaded (its bridge announces as the page registers tools).
+  const loaded = (tabId, change) => {
+    if (tabId !== tab.id || change.status !== 'complete') return;
+    chrome.tabs.onUpdated.removeListener(loaded);
+    showSite();
+  };
+  chrome.tabs.onUpdated.addListener(loaded);
+  chrome.tabs.reload(tab.id).catch((e) => {
+    chrome.tabs.onUpdated.removeListener(loaded);
+    note(`Could not reload the tab: ${e.message}`);
+    showSite();
+  });
+});
+// Turning detection on (or off) changes what the strip can say about the tab.
+wireDetection($('detection'), $('detection-note'), () => showSite());
 showSite();
 showApp().catch(failed);

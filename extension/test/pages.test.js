@@ -135,3 +135,19 @@ test("the popup is not shown a document of another origin than the tab's address
   assert.deepEqual(pages.tabInfo(7, `${origin}/cart`).tools, ['search']);
   assert.deepEqual(pages.tabInfo(7, undefined).tools, ['search'], 'no address known: the record is all there is');
 });
+
+test('a tab loaded before detection was on is told to reload; one with a bridge is not', async () => {
+  const pages = new Pages({ log: quiet });
+  const bridged = new Set([8]); // tab 8's page has the bridge (and no tools); tab 9's loaded before detection
+  sendMessage = async (tabId, msg, opts) => {
+    assert.deepEqual([msg, opts], [{ type: 'connect' }, { frameId: 0 }]);
+    if (!bridged.has(tabId)) throw new Error('Could not establish connection. Receiving end does not exist.');
+    return { ok: false };
+  };
+  assert.deepEqual(await pages.look(9, 'https://news.example/', true), { needsReload: true });
+  assert.equal(await pages.look(8, 'https://news.example/', true), null, 'a page without tools is not asked to reload');
+  assert.equal(await pages.look(9, 'https://news.example/', false), null, 'detection off: nothing to reload for');
+  assert.equal(await pages.look(9, 'chrome://settings/', true), null, 'no scripts run there anyway');
+  pages.rec.docs.D9 = { documentId: 'D9', tabId: 9, origin: 'https://news.example', url: 'https://news.example/', title: 'News', tools: [tool], announcedAt: 1 };
+  assert.deepEqual((await pages.look(9, 'https://news.example/', true)).tools, ['search']);
+});
