@@ -62,9 +62,12 @@ async function showSite() {
   $('tool-count').dataset.count = String(n);
 }
 
-function note(text) {
+// note shows a line under the strip; kind names a hint the strip takes back once it no longer
+// applies (an error stays until the next one).
+function note(text, kind = '') {
   $('share-note').textContent = text;
   $('share-note').hidden = text === '';
+  $('share-note').dataset.kind = kind;
 }
 
 // showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site.
@@ -98,15 +101,38 @@ async function showSharing(server) {
   }
   $('share').hidden = false;
   const select = $('workspace');
+  const chosen = select.value; // kept across a refresh of the strip
   select.replaceChildren(...workspaces.map((w) => new Option(w.name, w.id)));
+  if (workspaces.some((w) => w.id === chosen)) select.value = chosen;
   if (workspaces.length === 0) {
-    note('Create a workspace below first, then share this site with it.');
+    note('Create a workspace below first, then share this site with it.', 'no-workspace');
     box.dataset.state = 'no-workspace';
     return;
   }
+  if ($('share-note').dataset.kind === 'no-workspace') note('');
   select.hidden = false;
   $('share').disabled = false;
   box.dataset.state = 'unshared';
+}
+
+// refreshSharing runs showSharing again, one run at a time: a request for a run while one is on
+// its way makes one more run after it. Not while signed out or mid-click (the click refreshes).
+let sharingRun = null;
+let sharingAgain = false;
+let clicking = false;
+function refreshSharing(server) {
+  if (sharingRun) {
+    sharingAgain = true;
+    return;
+  }
+  if (clicking || $('share-box').dataset.state === 'signed-out') return;
+  sharingRun = showSharing(server).catch(failed).finally(() => {
+    sharingRun = null;
+    if (sharingAgain) {
+      sharingAgain = false;
+      refreshSharing(server);
+    }
+  });
 }
 
 async function share() {
@@ -169,12 +195,24 @@ async function showApp() {
   }
   $('app').src = `${server}/`;
   $('app').hidden = false;
+  // A workspace created (or a site shared) in the framed app changes what the strip offers: look
+  // again whenever the frame loads a page and whenever the popup comes back into view.
+  $('app').addEventListener('load', () => refreshSharing(server));
+  window.addEventListener('focus', () => refreshSharing(server));
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible') refreshSharing(server);
+  });
   ask('wake').catch(() => {}); // signed in: a worker that found the person signed out tries again
-  await showSharing(server);
+  refreshSharing(server);
 }
 
-$('share').addEventListener('click', () => share().catch(failed));
-$('unshare').addEventListener('click', () => unshare().catch(failed));
+// clicked runs a click's work, with no refresh of the strip starting meanwhile.
+function clicked(work) {
+  clicking = true;
+  work().catch(failed).finally(() => (clicking = false));
+}
+$('share').addEventListener('click', () => clicked(share));
+$('unshare').addEventListener('click', () => clicked(unshare));
 $('sign-in').addEventListener('click', async () => {
   await chrome.tabs.create({ url: `${await getServer()}/signin` });
   window.close();
