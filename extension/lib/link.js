@@ -38,9 +38,12 @@ export async function browserIdentity() {
 }
 
 export class ServerLink {
-  constructor({ pages, onApprovals = () => {}, log = console, now = Date.now }) {
+  // onApprovals takes each approvals message; onApprovalsUnknown runs when the count shown is no
+  // longer known (the server changed, or the person is signed out).
+  constructor({ pages, onApprovals = () => {}, onApprovalsUnknown = () => {}, log = console, now = Date.now }) {
     this.pages = pages;
     this.onApprovals = onApprovals;
+    this.onApprovalsUnknown = onApprovalsUnknown;
     this.log = log;
     this.now = now;
     this.backoff = new Backoff();
@@ -115,6 +118,7 @@ export class ServerLink {
     if (forget) {
       this.shared = null;
       this.save();
+      this.onApprovalsUnknown();
     }
     this.backoff.reset();
     if (this.state === 'open' && !forget) return;
@@ -142,6 +146,7 @@ export class ServerLink {
       if (e instanceof SignedOutError) {
         this.state = 'signed-out';
         this.signedOutAt = this.now();
+        this.onApprovalsUnknown();
         return;
       }
       this.retry();
