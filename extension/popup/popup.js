@@ -70,19 +70,20 @@ function note(text, kind = '') {
   $('share-note').dataset.kind = kind;
 }
 
-// showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site.
+// showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site. The
+// controls change only once the answers are in: a refresh starts on the click that brings focus
+// back to the popup, and hiding the button under that click would swallow it.
 async function showSharing(server) {
   const origin = originOf(await tabReady);
   const box = $('share-box');
-  box.dataset.state = 'loading';
-  $('share').disabled = true;
-  $('unshare').hidden = true;
-  $('workspace').hidden = true;
   if (!origin) {
     box.dataset.state = 'none';
     return;
   }
   const [sitesRes, wsRes] = await Promise.all([authed(server, 'GET', '/api/sites'), authed(server, 'GET', '/api/workspaces')]);
+  $('share').disabled = true;
+  $('unshare').hidden = true;
+  $('workspace').hidden = true;
   if (!sitesRes.ok || !wsRes.ok) {
     note((await errorOf(sitesRes.ok ? wsRes : sitesRes)).message);
     box.dataset.state = 'error';
