@@ -14,7 +14,7 @@ import { getServer } from './lib/config.js';
 
 const ALARM = 'tabbridge-link';
 const pages = new Pages();
-const link = new ServerLink({ pages, onApprovals: showApprovals });
+const link = new ServerLink({ pages, onApprovals: showApprovals, onApprovalsUnknown: clearBadge });
 pages.onChange = () => link.sync();
 pages.onUse = (tabId) => link.used(tabId);
 const ready = init();
@@ -26,6 +26,12 @@ async function init() {
   } catch (e) {
     console.warn('tabbridge: reconcile detection', e);
   }
+  // Restored documents lost their ports with the old worker: ask them to reconnect and forget the
+  // gone ones, before the socket tells the server which sites are open. A tab that does not answer
+  // (frozen, say) does not hold up the start for more than two seconds.
+  let timer;
+  await Promise.race([pages.recheck().catch((e) => console.warn('tabbridge: recheck documents', e)), new Promise((r) => (timer = setTimeout(r, 2000)))]);
+  clearTimeout(timer);
   // The alarm wakes a stopped worker so a wanted socket is dialled again.
   chrome.alarms.create(ALARM, { periodInMinutes: 0.5 }).catch(() => {});
   link.start();
@@ -40,19 +46,36 @@ chrome.storage.onChanged.addListener((changes, area) => {
 });
 
 // showApprovals puts the number of waiting requests on the icon, a notification for a new one,
-// and takes a request's notification away once it is answered elsewhere. Notification changes run
-// one after another: a request answered at once must not have its clear overtake its create.
+// and takes a request's notification away once it is answered elsewhere. With none waiting (the
+// count after a welcome carries no request) every request's notification goes: those answered
+// while this worker was not connected would stay otherwise. Notification changes run one after
+// another: a request answered at once must not have its clear overtake its create.
 let notifying = Promise.resolve();
 function showApprovals(m) {
   chrome.action.setBadgeText({ text: m.pending > 0 ? String(m.pending) : '' }).catch(() => {});
-  const id = `approval-${m.request.id || crypto.randomUUID()}`;
-  const change = m.event === 'approval.created'
-    ? () => chrome.notifications.create(id, {
+  let change = null;
+  if (m.event === 'approval.created') {
+    const id = `approval-${m.request.id || crypto.randomUUID()}`;
+    change = () => chrome.notifications.create(id, {
       type: 'basic', iconUrl: 'icons/icon128.png', title: 'Tabbridge: an agent asks',
       message: `${m.request.tool || 'A tool call'}${m.request.site ? ` on ${m.request.site}` : ''} waits for your answer.`,
-    })
-    : () => chrome.notifications.clear(id);
-  notifying = notifying.then(change).catch((e) => console.warn('tabbridge: notification', e));
+    });
+  } else if (m.pending === 0) {
+    change = clearApprovalNotifications;
+  } else if (m.request.id) {
+    change = () => chrome.notifications.clear(`approval-${m.request.id}`);
+  }
+  if (change) notifying = notifying.then(change).catch((e) => console.warn('tabbridge: notification', e));
+}
+
+async function clearApprovalNotifications() {
+  const shown = await chrome.notifications.getAll();
+  await Promise.all(Object.keys(shown).filter((id) => id.startsWith('approval-')).map((id) => chrome.notifications.clear(id)));
+}
+
+// clearBadge takes the count off the icon when it is no longer known (another server, signed out).
+function clearBadge() {
+  chrome.action.setBadgeText({ text: '' }).catch(() => {});
 }
 
 // A click on a request's notification opens the inbox at that request.
@@ -110,7 +133,11 @@ const handlers = {
     else await detection.turnOff();
     return detection.status();
   },
-  tabInfo: (m) => (Number.isInteger(m.tabId) ? pages.tabInfo(m.tabId) : null),
+  tabInfo: async (m) => {
+    if (!Number.isInteger(m.tabId)) return null;
+    const tab = await chrome.tabs.get(m.tabId).catch(() => null);
+    return tab ? pages.look(m.tabId, tab.url, (await detection.status()).on) : null;
+  },
   openApp: () => openApp().then(() => true),
   // The popup shared a site (or the person signed in): connect now, the welcome says what is shared.
   connect: () => {

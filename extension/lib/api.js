@@ -1,5 +1,6 @@
-// api.js is the extension's side of the server's JSON API: the ticket that opens the socket (with
-// the one refresh of the access token the API allows), and sharing for the popup. Requests carry
+// api.js is the extension's side of the server's JSON API: every request of the popup and the
+// ticket that opens the socket go through authed, which makes the one refresh of an expired access
+// token the API allows. Requests carry
 // the sign-in cookie (credentials: 'include'; the extension holds host permission for the server)
 // and the extension's own Origin, which passes the server's CSRF check without a token.
 
@@ -31,20 +32,53 @@ export function request(server, method, path, body, fetchFn = fetch) {
   return fetchFn(`${server}${path}`, init);
 }
 
-// ticket asks for a one-minute socket ticket. An expired access token is refreshed once
-// (POST /api/auth/refresh) and the ticket asked for again; any other 401 is SignedOutError.
-// onRefresh, when given, is told about the refresh (the tests count them).
-export async function ticket(server, { fetchFn = fetch, onRefresh } = {}) {
-  let res = await request(server, 'POST', '/api/tickets', undefined, fetchFn);
-  if (res.status === 401) {
-    const e = await errorOf(res);
-    if (e.code !== 'access_expired') throw new SignedOutError();
-    const refreshed = await request(server, 'POST', '/api/auth/refresh', undefined, fetchFn);
-    if (!refreshed.ok) throw new SignedOutError();
-    onRefresh?.();
-    res = await request(server, 'POST', '/api/tickets', undefined, fetchFn);
-    if (res.status === 401) throw new SignedOutError();
+// refreshing holds the refresh in flight per server: requests that find the access token expired
+// together (the popup asks for sites and workspaces at once) share one refresh.
+const refreshing = new Map();
+
+function refresh(server, fetchFn, onRefresh) {
+  if (!refreshing.has(server)) {
+    const p = (async () => {
+      const res = await request(server, 'POST', '/api/auth/refresh', undefined, fetchFn);
+      if (res.status === 401) throw new SignedOutError();
+      if (!res.ok) throw new Error(`The server could not refresh your sign-in: ${(await errorOf(res)).message}`);
+      onRefresh?.();
+    })().finally(() => refreshing.delete(server));
+    refreshing.set(server, p);
   }
+  return refreshing.get(server);
+}
+
+// codeOf reads a 401's error code without using up the body the caller may still read.
+async function codeOf(res) {
+  return (await errorOf(res.clone())).code;
+}
+
+// authed sends one request for the signed-in person and resolves with its response. An expired
+// access token (401 access_expired; the refresh cookie lives longer) is refreshed once (POST
+// /api/auth/refresh; the extension's Origin passes the CSRF check) and the request sent again.
+// It throws SignedOutError when the person must sign in: the server says signed_out, or the
+// refresh is refused. Other answers, errors included, are the caller's to read. onRefresh, when
+// given, is told about the refresh (the tests count them).
+export async function authed(server, method, path, body, { fetchFn = fetch, onRefresh } = {}) {
+  let res = await request(server, method, path, body, fetchFn);
+  if (res.status !== 401) return res;
+  let code = await codeOf(res);
+  if (code === 'access_expired') {
+    await refresh(server, fetchFn, onRefresh);
+    res = await request(server, method, path, body, fetchFn);
+    if (res.status !== 401) return res;
+    code = await codeOf(res);
+  }
+  if (code === 'signed_out') throw new SignedOutError();
+  return res;
+}
+
+// ticket asks for a one-minute socket ticket, refreshing an expired access token once (authed);
+// any 401 left is SignedOutError.
+export async function ticket(server, { fetchFn = fetch, onRefresh } = {}) {
+  const res = await authed(server, 'POST', '/api/tickets', undefined, { fetchFn, onRefresh });
+  if (res.status === 401) throw new SignedOutError();
   if (res.status !== 201) {
     const e = await errorOf(res);
     throw new Error(`The server refused a ticket: ${e.message}`);

@@ -18,6 +18,11 @@ import { ticket, socketURL, SignedOutError } from './api.js';
 import { parseFrame, hello, browserName, plan, openSites, resultMessage, retryable, clockOffset, callTimeout, PING_MS } from './protocol.js';
 
 const STORE_KEY = 'link';
+
+// SIGNED_OUT_RETRY_MS is how often the keep-alive alarm (every 30 s) may ask for a ticket again
+// while signed out: the person may sign in in a tab the popup never sees afterwards. A little under
+// the period, so an alarm firing early does not skip a turn.
+export const SIGNED_OUT_RETRY_MS = 25000;
 const ID_KEY = 'browserId';
 
 // browserIdentity returns this browser's stable id (generated once, kept in storage.local), its
@@ -33,9 +38,12 @@ export async function browserIdentity() {
 }
 
 export class ServerLink {
-  constructor({ pages, onApprovals = () => {}, log = console, now = Date.now }) {
+  // onApprovals takes each approvals message; onApprovalsUnknown runs when the count shown is no
+  // longer known (the server changed, or the person is signed out).
+  constructor({ pages, onApprovals = () => {}, onApprovalsUnknown = () => {}, log = console, now = Date.now }) {
     this.pages = pages;
     this.onApprovals = onApprovals;
+    this.onApprovalsUnknown = onApprovalsUnknown;
     this.log = log;
     this.now = now;
     this.backoff = new Backoff();
@@ -45,6 +53,7 @@ export class ServerLink {
     this.gen = 0; // bumped by every connect and teardown: a stale dial gives up
     this.state = 'idle'; // idle | connecting | open | waiting | signed-out | stopped
     this.lastError = '';
+    this.signedOutAt = 0; // when a ticket last found the person signed out
     this.sent = new Map(); // documentId → signature announced on this socket
     this.sentOpen = ''; // the last sites.open list sent on this socket, as JSON
     this.calls = new Map(); // callId → AbortController of a call from the server
@@ -80,11 +89,17 @@ export class ServerLink {
   }
 
   // ensure dials again if a socket is wanted and none is open or on its way (the keep-alive alarm
-  // calls it, in case the worker was stopped while it waited to retry). Signed out, or stopped by
-  // a close that must not be retried (4000, 4001, 4002), it waits for kick or wake instead.
+  // calls it, in case the worker was stopped while it waited to retry). Signed out, it asks for a
+  // ticket again at most every SIGNED_OUT_RETRY_MS (the person may have signed in, and only the
+  // popup calls wake). Stopped by a close that must not be retried (4000, 4001, 4002), it waits
+  // for kick or wake instead.
   ensure() {
-    const quiet = ['open', 'connecting', 'signed-out', 'stopped'];
-    if (this.wanted() && !quiet.includes(this.state) && this.retryTimer === null) this.connect();
+    if (!this.wanted() || this.retryTimer !== null) return;
+    if (this.state === 'signed-out') {
+      if (this.now() - this.signedOutAt >= SIGNED_OUT_RETRY_MS) this.connect();
+      return;
+    }
+    if (!['open', 'connecting', 'stopped'].includes(this.state)) this.connect();
   }
 
   // wake tries again after the person was found signed out (the popup saw them signed in).
@@ -103,6 +118,7 @@ export class ServerLink {
     if (forget) {
       this.shared = null;
       this.save();
+      this.onApprovalsUnknown();
     }
     this.backoff.reset();
     if (this.state === 'open' && !forget) return;
@@ -129,6 +145,8 @@ export class ServerLink {
       this.lastError = String(e?.message ?? e);
       if (e instanceof SignedOutError) {
         this.state = 'signed-out';
+        this.signedOutAt = this.now();
+        this.onApprovalsUnknown();
         return;
       }
       this.retry();

@@ -53,6 +53,30 @@ export class Pages {
     if (saved && saved.docs && saved.tabUsed && saved.addresses) this.rec = saved;
   }
 
+  // recheck asks every remembered document without a port to reconnect, and forgets those that
+  // cannot: Chrome closes every bridge port when it stops the worker, so a document restored from
+  // storage that unloaded meanwhile (or later) would otherwise stay in the record, its site shown
+  // open to the server and its tools in the popup. The worker runs it on every start; it waits only
+  // for the bridges' replies, not for their announcements (those wait for the worker's start).
+  async recheck() {
+    const stale = [];
+    await Promise.all(Object.values(this.rec.docs).map(async (d) => {
+      if (this.ports.has(d.documentId)) return;
+      try {
+        await chrome.tabs.sendMessage(d.tabId, { type: 'connect' }, { documentId: d.documentId });
+      } catch {
+        stale.push(d.documentId);
+      }
+    }));
+    let changed = false;
+    for (const id of stale) {
+      if (this.ports.has(id) || !this.rec.docs[id]) continue; // it announced meanwhile
+      forget(this.rec, id);
+      changed = true;
+    }
+    if (changed) this.save();
+  }
+
   save() {
     chrome.storage.session.set({ [STORE_KEY]: this.rec }).catch((e) => this.log.warn('tabbridge: save pages', e));
     try {
@@ -131,12 +155,34 @@ export class Pages {
     this.save();
   }
 
-  // tabInfo is what the popup shows for a tab: its site and how many tools it registers.
-  tabInfo(tabId) {
-    const docs = documentsOf(this.rec, tabId).sort((a, b) => b.announcedAt - a.announcedAt);
+  // tabInfo is what the popup shows for a tab: its site and how many tools it registers. url is
+  // the tab's address now: a document of another origin is an old one not yet known to be gone.
+  tabInfo(tabId, url) {
+    let origin = null;
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      // No address known: every document of the tab counts.
+    }
+    const docs = documentsOf(this.rec, tabId).filter((d) => origin === null || d.origin === origin).sort((a, b) => b.announcedAt - a.announcedAt);
     if (docs.length === 0) return null;
     const d = docs[0];
     return { origin: d.origin, url: d.url, title: d.title, tools: d.tools.map((t) => t.name) };
+  }
+
+  // look is what the popup shows for a tab at url when the record may know nothing of it: the
+  // tab's info, null (no tools), or {needsReload: true} when detection is on but the tab's page
+  // has no bridge (it loaded before detection was turned on: registered content scripts run only
+  // in documents loaded afterwards). A bridge found this way also reconnects and announces.
+  async look(tabId, url, detecting) {
+    const info = this.tabInfo(tabId, url);
+    if (info || !detecting || !/^https?:/.test(url ?? '')) return info;
+    try {
+      await chrome.tabs.sendMessage(tabId, { type: 'connect' }, { frameId: 0 });
+      return null;
+    } catch {
+      return { needsReload: true };
+    }
   }
 
   // waitFor resolves with pick()'s first non-null answer after an announcement, or null at the

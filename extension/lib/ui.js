@@ -13,15 +13,18 @@ export async function ask(type, fields = {}) {
 }
 
 // wireDetection makes a checkbox turn detection on and off and show its state; note shows what
-// happened, for a person.
-export async function wireDetection(box, note) {
+// happened, for a person; onChange runs after the worker took a change.
+export async function wireDetection(box, note, onChange = () => {}) {
   const show = (s) => {
     box.checked = s.on;
     box.dataset.state = s.on ? 'on' : 'off';
   };
   box.addEventListener('change', () => {
     if (!box.checked) {
-      ask('setDetection', { on: false }).then(show, (e) => (note.textContent = e.message));
+      ask('setDetection', { on: false }).then((s) => {
+        show(s);
+        onChange(s);
+      }, (e) => (note.textContent = e.message));
       return;
     }
     chrome.permissions.request({ origins: [ALL_URLS] }).then(async (granted) => {
@@ -30,8 +33,10 @@ export async function wireDetection(box, note) {
         note.textContent = 'Detection needs permission to read sites; it stays off.';
         return;
       }
-      show(await ask('setDetection', { on: true }));
+      const s = await ask('setDetection', { on: true });
+      show(s);
       note.textContent = 'Detection is on. Nothing is sent anywhere until you share a site.';
+      onChange(s);
     }).catch((e) => {
       box.checked = false;
       note.textContent = e.message;

@@ -6,11 +6,12 @@
 //
 // The strip is about the current window's active tab, or the tab named by ?tab=<id> (the same
 // page opened in a tab, as the end-to-end tests do). Sharing talks to the server's JSON API with
-// the cookie; the extension's Origin passes the CSRF check. After a share the worker is told to
-// connect: its socket is open only while some site is shared.
+// the cookie (lib/api.js authed: an expired access token is refreshed once, and only a sign-in
+// that is really over shows the signed-out view); the extension's Origin passes the CSRF check.
+// After a share the worker is told to connect: its socket is open only while some site is shared.
 
 import { getServer, hostPattern } from '../lib/config.js';
-import { request, errorOf } from '../lib/api.js';
+import { authed, errorOf, SignedOutError } from '../lib/api.js';
 import { ask, wireDetection } from '../lib/ui.js';
 
 const $ = (id) => document.getElementById(id);
@@ -41,6 +42,7 @@ async function showSite() {
   const tab = await tabReady;
   const origin = originOf(tab);
   $('site-name').textContent = origin || 'No site in this tab';
+  $('reload').hidden = true;
   const status = await ask('detection');
   if (!status.on) {
     $('detection-row').hidden = false;
@@ -48,29 +50,40 @@ async function showSite() {
     return;
   }
   const info = tab ? await ask('tabInfo', { tabId: tab.id }) : null;
+  if (info?.needsReload) {
+    // The page was loaded before detection was on: Chrome runs the scripts only in later loads.
+    $('tool-count').textContent = 'Reload this tab to detect its tools';
+    delete $('tool-count').dataset.count;
+    $('reload').hidden = false;
+    return;
+  }
   const n = info ? info.tools.length : 0;
   $('tool-count').textContent = n === 1 ? '1 tool' : `${n} tools`;
   $('tool-count').dataset.count = String(n);
 }
 
-function note(text) {
+// note shows a line under the strip; kind names a hint the strip takes back once it no longer
+// applies (an error stays until the next one).
+function note(text, kind = '') {
   $('share-note').textContent = text;
   $('share-note').hidden = text === '';
+  $('share-note').dataset.kind = kind;
 }
 
-// showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site.
+// showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site. The
+// controls change only once the answers are in: a refresh starts on the click that brings focus
+// back to the popup, and hiding the button under that click would swallow it.
 async function showSharing(server) {
   const origin = originOf(await tabReady);
   const box = $('share-box');
-  box.dataset.state = 'loading';
-  $('share').disabled = true;
-  $('unshare').hidden = true;
-  $('workspace').hidden = true;
   if (!origin) {
     box.dataset.state = 'none';
     return;
   }
-  const [sitesRes, wsRes] = await Promise.all([request(server, 'GET', '/api/sites'), request(server, 'GET', '/api/workspaces')]);
+  const [sitesRes, wsRes] = await Promise.all([authed(server, 'GET', '/api/sites'), authed(server, 'GET', '/api/workspaces')]);
+  $('share').disabled = true;
+  $('unshare').hidden = true;
+  $('workspace').hidden = true;
   if (!sitesRes.ok || !wsRes.ok) {
     note((await errorOf(sitesRes.ok ? wsRes : sitesRes)).message);
     box.dataset.state = 'error';
@@ -89,22 +102,45 @@ async function showSharing(server) {
   }
   $('share').hidden = false;
   const select = $('workspace');
+  const chosen = select.value; // kept across a refresh of the strip
   select.replaceChildren(...workspaces.map((w) => new Option(w.name, w.id)));
+  if (workspaces.some((w) => w.id === chosen)) select.value = chosen;
   if (workspaces.length === 0) {
-    note('Create a workspace below first, then share this site with it.');
+    note('Create a workspace below first, then share this site with it.', 'no-workspace');
     box.dataset.state = 'no-workspace';
     return;
   }
+  if ($('share-note').dataset.kind === 'no-workspace') note('');
   select.hidden = false;
   $('share').disabled = false;
   box.dataset.state = 'unshared';
+}
+
+// refreshSharing runs showSharing again, one run at a time: a request for a run while one is on
+// its way makes one more run after it. Not while signed out or mid-click (the click refreshes).
+let sharingRun = null;
+let sharingAgain = false;
+let clicking = false;
+function refreshSharing(server) {
+  if (sharingRun) {
+    sharingAgain = true;
+    return;
+  }
+  if (clicking || $('share-box').dataset.state === 'signed-out') return;
+  sharingRun = showSharing(server).catch(failed).finally(() => {
+    sharingRun = null;
+    if (sharingAgain) {
+      sharingAgain = false;
+      refreshSharing(server);
+    }
+  });
 }
 
 async function share() {
   const server = await getServer();
   const origin = originOf(await tabReady);
   $('share').disabled = true;
-  const res = await request(server, 'POST', '/api/sites', { origin, workspaceId: $('workspace').value });
+  const res = await authed(server, 'POST', '/api/sites', { origin, workspaceId: $('workspace').value });
   if (!res.ok) {
     note(`Not shared: ${(await errorOf(res)).message}`);
     $('share').disabled = false;
@@ -116,13 +152,29 @@ async function share() {
 
 async function unshare() {
   const server = await getServer();
-  const res = await request(server, 'DELETE', `/api/sites/${encodeURIComponent($('unshare').dataset.siteId)}`);
+  const res = await authed(server, 'DELETE', `/api/sites/${encodeURIComponent($('unshare').dataset.siteId)}`);
   if (!res.ok && res.status !== 404) {
     note(`Still shared: ${(await errorOf(res)).message}`);
     return;
   }
   note('');
   await showSharing(server);
+}
+
+// showSignedOut offers sign-in in place of the app: the person's sign-in is over (not merely its
+// access token, which authed refreshes).
+function showSignedOut() {
+  $('app').hidden = true;
+  $('signed-out').hidden = false;
+  $('share-box').dataset.state = 'signed-out';
+  $('share').disabled = true;
+  note('');
+}
+
+// failed shows what went wrong with a click or a refresh of the strip.
+function failed(e) {
+  if (e instanceof SignedOutError) showSignedOut();
+  else note(e.message);
 }
 
 async function showApp() {
@@ -135,26 +187,33 @@ async function showApp() {
     $('share-box').dataset.state = 'no-access';
     return;
   }
-  let res;
   try {
-    res = await request(server, 'GET', '/api/auth/me');
-  } catch {
-    $('unreachable').hidden = false;
-    return;
-  }
-  if (res.status === 401) {
-    $('signed-out').hidden = false;
-    $('share-box').dataset.state = 'signed-out';
+    await authed(server, 'GET', '/api/auth/me');
+  } catch (e) {
+    if (e instanceof SignedOutError) showSignedOut();
+    else $('unreachable').hidden = false;
     return;
   }
   $('app').src = `${server}/`;
   $('app').hidden = false;
+  // A workspace created (or a site shared) in the framed app changes what the strip offers: look
+  // again whenever the frame loads a page and whenever the popup comes back into view.
+  $('app').addEventListener('load', () => refreshSharing(server));
+  window.addEventListener('focus', () => refreshSharing(server));
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible') refreshSharing(server);
+  });
   ask('wake').catch(() => {}); // signed in: a worker that found the person signed out tries again
-  await showSharing(server);
+  refreshSharing(server);
 }
 
-$('share').addEventListener('click', () => share().catch((e) => note(e.message)));
-$('unshare').addEventListener('click', () => unshare().catch((e) => note(e.message)));
+// clicked runs a click's work, with no refresh of the strip starting meanwhile.
+function clicked(work) {
+  clicking = true;
+  work().catch(failed).finally(() => (clicking = false));
+}
+$('share').addEventListener('click', () => clicked(share));
+$('unshare').addEventListener('click', () => clicked(unshare));
 $('sign-in').addEventListener('click', async () => {
   await chrome.tabs.create({ url: `${await getServer()}/signin` });
   window.close();
@@ -167,6 +226,24 @@ $('grant').addEventListener('click', () => {
   }, (e) => note(e.message));
 });
 
-wireDetection($('detection'), $('detection-note'));
+$('reload').addEventListener('click', async () => {
+  const tab = await tabReady;
+  $('reload').hidden = true;
+  $('tool-count').textContent = 'Reloading…';
+  // Count again once the page has loaded (its bridge announces as the page registers tools).
+  const loaded = (tabId, change) => {
+    if (tabId !== tab.id || change.status !== 'complete') return;
+    chrome.tabs.onUpdated.removeListener(loaded);
+    showSite();
+  };
+  chrome.tabs.onUpdated.addListener(loaded);
+  chrome.tabs.reload(tab.id).catch((e) => {
+    chrome.tabs.onUpdated.removeListener(loaded);
+    note(`Could not reload the tab: ${e.message}`);
+    showSite();
+  });
+});
+// Turning detection on (or off) changes what the strip can say about the tab.
+wireDetection($('detection'), $('detection-note'), () => showSite());
 showSite();
-showApp().catch((e) => note(e.message));
+showApp().catch(failed);

@@ -18,7 +18,8 @@ const answers = [];
 globalThis.fetch = async (url, init) => {
   requests.push(`${init.method} ${new URL(url).pathname}`);
   const [status, body] = answers.shift();
-  return { status, ok: status < 300, json: async () => body };
+  const res = { status, ok: status < 300, json: async () => body, clone: () => res };
+  return res;
 };
 
 class FakeSocket {
@@ -239,4 +240,41 @@ test('a dropped socket is dialled again with backoff; an expired access token is
   link.ensure(); // the keep-alive alarm
   assert.equal(link.state, 'stopped', 'the alarm does not dial a replaced socket again');
   link.teardown();
+});
+
+test('signed out, the keep-alive alarm asks for a ticket again at most once a period', async (t) => {
+  let clock = 1_000_000;
+  const link = new ServerLink({ pages: fakePages(), log: quiet, now: () => clock });
+  t.after(() => link.teardown());
+  link.shared = [site];
+  requests.length = 0;
+  answers.push([401, { error: { code: 'signed_out' } }]);
+  link.connect();
+  for (let i = 0; i < 3; i++) await flush();
+  assert.equal(link.state, 'signed-out');
+  assert.deepEqual(requests, ['POST /api/tickets']);
+
+  clock += 10000;
+  link.ensure(); // an alarm soon after: not yet
+  await flush();
+  assert.deepEqual(requests, ['POST /api/tickets']);
+
+  // Still signed out half a minute later: one more ticket, and signed out again.
+  clock += 20000;
+  answers.push([401, { error: { code: 'signed_out' } }]);
+  link.ensure();
+  for (let i = 0; i < 3; i++) await flush();
+  assert.deepEqual(requests, ['POST /api/tickets', 'POST /api/tickets']);
+  assert.equal(link.state, 'signed-out');
+  link.ensure();
+  await flush();
+  assert.equal(requests.length, 2, 'the period starts again at each attempt');
+
+  // The person signed in in a tab (not through the popup): the next alarm connects.
+  clock += 30000;
+  answers.push([201, { ticket: 'tbt_back' }]);
+  link.ensure();
+  for (let i = 0; i < 3; i++) await flush();
+  assert.equal(link.state, 'connecting');
+  assert.equal(FakeSocket.all.at(-1).url, 'wss://tb.example/ws/extension?ticket=tbt_back');
 });

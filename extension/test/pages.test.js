@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 const session = new Map();
 const created = [];
 let createTab = async () => ({ id: 99 });
+let sendMessage = async () => {
+  throw new Error('Could not establish connection. Receiving end does not exist.');
+};
 globalThis.chrome = {
   runtime: { id: 'ext' },
   storage: {
@@ -19,9 +22,7 @@ globalThis.chrome = {
       created.push(props);
       return createTab(props);
     },
-    sendMessage: async () => {
-      throw new Error('Could not establish connection.');
-    },
+    sendMessage: (...a) => sendMessage(...a),
   },
 };
 
@@ -66,4 +67,87 @@ test('a site that cannot be reopened fails the call at once with the reason', as
   assert.deepEqual(created[1], { url: `${origin}/cart`, active: false });
   ctl.abort();
   assert.equal((await next).code, codes.cancelled);
+});
+
+// A bridge port as Chrome hands it to the worker, for a top-frame document of a tab.
+function fakePort(tabId, documentId, portOrigin) {
+  const on = () => {
+    const fns = [];
+    return { addListener: (f) => fns.push(f), fire: (...a) => fns.forEach((f) => f(...a)) };
+  };
+  return {
+    name: 'tabbridge-bridge',
+    sender: { id: 'ext', tab: { id: tabId }, frameId: 0, documentId, origin: portOrigin },
+    onMessage: on(),
+    onDisconnect: on(),
+    postMessage() {},
+    disconnect() {},
+  };
+}
+
+const tool = { name: 'search', description: 'Search the shop', inputSchema: { type: 'object' } };
+const flush = () => new Promise((r) => setImmediate(r));
+
+test('after a worker restart, documents that went away are forgotten; the live ones reconnect', async () => {
+  session.clear();
+  const ready = Promise.resolve();
+  const before = new Pages({ log: quiet });
+  for (const [tabId, documentId] of [[5, 'D5'], [6, 'D6']]) {
+    const port = fakePort(tabId, documentId, origin);
+    before.attach(port, ready);
+    port.onMessage.fire({ type: 'announce', url: `${origin}/t${tabId}`, title: 'Shop', tools: [tool] });
+  }
+  await flush();
+  assert.deepEqual(Object.keys(before.rec.docs).sort(), ['D5', 'D6']);
+
+  // Chrome stops the worker (every port closes with it, unseen) and starts a new one. Tab 6 has
+  // meanwhile navigated to another site, so its old document no longer answers.
+  const after = new Pages({ log: quiet });
+  await after.load();
+  assert.deepEqual(Object.keys(after.rec.docs).sort(), ['D5', 'D6'], 'the record is restored');
+  const asked = [];
+  sendMessage = async (tabId, msg, opts) => {
+    asked.push([tabId, msg.type, opts.documentId]);
+    if (opts.documentId !== 'D5') throw new Error('Could not establish connection. Receiving end does not exist.');
+    // The bridge reconnects and announces, as content/bridge.js does.
+    const port = fakePort(5, 'D5', origin);
+    after.attach(port, ready);
+    port.onMessage.fire({ type: 'announce', url: `${origin}/t5`, title: 'Shop', tools: [tool] });
+    return { ok: true };
+  };
+  let changes = 0;
+  after.onChange = () => changes++;
+  await after.recheck();
+  await flush();
+  assert.deepEqual(asked.sort(), [[5, 'connect', 'D5'], [6, 'connect', 'D6']]);
+  assert.deepEqual(Object.keys(after.rec.docs), ['D5'], 'the gone document is forgotten');
+  assert.ok(after.ports.has('D5'), 'the live one has a port again');
+  assert.ok(changes > 0, 'the server link hears of the change');
+  assert.deepEqual(Object.keys(session.get('pages').docs), ['D5'], 'and the stored record follows');
+  assert.equal(after.tabInfo(6, 'https://other.example/'), null);
+  assert.deepEqual(after.tabInfo(5, `${origin}/t5`).tools, ['search']);
+});
+
+test("the popup is not shown a document of another origin than the tab's address", () => {
+  const pages = new Pages({ log: quiet });
+  pages.rec.docs.D7 = { documentId: 'D7', tabId: 7, origin, url: `${origin}/`, title: 'Shop', tools: [tool], announcedAt: 1 };
+  assert.equal(pages.tabInfo(7, 'https://other.example/page'), null, 'the tab has moved on; the old document is not yet known gone');
+  assert.deepEqual(pages.tabInfo(7, `${origin}/cart`).tools, ['search']);
+  assert.deepEqual(pages.tabInfo(7, undefined).tools, ['search'], 'no address known: the record is all there is');
+});
+
+test('a tab loaded before detection was on is told to reload; one with a bridge is not', async () => {
+  const pages = new Pages({ log: quiet });
+  const bridged = new Set([8]); // tab 8's page has the bridge (and no tools); tab 9's loaded before detection
+  sendMessage = async (tabId, msg, opts) => {
+    assert.deepEqual([msg, opts], [{ type: 'connect' }, { frameId: 0 }]);
+    if (!bridged.has(tabId)) throw new Error('Could not establish connection. Receiving end does not exist.');
+    return { ok: false };
+  };
+  assert.deepEqual(await pages.look(9, 'https://news.example/', true), { needsReload: true });
+  assert.equal(await pages.look(8, 'https://news.example/', true), null, 'a page without tools is not asked to reload');
+  assert.equal(await pages.look(9, 'https://news.example/', false), null, 'detection off: nothing to reload for');
+  assert.equal(await pages.look(9, 'chrome://settings/', true), null, 'no scripts run there anyway');
+  pages.rec.docs.D9 = { documentId: 'D9', tabId: 9, origin: 'https://news.example', url: 'https://news.example/', title: 'News', tools: [tool], announcedAt: 1 };
+  assert.deepEqual((await pages.look(9, 'https://news.example/', true)).tools, ['search']);
 });

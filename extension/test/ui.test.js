@@ -1,0 +1,50 @@
+import test from 'node:test';
+import assert from 'node:assert/strict';
+
+// Fakes for what the detection switch touches: the worker's answers and the permission prompt.
+let detecting = false;
+globalThis.chrome = {
+  runtime: {
+    sendMessage: async (m) => {
+      if (m.type === 'setDetection') detecting = m.on;
+      return { ok: true, value: { on: detecting } };
+    },
+  },
+  permissions: { request: async () => true },
+};
+
+const { wireDetection } = await import('../lib/ui.js');
+
+function checkbox() {
+  const listeners = {};
+  return {
+    checked: false,
+    dataset: {},
+    addEventListener: (type, f) => (listeners[type] = f),
+    click() {
+      this.checked = !this.checked;
+      listeners.change();
+    },
+  };
+}
+
+test('turning detection on or off tells the page, so the popup looks at its tab again', async () => {
+  const box = checkbox();
+  const note = { textContent: '' };
+  const changes = [];
+  let changed;
+  await wireDetection(box, note, (s) => {
+    changes.push(s.on);
+    changed();
+  });
+  assert.equal(box.dataset.state, 'off');
+  let next = new Promise((r) => (changed = r));
+  box.click();
+  await next;
+  assert.deepEqual(changes, [true]);
+  assert.equal(box.dataset.state, 'on');
+  next = new Promise((r) => (changed = r));
+  box.click();
+  await next;
+  assert.deepEqual(changes, [true, false]);
+});
