@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -149,4 +150,57 @@ func TestAuditFiltersAndValuesUseTheirIndexes(t *testing.T) {
 			t.Error("AuditValues read a column without an index")
 		}
 	})
+}
+
+// BenchmarkAuditQueries reads one person's 50,000-entry log the ways the
+// audit page does: a page filtered to a rare site (20 entries), to a common
+// tool, and the distinct sites, tools and tasks (200) for the filters.
+//
+//	go test ./store -run XXX -bench AuditQueries
+//
+// TABBRIDGE_BENCH_DB=postgres runs it on the test PostgreSQL instead of SQLite.
+func BenchmarkAuditQueries(b *testing.B) {
+	kind := storetest.SQLite
+	if os.Getenv("TABBRIDGE_BENCH_DB") == "postgres" {
+		kind = storetest.Postgres
+	}
+	db := storetest.Open(b, kind)
+	ctx := context.Background()
+	a, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
+	rows := make([]store.AuditEntry, 0, 50_000)
+	for i := range 50_000 {
+		site := fmt.Sprintf("https://site%d.example", i%5)
+		if i%2500 == 0 {
+			site = "https://rare.example"
+		}
+		rows = append(rows, store.AuditEntry{ID: store.NewID(), UserID: a.ID, WorkspaceID: "w", TokenID: "t", TaskID: fmt.Sprintf("task-%03d", i%200),
+			Site: site, Tool: fmt.Sprintf("tool_%02d", i%40), Decision: "read-only", Outcome: "ok", CreatedAt: store.Now()})
+	}
+	if err := db.CreateInBatches(&rows, 500).Error; err != nil {
+		b.Fatal(err)
+	}
+	if db.Postgres {
+		if err := db.Exec("ANALYZE audit_log").Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, f := range []store.AuditFilter{{Site: "https://rare.example"}, {Tool: "tool_07"}} {
+		f.Limit = 51
+		b.Run(fmt.Sprintf("filter-%s%s", f.Site, f.Tool), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := db.AuditLog(ctx, a.ID, f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, col := range store.AuditColumns {
+		b.Run("values-"+col, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := db.AuditValues(ctx, a.ID, col); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
