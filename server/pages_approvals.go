@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
 
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/sitetools"
@@ -39,6 +41,7 @@ type names struct {
 	uid        string
 	workspaces map[string]string
 	tasks      map[string]*store.Task
+	allTasks   bool // tasks holds every task the viewer has
 	people     map[string]string
 }
 
@@ -63,7 +66,7 @@ func (n *names) Task(id string) *store.Task {
 	if id == "" {
 		return nil
 	}
-	if t, ok := n.tasks[id]; ok {
+	if t, ok := n.tasks[id]; ok || n.allTasks {
 		return t
 	}
 	t, err := n.s.opts.DB.Task(n.ctx, n.uid, id)
@@ -72,6 +75,54 @@ func (n *names) Task(id string) *store.Task {
 	}
 	n.tasks[id] = t
 	return t
+}
+
+// tasksQuery selects the viewer's tasks, in all their workspaces.
+func (n *names) tasksQuery() *gorm.DB {
+	return n.s.opts.DB.WithContext(n.ctx).Joins("JOIN workspaces ON workspaces.id = tasks.workspace_id").
+		Where("workspaces.owner_id = ?", n.uid)
+}
+
+// preloadTasks looks up the tasks ids name in one query (one per
+// taskBatch), so that the page's Task calls for them need none.
+func (n *names) preloadTasks(ids []string) error {
+	var want []string
+	for _, id := range ids {
+		if _, ok := n.tasks[id]; !ok && id != "" && !n.allTasks && !slices.Contains(want, id) {
+			want = append(want, id)
+		}
+	}
+	for batch := range slices.Chunk(want, taskBatch) {
+		var ts []store.Task
+		if err := n.tasksQuery().Where("tasks.id IN ?", batch).Find(&ts).Error; err != nil {
+			return fmt.Errorf("tasks: %w", err)
+		}
+		for _, id := range batch {
+			n.tasks[id] = nil // gone, unless found
+		}
+		for i := range ts {
+			n.tasks[ts[i].ID] = &ts[i]
+		}
+	}
+	return nil
+}
+
+// taskBatch bounds the ids in one IN list, well under both databases' limit
+// on a statement's parameters.
+const taskBatch = 500
+
+// preloadAllTasks reads every task the viewer has in one query, for a page
+// that may name any number of them; Task then never queries.
+func (n *names) preloadAllTasks() error {
+	var ts []store.Task
+	if err := n.tasksQuery().Find(&ts).Error; err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	for i := range ts {
+		n.tasks[ts[i].ID] = &ts[i]
+	}
+	n.allTasks = true
+	return nil
 }
 
 // Person names who decided: "you" for the viewer.
@@ -97,6 +148,13 @@ func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
 	}
 	n, err := s.namesFor(c)
 	if err != nil {
+		return view{}, err
+	}
+	ids := make([]string, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.TaskID
+	}
+	if err := n.preloadTasks(ids); err != nil {
 		return view{}, err
 	}
 	return view{Title: "Inbox", Nav: "inbox", Src: "/", User: s.pageUser(c),
@@ -212,8 +270,13 @@ func (s *Server) grantsView(c *fiber.Ctx) (view, error) {
 		}
 	}
 	taskOf := map[string]string{}
+	ids := make([]string, 0, len(reqs))
 	for _, r := range reqs {
 		taskOf[r.ID] = r.TaskID
+		ids = append(ids, r.TaskID)
+	}
+	if err := n.preloadTasks(ids); err != nil {
+		return view{}, err
 	}
 	return view{Title: "Grants", Nav: "grants", Src: "/grants", User: s.pageUser(c),
 		Data: fiber.Map{"Grants": gs, "Names": n, "TaskOf": taskOf}}, nil

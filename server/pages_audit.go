@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 
 	"github.com/gofiber/fiber/v2"
@@ -14,31 +16,40 @@ import (
 // auditPageSize is how many entries the audit page shows at a time.
 const auditPageSize = 50
 
-// auditChoices are the values the audit filters offer: what the person's
-// log actually holds.
+// auditChoices are the values the audit filters offer: the sites, tools
+// and tasks the person's log holds, and every outcome a call can have.
 type auditChoices struct {
 	Sites, Tools, Outcomes, Tasks []string
 }
 
-// auditChoicesOf reads the distinct sites, tools, outcomes and tasks of the
-// person's log; a value chosen in the address is offered even if absent.
+// auditOutcomes are the outcome filter's choices, in the order of their
+// values (as the other filters are ordered).
+var auditOutcomes = slices.Sorted(maps.Keys(outcomes))
+
+// auditChoicesOf reads the distinct sites, tools and tasks of the person's
+// log, each through its index one value at a time (the page re-renders on
+// every finished call, and the log only grows); a value chosen in the
+// address is offered even if absent.
 func (s *Server) auditChoicesOf(c *fiber.Ctx, f store.AuditFilter) (auditChoices, error) {
-	var out auditChoices
+	out := auditChoices{Outcomes: slices.Clone(auditOutcomes)}
 	for _, col := range []struct {
-		name, chosen string
-		into         *[]string
-	}{{"site", f.Site, &out.Sites}, {"tool", f.Tool, &out.Tools}, {"outcome", f.Outcome, &out.Outcomes}, {"task_id", f.TaskID, &out.Tasks}} {
-		var vals []string
-		err := s.opts.DB.WithContext(c.Context()).Model(&store.AuditEntry{}).Where("user_id = ? AND "+col.name+" <> ''", userID(c)).
-			Distinct(col.name).Pluck(col.name, &vals).Error
+		name string
+		into *[]string
+	}{{"site", &out.Sites}, {"tool", &out.Tools}, {"task_id", &out.Tasks}} {
+		vals, err := s.opts.DB.AuditValues(c.Context(), userID(c), col.name)
 		if err != nil {
 			return out, fmt.Errorf("audit choices: %w", err)
 		}
-		if col.chosen != "" && !contains(vals, col.chosen) {
-			vals = append(vals, col.chosen)
-		}
-		sort.Strings(vals)
 		*col.into = vals
+	}
+	for _, col := range []struct {
+		chosen string
+		into   *[]string
+	}{{f.Site, &out.Sites}, {f.Tool, &out.Tools}, {f.TaskID, &out.Tasks}, {f.Outcome, &out.Outcomes}} {
+		if col.chosen != "" && !contains(*col.into, col.chosen) {
+			*col.into = append(*col.into, col.chosen)
+		}
+		sort.Strings(*col.into)
 	}
 	return out, nil
 }
@@ -72,6 +83,10 @@ func (s *Server) pageAudit(c *fiber.Ctx) error {
 	}
 	n, err := s.namesFor(c)
 	if err != nil {
+		return err
+	}
+	// The task filter names every task the log holds: one query for all.
+	if err := n.preloadAllTasks(); err != nil {
 		return err
 	}
 	filtered := f.Site != "" || f.Tool != "" || f.TaskID != "" || f.Outcome != ""

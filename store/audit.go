@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // AuditEntry is one agent call, as recorded after it ended. Rows are only
@@ -53,10 +56,20 @@ type AuditFilter struct {
 
 // AuditLog returns a person's audit entries, newest first.
 func (db *DB) AuditLog(ctx context.Context, ownerID string, f AuditFilter) ([]AuditEntry, error) {
+	out := []AuditEntry{}
+	err := db.auditQuery(ctx, ownerID, f).Find(&out).Error
+	return out, err
+}
+
+// auditQuery selects a person's entries matching f, newest first. A filter
+// on a site, tool, outcome or task reads the matching rows in id order from
+// its (user_id, column, id) index and stops when the page is full.
+func (db *DB) auditQuery(ctx context.Context, ownerID string, f AuditFilter) *gorm.DB {
 	q := db.WithContext(ctx).Where("user_id = ?", ownerID)
-	for col, v := range map[string]string{"workspace_id": f.WorkspaceID, "site": f.Site, "tool": f.Tool, "task_id": f.TaskID, "outcome": f.Outcome} {
-		if v != "" {
-			q = q.Where(col+" = ?", v)
+	for _, c := range []struct{ col, v string }{{"site", f.Site}, {"tool", f.Tool}, {"task_id", f.TaskID},
+		{"outcome", f.Outcome}, {"workspace_id", f.WorkspaceID}} {
+		if c.v != "" {
+			q = q.Where(c.col+" = ?", c.v)
 		}
 	}
 	if f.Before != "" {
@@ -65,7 +78,38 @@ func (db *DB) AuditLog(ctx context.Context, ownerID string, f AuditFilter) ([]Au
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 100
 	}
-	out := []AuditEntry{}
-	err := q.Order("id DESC").Limit(f.Limit).Find(&out).Error
-	return out, err
+	return q.Order("id DESC").Limit(f.Limit)
+}
+
+// AuditColumns are the audit log's columns whose distinct values
+// AuditValues reads: each has a (user_id, column, id) index.
+var AuditColumns = []string{"site", "tool", "task_id"}
+
+// AuditValues returns the distinct non-empty values of one of AuditColumns
+// in a person's audit log, in the database's order. It steps through the
+// column's index from one value to the next (a loose index scan), one probe
+// per value however many rows the log holds: neither database reads a
+// DISTINCT from an index without walking every entry (PostgreSQL has no skip
+// scan before 18).
+func (db *DB) AuditValues(ctx context.Context, ownerID, column string) ([]string, error) {
+	q, err := auditValuesSQL(column)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	if err := db.WithContext(ctx).Raw(q, ownerID, ownerID).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("audit %s values: %w", column, err)
+	}
+	return out, nil
+}
+
+// auditValuesSQL is AuditValues' query for column; it takes the owner twice.
+func auditValuesSQL(column string) (string, error) {
+	if !slices.Contains(AuditColumns, column) {
+		return "", fmt.Errorf("audit values: %q is not one of %v", column, AuditColumns)
+	}
+	next := "SELECT " + column + " FROM audit_log WHERE user_id = ? AND " + column + " > %s ORDER BY " + column + " LIMIT 1"
+	return "WITH RECURSIVE v (val) AS (SELECT (" + fmt.Sprintf(next, "''") + ")" +
+		" UNION ALL SELECT (" + fmt.Sprintf(next, "v.val") + ") FROM v WHERE v.val IS NOT NULL)" +
+		" SELECT val FROM v WHERE val IS NOT NULL", nil
 }
