@@ -50,10 +50,16 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	// The control socket closes when Serve returns for any reason: on a
+	// signal, and also when the server refuses the token, which must end
+	// the daemon rather than leave it listening with no link.
+	controlCtx, stopControl := context.WithCancel(ctx)
+	defer stopControl()
 	controlDone := make(chan error, 1)
-	go func() { controlDone <- d.ServeControl(ctx, ln) }()
+	go func() { controlDone <- d.ServeControl(controlCtx, ln) }()
 	log.Info("daemon ready: start sessions with 'tabbridge run -- <command>'", "control", *control)
 	serveErr := d.Serve(ctx)
+	stopControl()
 	<-controlDone
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
