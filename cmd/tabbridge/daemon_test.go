@@ -74,7 +74,9 @@ func startDaemon(t *testing.T, log *logWriter, args ...string) chan error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, append([]string{"daemon"}, args...), func(string) string { return "" }, log, nil) }()
+	go func() {
+		done <- run(ctx, append([]string{"daemon"}, args...), func(string) string { return "" }, log, nil)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
