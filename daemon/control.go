@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -44,14 +46,13 @@ func DefaultControlPath() string {
 	return filepath.Join(home, ".tabbridge", "daemon.sock")
 }
 
-// ListenControl opens the daemon's control socket at path, in a directory
-// only this user can enter, with the socket itself 0600: whoever can start
-// sessions can run commands as this user, so only this user may.
+// ListenControl opens the daemon's control socket at path, with the socket
+// itself 0600: whoever can start sessions can run commands as this user, so
+// only this user may. A missing directory is created 0700; an existing one
+// keeps its mode, but must belong to this user and be writable by no one
+// else (who could otherwise put their own socket in its place).
 func ListenControl(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+	if err := controlDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	if c, err := net.Dial("unix", path); err == nil {
@@ -68,6 +69,31 @@ func ListenControl(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	return ln, nil
+}
+
+// controlDir makes sure dir is a directory only this user can write to,
+// creating it (0700) when it is missing; it changes no existing directory.
+func controlDir(dir string) error {
+	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		return os.Chmod(dir, 0o700)
+	}
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory; choose another --control path", dir)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("directory %s belongs to another user (uid %d); choose a --control path in a directory of your own", dir, st.Uid)
+	}
+	if perm := info.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("directory %s is writable by other users (mode %v); choose a --control path in a directory only you can write to, or run chmod go-w %s", dir, perm, dir)
+	}
+	return nil
 }
 
 // ServeControl starts a session for each request on ln until ctx ends.

@@ -102,3 +102,36 @@ func TestRunStartsSessionsThroughTheControlSocket(t *testing.T) {
 		t.Fatalf("no daemon: %v", err)
 	}
 }
+
+// TestControlSocketLeavesAnExistingDirectoryAlone: --control in a directory
+// the daemon did not create keeps that directory's mode; one other users
+// can write to is refused, and nothing is created in it.
+func TestControlSocketLeavesAnExistingDirectoryAlone(t *testing.T) {
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := daemon.ListenControl(filepath.Join(shared, "daemon.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	if info, _ := os.Stat(shared); info.Mode().Perm() != 0o755 {
+		t.Fatalf("an existing directory went from 0755 to %v", info.Mode().Perm())
+	}
+
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(open, "daemon.sock")
+	if _, err := daemon.ListenControl(path); err == nil || !strings.Contains(err.Error(), "writable by other users") || !strings.Contains(err.Error(), open) {
+		t.Fatalf("a socket in a world-writable directory: %v", err)
+	}
+	if info, _ := os.Stat(open); info.Mode().Perm() != 0o777 {
+		t.Fatalf("a refused directory went from 0777 to %v", info.Mode().Perm())
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("a refused directory got a socket: %v", err)
+	}
+}
