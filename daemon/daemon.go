@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -145,6 +147,10 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	if err := checkSpec(spec); err != nil {
 		return "", fmt.Errorf("start session: %w", err)
 	}
+	path, err := lookPath(spec.Argv[0], spec.Env)
+	if err != nil {
+		return "", fmt.Errorf("start session: %w", err)
+	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -158,7 +164,7 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	}
 	d.mu.Unlock()
 	sess, err := terminal.Start(terminal.Options{
-		Path: spec.Argv[0], Args: spec.Argv[1:], Dir: spec.Dir, Env: spec.Env,
+		Path: path, Args: spec.Argv[1:], Dir: spec.Dir, Env: spec.Env,
 		Cols: spec.Cols, Rows: spec.Rows, Output: e.output,
 	})
 	if err != nil {
@@ -172,6 +178,36 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	go func() { defer d.wg.Done(); e.await() }()
 	d.signal()
 	return e.info.ID, nil
+}
+
+// lookPath finds the program a session runs the way the shell that asked
+// for it would: a name with no slash is looked up in the PATH of the
+// session's environment (the caller's, for 'tabbridge run'), not in the
+// daemon's own. Relative PATH entries are skipped, as os/exec refuses them.
+// With no environment, or none with a PATH, the daemon's PATH is used.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path, found := "", false
+	for _, kv := range env { // the last PATH wins, as in os/exec
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path, found = v, true
+		}
+	}
+	if !found {
+		return name, nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not found in the PATH it was run with (%s); give its full path", name, path)
 }
 
 // checkSpec refuses a session the server could not list: its announcement

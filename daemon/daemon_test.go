@@ -3,7 +3,9 @@ package daemon_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +54,36 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(fds)
+}
+
+// TestCommandIsFoundInTheCallersPath: a command named without a slash is
+// looked up in the PATH of the environment it is started with (the caller's,
+// for 'tabbridge run'), not in the daemon's own.
+func TestCommandIsFoundInTheCallersPath(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "tabbridge-test-tool"), []byte("#!/bin/sh\nexit 7\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(daemon.Options{Server: "http://127.0.0.1:1", Token: "tbm_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	id, err := d.Start(daemon.Spec{Argv: []string{"tabbridge-test-tool"}, Env: []string{"PATH=/usr/bin:" + bin}})
+	if err != nil {
+		t.Fatalf("a command on the caller's PATH: %v", err)
+	}
+	s, _ := d.Session(id)
+	select {
+	case <-s.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end")
+	}
+	if s.ExitCode() != 7 {
+		t.Fatalf("exit code %d, want 7 from the caller's tool", s.ExitCode())
+	}
+	_, err = d.Start(daemon.Spec{Argv: []string{"tabbridge-test-tool"}, Env: []string{"PATH=/usr/bin"}})
+	if err == nil || !strings.Contains(err.Error(), "not found in the PATH it was run with (/usr/bin)") {
+		t.Fatalf("a command on no PATH: %v", err)
+	}
 }
