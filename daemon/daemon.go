@@ -91,6 +91,7 @@ type Daemon struct {
 	linked  bool          // a link is up: new sessions are announced at once
 	gone    []uint32      // forgotten sessions the link has still to report
 	wake    chan struct{} // capacity 1: the link writer has work
+	passed  chan struct{} // capacity 1: the link writer sent all it had
 	wg      sync.WaitGroup
 }
 
@@ -126,7 +127,8 @@ func New(o Options) (*Daemon, error) {
 	if o.KeepExited <= 0 {
 		o.KeepExited = DefaultKeepExited
 	}
-	return &Daemon{opts: o, wsURL: u.String(), entries: map[uint32]*entry{}, wake: make(chan struct{}, 1)}, nil
+	return &Daemon{opts: o, wsURL: u.String(), entries: map[uint32]*entry{},
+		wake: make(chan struct{}, 1), passed: make(chan struct{}, 1)}, nil
 }
 
 func (d *Daemon) signal() {
@@ -327,6 +329,10 @@ func (d *Daemon) setLinked(up bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.linked = up
+	select { // a flush waiting on this link's writer stops waiting
+	case d.passed <- struct{}{}:
+	default:
+	}
 	d.gone = nil // a new link announces only the sessions still held
 	for _, e := range d.entries {
 		e.link(up)
@@ -337,6 +343,79 @@ func (d *Daemon) entry(index uint32) *entry {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.entries[index]
+}
+
+// StopSessions refuses new sessions, stops every running one (killing its
+// process group) and, while the link is up, waits until the server has been
+// sent their exits, so that it does not go on listing them as running once
+// the daemon is gone. ctx bounds it all; Serve should then be stopped, and
+// Close called.
+func (d *Daemon) StopSessions(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	entries := d.list()
+	running := 0
+	for _, e := range entries {
+		if s := e.session(); s != nil && !e.exited() {
+			running++
+		}
+	}
+	d.opts.Logger.Info(fmt.Sprintf("stopping %d sessions", running))
+	var errs []error
+	for _, e := range entries {
+		if s := e.session(); s != nil {
+			if err := s.Stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, e := range entries {
+		select {
+		case <-e.done: // the exit is recorded, and queued if linked
+		case <-ctx.Done():
+			return errors.Join(append(errs, fmt.Errorf("stop sessions: %w", ctx.Err()))...)
+		}
+	}
+	if err := d.flush(ctx, entries); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// flush waits until the link writer has sent the exits of entries: none is
+// pending after a pass of the writer that began once they were recorded.
+// Without a link there is nothing to wait for.
+func (d *Daemon) flush(ctx context.Context, entries []*entry) error {
+	for {
+		d.mu.Lock()
+		linked := d.linked
+		d.mu.Unlock()
+		if !linked {
+			return nil
+		}
+		// A pass that ends after this drain ended after any pass that took
+		// an exit before it, so such an exit is written.
+		select {
+		case <-d.passed:
+		default:
+		}
+		d.signal()
+		select {
+		case <-d.passed:
+		case <-ctx.Done():
+			return fmt.Errorf("send the sessions' exits to the server: %w", ctx.Err())
+		}
+		sent := true
+		for _, e := range entries {
+			if !e.finished() {
+				sent = false
+			}
+		}
+		if sent {
+			return nil
+		}
+	}
 }
 
 // Close stops every session (killing its process group) and waits for the

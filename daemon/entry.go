@@ -67,6 +67,13 @@ func (e *entry) await() {
 	e.d.signal()
 }
 
+// exited reports whether the session's program has exited.
+func (e *entry) exited() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info.Exited
+}
+
 // finished reports whether the session exited and its exit is no longer
 // waiting to be sent.
 func (e *entry) finished() bool {

@@ -131,6 +131,10 @@ func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
 			}
 			synced = true
 		}
+		select { // StopSessions waits for a pass that sent everything
+		case d.passed <- struct{}{}:
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -50,7 +50,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	// The control socket closes when Serve returns for any reason: on a
+	// The control socket closes when the daemon stops for any reason: on a
 	// signal, and also when the server refuses the token, which must end
 	// the daemon rather than leave it listening with no link.
 	controlCtx, stopControl := context.WithCancel(ctx)
@@ -58,11 +58,29 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	controlDone := make(chan error, 1)
 	go func() { controlDone <- d.ServeControl(controlCtx, ln) }()
 	log.Info("daemon ready: start sessions with 'tabbridge run -- <command>'", "control", *control)
-	serveErr := d.Serve(ctx)
+	// The link outlives the signal: sessions are stopped first, while it is
+	// up, so that the server hears they exited instead of listing them as
+	// running.
+	linkCtx, stopLink := context.WithCancel(context.Background())
+	defer stopLink()
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(linkCtx) }()
+	var serveErr error
+	select {
+	case serveErr = <-served:
+	case <-ctx.Done():
+	}
 	stopControl()
 	<-controlDone
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := d.StopSessions(stopCtx); err != nil {
+		log.Warn("stop sessions", "err", err)
+	}
+	stopLink()
+	if serveErr == nil {
+		serveErr = <-served
+	}
 	if err := d.Close(stopCtx); err != nil {
 		log.Warn("stop sessions", "err", err)
 	}

@@ -70,10 +70,10 @@ func newMachine(t *testing.T) (url string, person *servertest.Client, id, token 
 // startDaemon runs `tabbridge daemon` in-process; its error arrives on the
 // channel returned (a test that takes it puts it back). The daemon is
 // interrupted when the test ends.
-func startDaemon(t *testing.T, log *logWriter, args ...string) chan error {
+func startDaemon(t *testing.T, log *logWriter, args ...string) (done chan error, interrupt func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done = make(chan error, 1)
 	go func() {
 		done <- run(ctx, append([]string{"daemon"}, args...), func(string) string { return "" }, log, nil)
 	}()
@@ -86,7 +86,7 @@ func startDaemon(t *testing.T, log *logWriter, args ...string) chan error {
 			t.Error("the daemon did not stop when interrupted")
 		}
 	})
-	return done
+	return done, cancel
 }
 
 // TestRevokedTokenEndsTheDaemon: revoking the machine makes the daemon
@@ -94,7 +94,7 @@ func startDaemon(t *testing.T, log *logWriter, args ...string) chan error {
 func TestRevokedTokenEndsTheDaemon(t *testing.T) {
 	url, person, id, token := newMachine(t)
 	log := newLogWriter()
-	done := startDaemon(t, log, "--server", url, "--token", token, "--control", filepath.Join(t.TempDir(), "d.sock"))
+	done, _ := startDaemon(t, log, "--server", url, "--token", token, "--control", filepath.Join(t.TempDir(), "d.sock"))
 	log.waitFor(t, "linked to server")
 	person.MustJSON("DELETE", "/api/machines/"+id, nil, 204, nil)
 	select {
@@ -105,5 +105,54 @@ func TestRevokedTokenEndsTheDaemon(t *testing.T) {
 		done <- err
 	case <-time.After(daemonWait):
 		t.Fatalf("the daemon kept running after its token was revoked:\n%s", log.String())
+	}
+}
+
+// sessions lists the machine's sessions as the server has them.
+func sessions(person *servertest.Client, machine string) []struct {
+	ID       string `json:"id"`
+	Exited   bool   `json:"exited"`
+	ExitCode int    `json:"exitCode"`
+} {
+	var out struct {
+		Sessions []struct {
+			ID       string `json:"id"`
+			Exited   bool   `json:"exited"`
+			ExitCode int    `json:"exitCode"`
+		} `json:"sessions"`
+	}
+	person.MustJSON("GET", "/api/machines/"+machine+"/sessions", nil, 200, &out)
+	return out.Sessions
+}
+
+// TestStoppedDaemonReportsItsSessionsExited: interrupting the daemon stops
+// its sessions while its link is up, so the server lists them exited, not
+// running on a machine that has gone.
+func TestStoppedDaemonReportsItsSessionsExited(t *testing.T) {
+	url, person, id, token := newMachine(t)
+	log := newLogWriter()
+	done, interrupt := startDaemon(t, log, "--server", url, "--token", token, "--control", filepath.Join(t.TempDir(), "d.sock"), "--", "sleep", "1000")
+	deadline := time.Now().Add(daemonWait)
+	for len(sessions(person, id)) == 0 { // no event to wait on but the listing
+		if time.Now().After(deadline) {
+			t.Fatalf("the session was never listed:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	interrupt()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the interrupted daemon returned %v", err)
+		}
+		done <- err
+	case <-time.After(daemonWait):
+		t.Fatalf("the daemon did not stop:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "stopping 1 sessions") {
+		t.Errorf("the daemon did not say it stopped its session:\n%s", log.String())
+	}
+	if got := sessions(person, id); len(got) != 1 || !got[0].Exited {
+		t.Fatalf("after the daemon stopped the server lists %+v, want the session exited", got)
 	}
 }
