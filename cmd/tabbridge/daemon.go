@@ -35,20 +35,27 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	if argv := fs.Args(); len(argv) > 0 {
-		dir, _ := os.Getwd()
-		id, err := d.Start(daemon.Spec{Argv: argv, Dir: dir, Env: os.Environ(), Cols: *cols, Rows: *rows})
-		if err != nil {
-			return err
-		}
-		log.Info("session started", "id", id, "command", argv)
-	}
+	// The control socket first: a daemon that cannot listen (another one
+	// already does) must fail before it starts a command it would leave
+	// running.
 	if *control == "" {
 		*control = daemon.DefaultControlPath()
 	}
 	ln, err := daemon.ListenControl(*control)
 	if err != nil {
 		return err
+	}
+	if argv := fs.Args(); len(argv) > 0 {
+		dir, _ := os.Getwd()
+		id, err := d.Start(daemon.Spec{Argv: argv, Dir: dir, Env: os.Environ(), Cols: *cols, Rows: *rows})
+		if err != nil {
+			ln.Close()
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			d.Close(stopCtx)
+			return err
+		}
+		log.Info("session started", "id", id, "command", argv)
 	}
 	// The control socket closes when the daemon stops for any reason: on a
 	// signal, and also when the server refuses the token, which must end

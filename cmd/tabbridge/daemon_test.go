@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,5 +159,33 @@ func TestStoppedDaemonReportsItsSessionsExited(t *testing.T) {
 	}
 	if got := sessions(person, id); len(got) != 1 || !got[0].Exited {
 		t.Fatalf("after the daemon stopped the server lists %+v, want the session exited", got)
+	}
+}
+
+// TestSecondDaemonStartsNothing: a daemon that fails to start because
+// another listens on its control socket does not leave its command running.
+func TestSecondDaemonStartsNothing(t *testing.T) {
+	url, _, _, token := newMachine(t)
+	control := filepath.Join(t.TempDir(), "d.sock")
+	log := newLogWriter()
+	startDaemon(t, log, "--server", url, "--token", token, "--control", control)
+	log.waitFor(t, "daemon ready")
+	// A sleep no other test runs, to find among the processes.
+	arg := fmt.Sprintf("%d.%d", 1000+os.Getpid()%1000, time.Now().UnixNano()%1000)
+	err := run(context.Background(), []string{"daemon", "--server", url, "--token", token, "--control", control, "--", "sleep", arg},
+		func(string) string { return "" }, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "already listens") {
+		t.Fatalf("a second daemon on the same control socket: %v", err)
+	}
+	// Had the command started, it would be running by now: Start returns
+	// once the program is executed.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if strings.HasSuffix(string(b), "sleep\x00"+arg+"\x00") {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the daemon that failed to start left its command running (pid %d)", pid)
+		}
 	}
 }
