@@ -30,8 +30,10 @@ type StartReply struct {
 	Error string `json:"error,omitempty"`
 }
 
-// maxControlLine bounds one request (argv and environment).
-const maxControlLine = 1 << 20
+// maxControlLine bounds one request (argv and environment). The environment
+// goes only to the daemon, never to the server, so it has no wire limit but
+// this one; the command and directory also keep within the wire's (checkSpec).
+const maxControlLine = 4 << 20
 
 // DefaultControlPath is where the daemon listens for `tabbridge run`:
 // $XDG_RUNTIME_DIR/tabbridge/daemon.sock, else ~/.tabbridge/daemon.sock.
@@ -167,6 +169,9 @@ func RequestStart(path string, req StartRequest) (string, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return "", err
+	}
+	if len(b) > maxControlLine {
+		return "", fmt.Errorf("your environment and command are %d bytes (limit %d); unset large environment variables, or run a script that holds the command", len(b), maxControlLine)
 	}
 	if _, err := c.Write(append(b, '\n')); err != nil {
 		return "", fmt.Errorf("send request: %w", err)

@@ -135,3 +135,38 @@ func TestControlSocketLeavesAnExistingDirectoryAlone(t *testing.T) {
 		t.Fatalf("a refused directory got a socket: %v", err)
 	}
 }
+
+// TestLargeEnvironmentsStartSessions: an environment of a few MiB (the
+// control request carries it whole) starts a session; one past the limit is
+// refused before it is sent, saying how large it is and what to do.
+func TestLargeEnvironmentsStartSessions(t *testing.T) {
+	d, err := daemon.New(daemon.Options{Server: "http://127.0.0.1:1", Token: "tbm_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	path := filepath.Join(t.TempDir(), "daemon.sock")
+	ln, err := daemon.ListenControl(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.ServeControl(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+
+	// Linux lets a program have 2 MiB of arguments and environment with the
+	// usual 8 MiB stack, and 128 KiB in one variable.
+	env := []string{"PATH=/usr/bin:/bin"}
+	for i := range 12 {
+		env = append(env, fmt.Sprintf("BIG%d=%s", i, strings.Repeat("x", 100<<10)))
+	}
+	if id, err := daemon.RequestStart(path, daemon.StartRequest{Argv: []string{"true"}, Env: env}); err != nil || id == "" {
+		t.Fatalf("a 1.2 MiB environment: %q %v", id, err)
+	}
+	env = append(env, "HUGE="+strings.Repeat("x", 5<<20))
+	_, err = daemon.RequestStart(path, daemon.StartRequest{Argv: []string{"true"}, Env: env})
+	if err == nil || !strings.Contains(err.Error(), "(limit 4194304); unset large environment variables") {
+		t.Fatalf("a 5 MiB environment: %v", err)
+	}
+}
