@@ -53,6 +53,13 @@ func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 		return 0, ErrRefused
 	}
+	if err != nil && resp != nil {
+		hint := ""
+		if resp.StatusCode == http.StatusNotFound {
+			hint = " (is --server the Tabbridge server's public URL?)"
+		}
+		return 0, fmt.Errorf("dial %s: the server answered %s%s: %w", d.wsURL, resp.Status, hint, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("dial %s: %w", d.wsURL, err)
 	}

@@ -30,6 +30,12 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return errUsage
 	}
+	switch {
+	case *server == "":
+		return errors.New("--server (or TABBRIDGE_SERVER) is required: the Tabbridge server's public URL, as shown with the machine's token in the web app")
+	case *token == "":
+		return errors.New("--token (or TABBRIDGE_MACHINE_TOKEN) is required: the machine token (tbm_…) shown when the machine was created in the web app")
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{Server: *server, Token: *token, Logger: log})
 	if err != nil {

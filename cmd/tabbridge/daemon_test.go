@@ -189,3 +189,20 @@ func TestSecondDaemonStartsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonNamesWhatIsMissing: a daemon started with no server or token
+// names the flag and variable to set.
+func TestDaemonNamesWhatIsMissing(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "--server (or TABBRIDGE_SERVER) is required"},
+		{map[string]string{"TABBRIDGE_SERVER": "http://127.0.0.1:1"}, "--token (or TABBRIDGE_MACHINE_TOKEN) is required"},
+	} {
+		err := run(context.Background(), []string{"daemon", "--control", filepath.Join(t.TempDir(), "d.sock")}, func(k string) string { return c.env[k] }, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error saying %q", c.env, err, c.want)
+		}
+	}
+}
