@@ -282,12 +282,6 @@ func (w *world) allowAlways(tool string, args map[string]any) {
 	}
 }
 
-func (w *world) badge() string {
-	var text string
-	w.b.eval(w.t, w.worker, `chrome.action.getBadgeText({})`, &text)
-	return text
-}
-
 // TestExtensionThroughServer runs the issue's scenarios in order on one browser: sharing from the
 // popup, calls from an MCP agent reaching the page through the server and the worker, approvals,
 // tab choice, reopening, navigation, cancellation, a server restart and an expired access token.
