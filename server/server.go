@@ -161,16 +161,8 @@ func New(opts Options) (*Server, error) {
 		IdleTimeout: 2 * time.Minute,
 	})
 	s.routes()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.tickets.SweepEvery(s.ctx, time.Minute, func(err error) { s.opts.Logger.Warn("sweep tickets", "err", err) })
-	}()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.sweepRefreshTokens(time.Hour)
-	}()
+	s.sweepEvery(time.Minute, "tickets", s.tickets.Sweep)
+	s.sweepEvery(time.Hour, "refresh tokens", s.opts.DB.SweepRefreshTokens) // one row per rotation, about every 15 minutes
 	return s, nil
 }
 
@@ -290,19 +282,23 @@ func (s *Server) extensionOrigin(origin string) bool {
 	return false
 }
 
-// sweepRefreshTokens deletes dead refresh tokens at start and then every
-// interval: each sign-in adds one row per rotation (about every 15 minutes).
-func (s *Server) sweepRefreshTokens(interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if _, err := s.opts.DB.SweepRefreshTokens(s.ctx); err != nil && s.ctx.Err() == nil {
-			s.opts.Logger.Warn("sweep refresh tokens", "err", err)
+// sweepEvery runs sweep at start and then every interval until the server
+// stops, logging failures.
+func (s *Server) sweepEvery(interval time.Duration, what string, sweep func(context.Context) (int64, error)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			if _, err := sweep(s.ctx); err != nil && s.ctx.Err() == nil {
+				s.opts.Logger.Warn("sweep "+what, "err", err)
+			}
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	}()
 }

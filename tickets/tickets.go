@@ -100,19 +100,3 @@ func (is *Issuer) Sweep(ctx context.Context) (int64, error) {
 	}
 	return res.RowsAffected, nil
 }
-
-// SweepEvery sweeps expired tickets every interval until ctx ends.
-func (is *Issuer) SweepEvery(ctx context.Context, interval time.Duration, onErr func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := is.Sweep(ctx); err != nil && ctx.Err() == nil && onErr != nil {
-				onErr(err)
-			}
-		}
-	}
-}
