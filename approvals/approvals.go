@@ -361,10 +361,8 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 
 // whyNotPending tells a missing request from one that already ended.
 func (g *Gate) whyNotPending(ctx context.Context, ownerID, requestID string) error {
-	var r Request
-	err := g.opts.DB.WithContext(ctx).Where("id = ? AND user_id = ?", requestID, ownerID).Take(&r).Error
-	if err != nil {
-		return ErrNotFound
+	if _, err := g.Request(ctx, ownerID, requestID); err != nil {
+		return err
 	}
 	return ErrNotPending
 }

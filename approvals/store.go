@@ -81,6 +81,16 @@ func (g *Gate) PendingCount(ctx context.Context, ownerID string) (int, error) {
 	return int(n), nil
 }
 
+// Request returns one request of the person's, pending or ended;
+// ErrNotFound for one that does not exist or is another's.
+func (g *Gate) Request(ctx context.Context, ownerID, requestID string) (Request, error) {
+	var r Request
+	if err := g.opts.DB.WithContext(ctx).Where("id = ? AND user_id = ?", requestID, ownerID).Take(&r).Error; err != nil {
+		return Request{}, ErrNotFound
+	}
+	return r, nil
+}
+
 // TaskRequests lists every request of one task of the person's, oldest first.
 func (g *Gate) TaskRequests(ctx context.Context, ownerID, taskID string) ([]Request, error) {
 	out := []Request{}

@@ -197,8 +197,7 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 
 // endedNotice tells the person how a request they tried to answer ended.
 func (s *Server) endedNotice(c *fiber.Ctx, id string) string {
-	var r approvals.Request
-	err := s.opts.DB.WithContext(c.Context()).Where("id = ? AND user_id = ?", id, userID(c)).Take(&r).Error
+	r, err := s.gate.Request(c.Context(), userID(c), id)
 	if err != nil {
 		return "That request already ended; nothing waits on it now."
 	}
