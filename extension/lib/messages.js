@@ -89,6 +89,19 @@
     if (typeof d.title === 'string' && d.title !== '') out.title = d.title;
     out.annotations = { readOnlyHint: d.annotations?.readOnlyHint === true };
     if (d.annotations?.untrustedContentHint === true) out.annotations.untrustedContentHint = true;
+    if (d.annotations?.consequentialHint === true) out.annotations.consequentialHint = true;
+    // kind says how the tool runs: imperative (registerTool, the page's own execute) or
+    // declarative (a <form toolname>, run by the browser's executeTool). A form carries no
+    // annotations, so whatever the page's world claims for one is dropped.
+    if (d.kind === 'declarative') {
+      out.kind = 'declarative';
+      out.autosubmit = d.autosubmit === true;
+      out.annotations = { readOnlyHint: false };
+    } else if (d.kind === undefined || d.kind === 'imperative') {
+      out.kind = 'imperative';
+    } else {
+      return refuse('the tool\'s kind is neither imperative nor declarative');
+    }
     if (bytes(JSON.stringify(out)) > limits.maxDescriptorBytes) {
       return refuse(`the tool descriptor is over ${limits.maxDescriptorBytes} bytes`);
     }
@@ -141,6 +154,9 @@
       const result = m.result === undefined ? null : m.result;
       const size = bytes(JSON.stringify(result));
       if (size > limits.maxResultBytes) return tooLarge(m.callId, size);
+      // navigating: a form tool's page navigated instead of answering (executeTool gave null);
+      // the worker then reads the result from the page it navigated to.
+      if (m.navigating === true) return accept({ type: 'result', callId: m.callId, ok: true, result: null, navigating: true });
       return accept({ type: 'result', callId: m.callId, ok: true, result });
     }
     if (m.ok === false && m.code === 'result_too_large' && Number.isSafeInteger(m.size) && m.size > limits.maxResultBytes) {

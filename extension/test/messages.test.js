@@ -9,7 +9,15 @@ const page = (m) => JSON.stringify({ from: 'observer', ...m });
 test('a good descriptor keeps only the fields an agent is shown', () => {
   const r = M.checkDescriptor({ ...good, execute: 'x', extra: 1 });
   assert.ok(r.ok);
-  assert.deepEqual(r.msg, { name: 'search', title: 'Search', description: 'Search the docs', inputSchema: good.inputSchema, annotations: { readOnlyHint: true } });
+  assert.deepEqual(r.msg, { name: 'search', title: 'Search', description: 'Search the docs', inputSchema: good.inputSchema, annotations: { readOnlyHint: true }, kind: 'imperative' });
+});
+
+test('every annotation the page gives is kept only as a real boolean, and a form carries none', () => {
+  const r = M.checkDescriptor({ ...good, annotations: { readOnlyHint: true, consequentialHint: true, untrustedContentHint: 'yes' } });
+  assert.deepEqual(r.msg.annotations, { readOnlyHint: true, consequentialHint: true });
+  const f = M.checkDescriptor({ ...good, kind: 'declarative', autosubmit: 'yes', annotations: { readOnlyHint: true } });
+  assert.deepEqual([f.msg.kind, f.msg.autosubmit, f.msg.annotations], ['declarative', false, { readOnlyHint: false }]);
+  assert.match(M.checkDescriptor({ ...good, kind: 'magic' }).reason, /kind/);
 });
 
 test('an absent schema is an object and readOnlyHint must be a real boolean', () => {
