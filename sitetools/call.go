@@ -191,6 +191,9 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 	case errors.As(err, &tl):
 		return agentErr("result_too_large", "%s on %s returned %d bytes; results are limited to %d bytes and are never truncated. Ask for less (narrower arguments) and call again.",
 			tool, origin, tl.Size, MaxResultBytes)
+	case errors.As(err, &pe) && (pe.Code == "tool_not_registered" || pe.Code == "site_not_open"):
+		// The extension found no page offering the tool: nothing ran.
+		return agentErr("tool_not_offered", "%s on %s did not run: %s Call listSiteTools to see what the site offers now.", tool, origin, pe.Message)
 	case errors.As(err, &pe):
 		return agentErr("tool_failed", "%s on %s failed in the page: %s", tool, origin, pe.Message)
 	case errors.Is(err, ErrOffline):
@@ -222,7 +225,7 @@ func outcomeOf(res *CallResult, err error) (outcome, message string) {
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found", "needs_person":
+		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found", "needs_person", "tool_not_offered":
 			return OutcomeRefused, ae.Message
 		}
 		return OutcomeFailed, ae.Message

@@ -23,8 +23,16 @@ globalThis.chrome = {
       return createTab(props);
     },
     sendMessage: (...a) => sendMessage(...a),
+    get: async (id) => ({ id, status: tabStatus }),
+    onUpdated: {
+      fns: new Set(),
+      addListener(f) { this.fns.add(f); },
+      removeListener(f) { this.fns.delete(f); },
+      fire(...a) { [...this.fns].forEach((f) => f(...a)); },
+    },
   },
 };
+let tabStatus = 'loading';
 
 const { Pages, codes } = await import('../lib/pages.js');
 
@@ -150,4 +158,50 @@ test('a tab loaded before detection was on is told to reload; one with a bridge 
   assert.equal(await pages.look(9, 'chrome://settings/', true), null, 'no scripts run there anyway');
   pages.rec.docs.D9 = { documentId: 'D9', tabId: 9, origin: 'https://news.example', url: 'https://news.example/', title: 'News', tools: [tool], announcedAt: 1 };
   assert.deepEqual((await pages.look(9, 'https://news.example/', true)).tools, ['search']);
+});
+
+// A reopened page's tools settle once it has loaded and announced nothing new for settleMs: a
+// tool registered after load (but within the quiet time) is found; a page that settles without
+// the tool fails the call at once, saying what it offers. The reopen goes to the tool's own page.
+test('a reopen goes to the tool\'s own page and waits for its tools to settle', async () => {
+  created.length = 0;
+  createTab = async () => ({ id: 42 });
+  tabStatus = 'loading';
+  const pages = new Pages({ log: quiet, settleMs: 200 });
+  pages.rec.addresses[origin] = { url: `${origin}/sniffer.html`, title: 'Shop', at: 1 };
+  const ready = Promise.resolve();
+  const notes = pages.call({ origin, tool: 'addNote', args: {}, timeoutMs: 60000, url: `${origin}/notes.html` });
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(created, [{ url: `${origin}/notes.html`, active: false }], 'the tool\'s own page, not the site\'s last address');
+  const port = fakePort(42, 'doc-42', origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, ready);
+  port.onMessage.fire({ type: 'announce', url: `${origin}/notes.html`, title: 'Notes', tools: [{ name: 'search', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true }, kind: 'imperative' }] });
+  chrome.tabs.onUpdated.fire(42, { status: 'complete' }, { id: 42 });
+  await new Promise((r) => setTimeout(r, 100)); // a late registration, within the quiet time
+  port.onMessage.fire({ type: 'announce', url: `${origin}/notes.html`, title: 'Notes', tools: [
+    { name: 'search', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true }, kind: 'imperative' },
+    { name: 'addNote', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'imperative' },
+  ] });
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(port.posted.at(-1)?.tool, 'addNote', 'the late tool is found and called');
+  port.onMessage.fire({ type: 'result', callId: port.posted.at(-1).callId, ok: true, result: { added: true } });
+  assert.deepEqual(await notes, { ok: true, result: { added: true } });
+
+  created.length = 0;
+  tabStatus = 'complete';
+  createTab = async () => ({ id: 43 });
+  const started = Date.now();
+  const gone = await pages.call({ origin, tool: 'removed', args: {}, timeoutMs: 60000, url: `${origin}/other.html` });
+  assert.ok(Date.now() - started < 10000, 'not at the deadline');
+  assert.equal(gone.code, codes.noTool);
+  assert.match(gone.error, /other\.html was reopened .* no longer offers "removed"; it offers: no tools\. Nothing was run\./);
+  assert.deepEqual(created, [{ url: `${origin}/other.html`, active: false }], 'an open page of the site without the tool is not the tool\'s page');
+
+  // The tool's own page is open and no longer offers it: said at once, nothing reopened.
+  created.length = 0;
+  const here = await pages.call({ origin, tool: 'removed', args: {}, timeoutMs: 60000, url: `${origin}/notes.html#x` });
+  assert.match(here.error, /The open tab of https:\/\/shop\.example\/notes\.html, the page that offered "removed", no longer offers the tool "removed"; it offers: addNote, search\./);
+  assert.equal(created.length, 0);
 });
