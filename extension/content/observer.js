@@ -383,7 +383,7 @@
       return;
     }
     const ctl = new AC();
-    calls[m.callId] = { __proto__: null, reg: f, ctl, done: false };
+    calls[m.callId] = { __proto__: null, reg: f, ctl, done: false, form: true };
     f.calls[m.callId] = true;
     const signal = apply(signalOf, ctl, []);
     const found = apply(then, findTools(), [(list) => {
@@ -442,7 +442,19 @@
     }
   }
 
+  // A form tool's page that is being left navigated (the form's action, measured: executeTool's
+  // null may come only after the page is gone): its calls end now, while the bridge's port is
+  // still open, so the worker knows to follow the tab to the page the form went to. Only the
+  // observer's own state is read here; no page code runs.
+  function leaving() {
+    const ids = keys(calls);
+    for (let i = 0; i < ids.length; i++) {
+      if (calls[ids[i]].form) finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
+    }
+  }
+
   apply(addListener, win, [nonce, onEvent]);
+  apply(addListener, win, ['pagehide', leaving]);
   if (nativeGetTools && nativeExecuteTool) {
     try {
       apply(addListener, mc, ['toolchange', refresh]);

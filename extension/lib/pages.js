@@ -301,21 +301,26 @@ export class Pages {
       const done = (v) => {
         clearTimeout(timer);
         chrome.tabs.onUpdated.removeListener(onUpdated);
+        chrome.tabs.onRemoved.removeListener(onRemoved);
         signal?.removeEventListener('abort', stop);
         resolve(v);
       };
       const onUpdated = (id, info, tab) => id === tabId && info.status === 'complete' && done(tab);
+      const onRemoved = (id) => id === tabId && done('closed'); // the page was left by closing its tab
       const stop = () => done(null);
       const timer = setTimeout(stop, Math.max(0, deadline - this.now()));
       signal?.addEventListener('abort', stop);
       chrome.tabs.onUpdated.addListener(onUpdated);
+      chrome.tabs.onRemoved.addListener(onRemoved);
+      chrome.tabs.get(tabId).catch(() => done('closed'));
     });
+    if (loaded === 'closed') return fail(codes.pageGone, 'The tab running the form was closed before the form answered.');
     if (!loaded) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.timeout, 'The form navigated, but the page it went to did not finish loading before the deadline.');
     let url;
     try {
       url = new URL(loaded.url);
     } catch {
-      return fail(codes.pageGone, 'The form navigated, and the tab no longer shows a page the extension can read.');
+      return fail(codes.toolError, 'The form navigated, and the tab no longer shows a page the extension can read.');
     }
     if (url.origin !== origin) {
       return { ok: true, result: { navigated: true, url: url.origin, note: `The form navigated to another site (${url.origin}); its page is not read.` } };
@@ -324,7 +329,7 @@ export class Pages {
     try {
       [{ result: read }] = await chrome.scripting.executeScript({ target: { tabId }, func: readJsonLd });
     } catch (e) {
-      return fail(codes.pageGone, `The form navigated to ${url.href}, but its page could not be read: ${e?.message ?? e}.`);
+      return fail(codes.toolError, `The form navigated to ${url.href}, but that page could not be read: ${e?.message ?? e}.`);
     }
     const out = { navigated: true, url: read.url, title: read.title };
     if (read.jsonLd === null) {
@@ -373,7 +378,12 @@ export class Pages {
       if (port) {
         onDispatch?.(doc.documentId);
         const outcome = await this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
-        return outcome.navigating ? this.follow(doc.tabId, origin, deadline, signal) : outcome;
+        if (!outcome.navigating) return outcome;
+        // The old document is about to be reported gone: the call now belongs to no document
+        // (a documentId that never announces), so that report does not fail it. This runs in
+        // the microtask after the result, before the port's close is handled.
+        onDispatch?.(`following-${callId}`);
+        return this.follow(doc.tabId, origin, deadline, signal);
       }
       forget(this.rec, doc.documentId);
       this.save();
