@@ -190,7 +190,7 @@ function formPage() {
       const declared = forms.map((f) => ({ name: f.attrs.toolname, description: f.attrs.tooldescription, title: '', origin: 'https://a.example', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } }));
       const imperative = registered.map((t) => ({ name: t.name, description: t.description, title: '', origin: 'https://a.example', annotations: { readOnlyHint: true, untrustedContentHint: true } }));
       const all = inRealm([...declared, ...imperative, { name: 'inFrame', description: 'a frame\'s form', title: '' }]);
-      all.forEach((t) => (t.window = t.name === 'inFrame' ? frame : win));
+      all.forEach((t) => Object.defineProperty(t, 'window', { value: Object.getOwnPropertyDescriptor(t, 'name').value === 'inFrame' ? frame : win, enumerable: true }));
       return Promise.resolve(all);
     }
     executeTool(tool, input, options) {
@@ -265,4 +265,33 @@ test('a cancelled form call aborts executeTool\'s signal', async () => {
   await settle();
   assert.equal(p.executed[0].signal.aborted, true);
   assert.deepEqual(p.sent.at(-1), { type: 'result', callId: 'c1', ok: false, error: 'agent gave up', from: 'observer' });
+});
+
+// The declarative path uses only what it saved at start: a page that later patches the DOM
+// methods it reads and puts getters, setters and toJSON on its Object.prototype sees none of its
+// work, and cannot change what it announces or returns.
+test('a hostile page neither sees nor changes the declarative path', async () => {
+  const p = formPage();
+  vm.runInContext(`
+    this.hooked = [];
+    for (const k of ['type', 'callId', 'ok', 'result', 'navigating', 'kind', 'autosubmit', 'desc', 'calls', 'signal', 'window', 'name', 'inputSchema', 'description', 'from', 'tools', 'form', 'done', 'reg', 'ctl', '0', 'length']) {
+      Object.defineProperty(Object.prototype, k, { configurable: true, get() { hooked.push('get ' + k); return undefined; }, set(v) { hooked.push('set ' + k); } });
+    }
+    Object.defineProperty(Object.prototype, 'toJSON', { configurable: true, get() { hooked.push('toJSON'); return undefined; } });
+    Element.prototype.getAttribute = function () { hooked.push('getAttribute'); return 'forged'; };
+    Element.prototype.hasAttribute = function () { hooked.push('hasAttribute'); return true; };
+    NodeList.prototype.item = function () { hooked.push('item'); return null; };
+    document.querySelectorAll = () => { hooked.push('querySelectorAll'); return new NodeList([]); };
+  `, p.ctx);
+  p.form({ toolname: 'searchThings', tooldescription: 'Search things', toolautosubmit: '' });
+  p.form({ toolname: 'noAuto', tooldescription: 'Needs a person' });
+  p.change();
+  await settle();
+  assert.deepEqual(toolsOf(p.sent).map((t) => [t.name, t.kind, t.autosubmit]), [['searchThings', 'declarative', true], ['noAuto', 'declarative', false]]);
+  p.toPage({ type: 'call', callId: 'c1', tool: 'searchThings', args: { query: 'cats' } });
+  p.toPage({ type: 'call', callId: 'c2', tool: 'noAuto', args: {} });
+  await settle();
+  assert.deepEqual(p.sent.find((m) => m.callId === 'c1'), { type: 'result', callId: 'c1', ok: true, result: { found: ['cats'] }, from: 'observer' });
+  assert.match(p.sent.find((m) => m.callId === 'c2').error, /toolautosubmit/);
+  assert.equal(vm.runInContext('hooked.join(", ")', p.ctx), '');
 });
