@@ -155,6 +155,15 @@ func TestWebMCPFormsAndAnnotations(t *testing.T) {
 		pageLog(t, b, tab, "searchThings submitted, agentInvoked=true")
 	})
 
+	t.Run("a form's rejected respondWith reaches the agent in the page's own words", func(t *testing.T) {
+		w.enter(t)
+		ch, cancel := w.callAsync(w.agent, "reserveTable", map[string]any{"people": 4}, true)
+		defer cancel()
+		w.answer(w.pending(1)[0].ID, "once")
+		// Chromium's executeTool says only "respondWith promise was rejected".
+		wantErrorResult(t, w.await(ch), "failed in the page: The form's answer failed: No table is free for 4 people tonight")
+	})
+
 	t.Run("a form only the person may submit is refused at once, without asking", func(t *testing.T) {
 		w.enter(t)
 		start := time.Now()

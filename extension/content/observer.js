@@ -96,6 +96,7 @@
   // State. Null-prototype objects, so page patches to Object.prototype or Map cannot reach it.
   const tools = create(null); // name → current registration
   let forms = create(null); // name → {desc, calls} of a declarative tool of this document
+  const pageErrors = create(null); // form tool name → the page's reason its respondWith promise rejected
   let formsText = '[]'; // forms' descriptors as JSON, to announce only a change
   const calls = create(null); // callId → {reg, ctl, done}
   const NOT_DATA = create(null); // what data() returns for a value that is not JSON data
@@ -326,6 +327,39 @@
   defineProperty(registerTool, 'length', { __proto__: null, value: nativeRegister.length });
   defineProperty(owner, 'registerTool', { __proto__: null, value: registerTool, writable: true, enumerable: true, configurable: true });
 
+  // respondWith is wrapped, like registerTool, only to hear why a form tool's promise rejected:
+  // Chromium's executeTool then rejects with a generic "respondWith promise was rejected", and the
+  // page's own reason is what an agent can act on. It calls through and returns what the browser
+  // returns; a page that calls it on anything else is left to the browser's own checks.
+  const SE = typeof SubmitEvent === 'function' ? SubmitEvent.prototype : null;
+  const nativeRespondWith = SE && typeof SE.respondWith === 'function' ? SE.respondWith : null;
+  const targetOf = typeof Event === 'function' ? Object.getOwnPropertyDescriptor(Event.prototype, 'target').get : null;
+  if (nativeRespondWith && targetOf) {
+    const respondWith = function respondWith(promise) {
+      try {
+        const form = apply(targetOf, this, []);
+        const name = form ? apply(getAttr, form, ['toolname']) : null;
+        if (typeof name === 'string' && forms[name]) {
+          delete pageErrors[name];
+          apply(then, promise, [undefined, (e) => (pageErrors[name] = errorText(e))]);
+        }
+      } catch {
+        // Not an event of a form tool, or not a promise: the browser's own call decides.
+      }
+      return apply(nativeRespondWith, this, arguments);
+    };
+    defineProperty(respondWith, 'length', { __proto__: null, value: nativeRespondWith.length });
+    defineProperty(SE, 'respondWith', { __proto__: null, value: respondWith, writable: true, enumerable: true, configurable: true });
+  }
+
+  // formError is why a form call failed: the page's own reason when its respondWith promise
+  // rejected, else what the browser said.
+  function formError(name, e) {
+    const reason = pageErrors[name];
+    delete pageErrors[name];
+    return reason !== undefined ? `The form's answer failed: ${reason}` : errorText(e);
+  }
+
   function errorText(e) {
     try {
       if (e && typeof e === 'object' && typeof e.message === 'string' && e.message !== '') return e.message;
@@ -395,7 +429,7 @@
       }
       return reject(new DOMEx(`The page has no form "${m.tool}" now.`, 'NotFoundError'));
     }]);
-    apply(then, found, [(text) => finish(m.callId, formOutcome(text)), (e) => finish(m.callId, { __proto__: null, ok: false, error: errorText(e) })]);
+    apply(then, found, [(text) => finish(m.callId, formOutcome(text)), (e) => finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) })]);
   }
 
   // formOutcome turns what executeTool resolved with into a result: the JSON text of the page's
