@@ -25,7 +25,8 @@
 // them with the browser's executeTool(tool, input, {signal}), which fills the form and submits it.
 // Measured on Chromium 156: executeTool resolves with the JSON text of the value the page passed to
 // the submit event's respondWith, with null when the form navigated instead, and rejects with a
-// generic UnknownError when respondWith's promise rejects. A form without toolautosubmit waits for
+// generic UnknownError when respondWith's promise rejects (so respondWith is wrapped, calling
+// through, to hear the page's own reason). A form without toolautosubmit waits for
 // the person to press its submit button; it is announced with autosubmit: false and a remote call
 // of it is refused at once (see docs/PROTOCOL.md).
 (() => {
