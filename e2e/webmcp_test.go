@@ -241,8 +241,34 @@ func TestWebMCPFormsAndAnnotations(t *testing.T) {
 			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "readInbox"}},
 			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "signUp", "taskId": w.task, "arguments": map[string]any{"email": "a@example.com"}}},
 			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "orderForm", "taskId": w.task, "arguments": map[string]any{"item": "milk"}}}, // always allowed above
+			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "searchThings", "taskId": w.task, "arguments": map[string]any{"query": "dogs"}}},
+			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "postMessage", "taskId": w.task, "arguments": map[string]any{"text": "from TypeScript"}}},
 		}
-		got := tsCalls(t, w.live.env.URL, w.token, calls)
+		// The two writes ask: the person answers each once, while the client waits.
+		type ran struct {
+			got []tsResult
+			err error
+		}
+		dir := tsClientDir(t)
+		done := make(chan ran, 1)
+		go func() {
+			got, err := runTSCalls(dir, w.live.env.URL, w.token, calls)
+			done <- ran{got, err}
+		}()
+		for range 2 {
+			w.answer(w.pending(1)[0].ID, "once")
+		}
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		got := r.got
+		if got[4].IsError || !strings.Contains(got[4].Content[0].Text, `"found":["dogs (1)","dogs (2)"]`) {
+			t.Fatalf("TypeScript: searchThings = %+v", got[4])
+		}
+		if got[5].IsError || got[5].Content[0].Text != `{"posted":"from TypeScript"}` {
+			t.Fatalf("TypeScript: postMessage = %+v", got[5])
+		}
 		if def := got[0].StructuredContent; def["kind"] != "declarative" || def["autosubmit"] != false {
 			t.Fatalf("TypeScript: definition of signUp = %v", def)
 		}
@@ -282,6 +308,11 @@ func TestWebMCPFormsAndAnnotations(t *testing.T) {
 			if _, ok := names[n]; !ok {
 				t.Fatalf("the listing forgot %s: %v", n, names)
 			}
+		}
+		// The same through the TypeScript SDK client.
+		got := tsCalls(t, w.live.env.URL, w.token, []map[string]any{{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "lateTool"}}})
+		if got[0].IsError || got[0].Content[0].Text != fmt.Sprintf(`{"late":true,"url":%q}`, forms) {
+			t.Fatalf("TypeScript: lateTool = %+v", got[0])
 		}
 	})
 
@@ -325,6 +356,15 @@ func TestWebMCPFormsAndAnnotations(t *testing.T) {
 				t.Fatalf("%s took %s to say offline", tool, d)
 			}
 		}
+		got := tsCalls(t, w.live.env.URL, w.token, []map[string]any{
+			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "postMessage", "taskId": w.task, "arguments": map[string]any{"text": "x"}}},
+			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": "x"}}},
+		})
+		for i, r := range got {
+			if !r.IsError || !strings.Contains(r.Content[0].Text, "Chrome is not connected") {
+				t.Fatalf("TypeScript: offline call %d = %+v", i, r)
+			}
+		}
 		w.pending(0)
 	})
 }
@@ -344,6 +384,16 @@ type tsResult struct {
 // tsCalls makes calls with the official MCP TypeScript SDK client (e2e/mcpclient/calls.mjs).
 func tsCalls(t *testing.T, url, token string, calls []map[string]any) []tsResult {
 	t.Helper()
+	got, err := runTSCalls(tsClientDir(t), url, token, calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// tsClientDir is the TypeScript client's folder; the test is skipped outside CI without its SDK.
+func tsClientDir(t *testing.T) string {
+	t.Helper()
 	dir := repoPath(t, "e2e/mcpclient")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
 		if os.Getenv("CI") != "" {
@@ -351,9 +401,13 @@ func tsCalls(t *testing.T, url, token string, calls []map[string]any) []tsResult
 		}
 		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
 	}
+	return dir
+}
+
+func runTSCalls(dir, url, token string, calls []map[string]any) ([]tsResult, error) {
 	raw, err := json.Marshal(calls)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -365,11 +419,11 @@ func tsCalls(t *testing.T, url, token string, calls []map[string]any) []tsResult
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		t.Fatalf("node client: %v\n%s", err, stderr)
+		return nil, fmt.Errorf("node client: %v\n%s", err, stderr)
 	}
 	var got []tsResult
 	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(calls) {
-		t.Fatalf("node client printed %s: %v", out, err)
+		return nil, fmt.Errorf("node client printed %s: %v", out, err)
 	}
-	return got
+	return got, nil
 }
