@@ -24,6 +24,7 @@ globalThis.chrome = {
     },
     sendMessage: (...a) => sendMessage(...a),
     get: async (id) => ({ id, status: tabStatus }),
+    onRemoved: { addListener() {}, removeListener() {} },
     onUpdated: {
       fns: new Set(),
       addListener(f) { this.fns.add(f); },
@@ -33,6 +34,8 @@ globalThis.chrome = {
   },
 };
 let tabStatus = 'loading';
+let readPage = async () => [{ result: { url: '', title: '', jsonLd: null } }];
+globalThis.chrome.scripting = { executeScript: (...a) => readPage(...a) };
 
 const { Pages, codes } = await import('../lib/pages.js');
 
@@ -204,4 +207,47 @@ test('a reopen goes to the tool\'s own page and waits for its tools to settle', 
   const here = await pages.call({ origin, tool: 'removed', args: {}, timeoutMs: 60000, url: `${origin}/notes.html#x` });
   assert.match(here.error, /The open tab of https:\/\/shop\.example\/notes\.html, the page that offered "removed", no longer offers the tool "removed"; it offers: addNote, search\./);
   assert.equal(created.length, 0);
+});
+
+// A form tool whose page navigated: the call is re-dispatched to a document that never announces
+// (so the old page's going away does not fail it) and answered with the new page's first
+// application/ld+json, read only on the site's own origin.
+test('a navigating form is followed to the page it went to', async () => {
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(7, 'doc-7', origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [{ name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true }] });
+  await flush();
+  const run = async (tabUrl, page) => {
+    if (page) readPage = async ({ target }) => (target.tabId === 7 ? [{ result: page }] : []);
+    const dispatched = [];
+    const call = pages.call({ callId: 'call-1', origin, tool: 'orderForm', args: { item: 'tea' }, timeoutMs: 60000, onDispatch: (id) => dispatched.push(id) });
+    await flush();
+    port.onMessage.fire({ type: 'result', callId: 'call-1', ok: true, result: null, navigating: true });
+    await flush();
+    port.onDisconnect.fire(); // the old page is gone: it must not fail the call
+    await flush();
+    chrome.tabs.onUpdated.fire(7, { status: 'complete' }, { id: 7, url: tabUrl });
+    const outcome = await call;
+    return { outcome, dispatched };
+  };
+  let r = await run(`${origin}/ordered?item=tea`, { url: `${origin}/ordered?item=tea`, title: 'Ordered', jsonLd: '{"@type":"Order","orderedItem":"tea"}' });
+  assert.deepEqual(r.dispatched, ['doc-7', 'following-call-1']);
+  assert.deepEqual(r.outcome, { ok: true, result: { navigated: true, url: `${origin}/ordered?item=tea`, title: 'Ordered', result: { '@type': 'Order', orderedItem: 'tea' } } });
+
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [{ name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true }] });
+  await flush();
+  r = await run(`${origin}/thanks`, { url: `${origin}/thanks`, title: 'Thanks', jsonLd: null });
+  assert.equal(r.outcome.result.navigated, true);
+  assert.match(r.outcome.result.note, /no <script type="application\/ld\+json">/);
+
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [{ name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true }] });
+  await flush();
+  readPage = async () => assert.fail('a page of another origin is never read');
+  r = await run('https://pay.example/checkout', null);
+  assert.deepEqual(r.outcome.result, { navigated: true, url: 'https://pay.example', note: 'The form navigated to another site (https://pay.example); its page is not read.' });
 });
