@@ -1,7 +1,6 @@
 package sitetools
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -40,60 +39,29 @@ func (v Violation) String() string {
 // Validate checks an agent's arguments against the schema and returns every violation, sorted by
 // path; none means the call may proceed. Missing arguments (nil, empty or null) are read as {},
 // as MCP clients omit arguments for tools that take none.
+//
+// Validate gives an *ArgumentsError (see Check) as its one violation.
 func (s *Schema) Validate(args json.RawMessage) []Violation {
-	value, v := decodeArguments(args)
-	if v != nil {
-		return []Violation{*v}
+	viol, err := s.Check(args)
+	if err != nil {
+		return []Violation{err.Violation}
+	}
+	return viol
+}
+
+// Check is Validate that tells a refusal of the arguments as a whole (too large, not UTF-8 text,
+// not a JSON object) apart from violations of the schema: the first is an *ArgumentsError, returned
+// before the schema is applied.
+func (s *Schema) Check(args json.RawMessage) ([]Violation, *ArgumentsError) {
+	value, aerr := decodeArguments(args)
+	if aerr != nil {
+		return nil, aerr
 	}
 	result, err := s.compiled.Validate(document{value})
 	if err != nil {
-		return []Violation{{Path: "arguments", Message: "could not be checked: " + err.Error()}}
+		return []Violation{{Path: "arguments", Message: "could not be checked: " + err.Error()}}, nil
 	}
-	return violations(result.Errors(), value)
-}
-
-func decodeArguments(args json.RawMessage) (any, *Violation) {
-	args = bytes.TrimSpace(args)
-	if len(args) > MaxArgumentsBytes {
-		return nil, &Violation{"arguments", fmt.Sprintf("are %d bytes; the limit is %d, so send less data", len(args), MaxArgumentsBytes)}
-	}
-	if len(args) == 0 || string(args) == "null" {
-		return map[string]any{}, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var value any
-	if err := dec.Decode(&value); err != nil || dec.More() {
-		return nil, &Violation{"arguments", "are not valid JSON; send a JSON object"}
-	}
-	if _, ok := value.(map[string]any); !ok {
-		return nil, &Violation{"arguments", "must be a JSON object, got " + describe(value)}
-	}
-	if nestedDeeper(value, MaxArgumentDepth) {
-		return nil, &Violation{"arguments", fmt.Sprintf("nest deeper than %d levels; flatten them", MaxArgumentDepth)}
-	}
-	return value, nil
-}
-
-func nestedDeeper(v any, limit int) bool {
-	if limit < 0 {
-		return true
-	}
-	switch t := v.(type) {
-	case map[string]any:
-		for _, c := range t {
-			if nestedDeeper(c, limit-1) {
-				return true
-			}
-		}
-	case []any:
-		for _, c := range t {
-			if nestedDeeper(c, limit-1) {
-				return true
-			}
-		}
-	}
-	return false
+	return violations(result.Errors(), value), nil
 }
 
 // violations phrases gojsonschema's errors, drops duplicates (anyOf and oneOf repeat the errors of
@@ -178,26 +146,22 @@ func phrase(e gojsonschema.ResultError) string {
 // phraseValue covers the errors about one value's content, all followed by what was sent.
 func phraseValue(typ string, d gojsonschema.ErrorDetails) (string, bool) {
 	formats := map[string]string{
-		"enum":                 "must be one of %v",
-		"const":                "must be exactly %v",
-		"string_gte":           "must be at least %v characters long",
-		"string_lte":           "must be at most %v characters long",
-		"pattern":              "must match the regular expression %v",
-		"format":               "must be a valid %v",
-		"number_gte":           "must be at least %v",
-		"number_gt":            "must be greater than %v",
-		"number_lte":           "must be at most %v",
-		"number_lt":            "must be less than %v",
-		"multiple_of":          "must be a multiple of %v",
-		"array_min_items":      "must have at least %v items",
-		"array_max_items":      "must have at most %v items",
-		"array_min_properties": "must have at least %v properties",
-		"array_max_properties": "must have at most %v properties",
+		"enum":        "must be one of %v",
+		"const":       "must be exactly %v",
+		"pattern":     "must match the regular expression %v",
+		"format":      "must be a valid %v",
+		"number_gte":  "must be at least %v",
+		"number_gt":   "must be greater than %v",
+		"number_lte":  "must be at most %v",
+		"number_lt":   "must be less than %v",
+		"multiple_of": "must be a multiple of %v",
 	}
 	keys := map[string]string{
 		"enum": "allowed", "const": "allowed", "pattern": "pattern", "format": "format",
-		"multiple_of": "multiple", "string_gte": "min", "number_gte": "min", "number_gt": "min",
-		"array_min_items": "min", "array_min_properties": "min",
+		"multiple_of": "multiple", "number_gte": "min", "number_gt": "min",
+	}
+	if s, ok := phraseCount(typ, d); ok {
+		return s, true
 	}
 	f, ok := formats[typ]
 	if !ok {
@@ -208,6 +172,32 @@ func phraseValue(typ string, d gojsonschema.ErrorDetails) (string, bool) {
 		key = "max"
 	}
 	return fmt.Sprintf(f, d[key]), true
+}
+
+// phraseCount covers the limits on how many characters, items or properties a value has, with
+// the noun agreeing with the number ("at least 1 character", "at most 2 items").
+func phraseCount(typ string, d gojsonschema.ErrorDetails) (string, bool) {
+	limits := map[string][3]string{
+		"string_gte":           {"must be at least ", "min", "character"},
+		"string_lte":           {"must be at most ", "max", "character"},
+		"array_min_items":      {"must have at least ", "min", "item"},
+		"array_max_items":      {"must have at most ", "max", "item"},
+		"array_min_properties": {"must have at least ", "min", "property"},
+		"array_max_properties": {"must have at most ", "max", "property"},
+	}
+	l, ok := limits[typ]
+	if !ok {
+		return "", false
+	}
+	n, err := strconv.Atoi(fmt.Sprint(d[l[1]]))
+	if err != nil {
+		return "", false
+	}
+	s := l[0] + count(n, l[2])
+	if l[2] == "character" {
+		s += " long"
+	}
+	return s, true
 }
 
 // phraseCombinator covers errors about how a value relates to several subschemas. The errors of
