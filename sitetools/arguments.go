@@ -37,6 +37,15 @@ func argumentsErr(code, path, format string, args ...any) *ArgumentsError {
 // validated here: the page would get what the server never checked, and Chromium fails the whole
 // extension socket on a text frame that is not UTF-8.
 func decodeArguments(args json.RawMessage) (any, *ArgumentsError) {
+	args, err := checkText(args)
+	if err != nil {
+		return nil, err
+	}
+	return decodeValue(args)
+}
+
+// checkText checks the arguments' size and that they are UTF-8, and returns them trimmed.
+func checkText(args json.RawMessage) (json.RawMessage, *ArgumentsError) {
 	args = bytes.TrimSpace(args)
 	if len(args) > MaxArgumentsBytes {
 		return nil, argumentsErr(CodeArgumentsTooLarge, "arguments", "are %d bytes; the limit is %d, so send less data", len(args), MaxArgumentsBytes)
@@ -44,6 +53,11 @@ func decodeArguments(args json.RawMessage) (any, *ArgumentsError) {
 	if !utf8.Valid(args) {
 		return nil, notUTF8(args)
 	}
+	return args, nil
+}
+
+// decodeValue decodes checked text into the value gojsonschema validates.
+func decodeValue(args json.RawMessage) (any, *ArgumentsError) {
 	if len(args) == 0 || string(args) == "null" {
 		return map[string]any{}, nil
 	}
@@ -99,6 +113,7 @@ type pathFrame struct {
 // them (bad bytes as U+FFFD). A byte outside every string gives the innermost container's path.
 func pathAt(args []byte, off int) (path string, inKey bool) {
 	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber() // a number no float64 holds (1e400) is still a token
 	var stack []pathFrame
 	for {
 		tok, err := dec.Token()

@@ -49,11 +49,19 @@ func (s *Schema) Validate(args json.RawMessage) []Violation {
 	return viol
 }
 
-// Check is Validate that tells a refusal of the arguments as a whole (too large, not UTF-8 text,
-// not a JSON object) apart from violations of the schema: the first is an *ArgumentsError, returned
-// before the schema is applied.
+// Check is Validate that tells a refusal of the arguments as a whole (too large, too much to check
+// against this schema, not UTF-8 text, not a JSON object) apart from violations of the schema: the
+// first is an *ArgumentsError, returned before the schema is applied, so that gojsonschema, which
+// cannot be stopped, only ever runs on arguments whose cost is within MaxValidationCost.
 func (s *Schema) Check(args json.RawMessage) ([]Violation, *ArgumentsError) {
-	value, aerr := decodeArguments(args)
+	args, aerr := checkText(args)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := s.withinBudget(args); aerr != nil {
+		return nil, aerr
+	}
+	value, aerr := decodeValue(args)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -67,19 +75,25 @@ func (s *Schema) Check(args json.RawMessage) ([]Violation, *ArgumentsError) {
 // violations phrases gojsonschema's errors, drops duplicates (anyOf and oneOf repeat the errors of
 // their closest branch) and sorts them so the same call always gets the same answer.
 func violations(errs []gojsonschema.ResultError, args any) []Violation {
+	type keyed struct {
+		line string // v.String(), computed once: sorting thousands of violations compares it often
+		v    Violation
+	}
 	seen := map[Violation]bool{}
-	var out []Violation
+	var out []keyed
 	for _, e := range errs {
 		v := Violation{Path: pathOf(e, args), Message: phrase(e)}
 		if !seen[v] {
 			seen[v] = true
-			out = append(out, v)
+			out = append(out, keyed{v.String(), v})
 		}
 	}
-	slices.SortFunc(out, func(a, b Violation) int {
-		return strings.Compare(a.String(), b.String())
-	})
-	return out
+	slices.SortFunc(out, func(a, b keyed) int { return strings.Compare(a.line, b.line) })
+	vs := make([]Violation, len(out))
+	for i, k := range out {
+		vs[i] = k.v
+	}
+	return vs
 }
 
 // contextSep separates path segments when reading gojsonschema's context; property names may
@@ -143,49 +157,56 @@ func phrase(e gojsonschema.ResultError) string {
 	return e.Description()
 }
 
+// valueFormats phrase the errors about one value's content, by gojsonschema's error type.
+var valueFormats = map[string]string{
+	"enum":        "must be one of %v",
+	"const":       "must be exactly %v",
+	"pattern":     "must match the regular expression %v",
+	"format":      "must be a valid %v",
+	"number_gte":  "must be at least %v",
+	"number_gt":   "must be greater than %v",
+	"number_lte":  "must be at most %v",
+	"number_lt":   "must be less than %v",
+	"multiple_of": "must be a multiple of %v",
+}
+
+// valueKeys names the detail each of valueFormats quotes ("max" when not listed).
+var valueKeys = map[string]string{
+	"enum": "allowed", "const": "allowed", "pattern": "pattern", "format": "format",
+	"multiple_of": "multiple", "number_gte": "min", "number_gt": "min",
+}
+
 // phraseValue covers the errors about one value's content, all followed by what was sent.
 func phraseValue(typ string, d gojsonschema.ErrorDetails) (string, bool) {
-	formats := map[string]string{
-		"enum":        "must be one of %v",
-		"const":       "must be exactly %v",
-		"pattern":     "must match the regular expression %v",
-		"format":      "must be a valid %v",
-		"number_gte":  "must be at least %v",
-		"number_gt":   "must be greater than %v",
-		"number_lte":  "must be at most %v",
-		"number_lt":   "must be less than %v",
-		"multiple_of": "must be a multiple of %v",
-	}
-	keys := map[string]string{
-		"enum": "allowed", "const": "allowed", "pattern": "pattern", "format": "format",
-		"multiple_of": "multiple", "number_gte": "min", "number_gt": "min",
-	}
 	if s, ok := phraseCount(typ, d); ok {
 		return s, true
 	}
-	f, ok := formats[typ]
+	f, ok := valueFormats[typ]
 	if !ok {
 		return "", false
 	}
-	key, ok := keys[typ]
+	key, ok := valueKeys[typ]
 	if !ok {
 		key = "max"
 	}
 	return fmt.Sprintf(f, d[key]), true
 }
 
-// phraseCount covers the limits on how many characters, items or properties a value has, with
-// the noun agreeing with the number ("at least 1 character", "at most 2 items").
+// countLimits are the limits on how many characters, items or properties a value has: the
+// phrase, the detail holding the number, and the noun.
+var countLimits = map[string][3]string{
+	"string_gte":           {"must be at least ", "min", "character"},
+	"string_lte":           {"must be at most ", "max", "character"},
+	"array_min_items":      {"must have at least ", "min", "item"},
+	"array_max_items":      {"must have at most ", "max", "item"},
+	"array_min_properties": {"must have at least ", "min", "property"},
+	"array_max_properties": {"must have at most ", "max", "property"},
+}
+
+// phraseCount covers countLimits, with the noun agreeing with the number ("at least 1
+// character", "at most 2 items").
 func phraseCount(typ string, d gojsonschema.ErrorDetails) (string, bool) {
-	limits := map[string][3]string{
-		"string_gte":           {"must be at least ", "min", "character"},
-		"string_lte":           {"must be at most ", "max", "character"},
-		"array_min_items":      {"must have at least ", "min", "item"},
-		"array_max_items":      {"must have at most ", "max", "item"},
-		"array_min_properties": {"must have at least ", "min", "property"},
-		"array_max_properties": {"must have at most ", "max", "property"},
-	}
-	l, ok := limits[typ]
+	l, ok := countLimits[typ]
 	if !ok {
 		return "", false
 	}
@@ -200,21 +221,24 @@ func phraseCount(typ string, d gojsonschema.ErrorDetails) (string, bool) {
 	return s, true
 }
 
+// combinatorPhrases phrase the errors about how a value relates to several subschemas.
+var combinatorPhrases = map[string]string{
+	"number_any_of":             "must match at least one of the alternatives in anyOf; the closest one's problems are listed too",
+	"number_one_of":             "must match exactly one of the alternatives in oneOf",
+	"number_all_of":             "must match every schema in allOf",
+	"number_not":                "must not match the schema given in \"not\"",
+	"condition_then":            "must match the \"then\" schema, since it matches the \"if\" schema",
+	"condition_else":            "must match the \"else\" schema, since it does not match the \"if\" schema",
+	"contains":                  "must contain at least one item matching the \"contains\" schema",
+	"unique":                    "must not contain the same item twice",
+	"array_no_additional_items": "has more items than the schema lists; remove the extra items",
+	"false":                     "is not allowed here; remove it",
+}
+
 // phraseCombinator covers errors about how a value relates to several subschemas. The errors of
 // the closest branch are reported beside them.
 func phraseCombinator(typ string) (string, bool) {
-	s, ok := map[string]string{
-		"number_any_of":             "must match at least one of the alternatives in anyOf; the closest one's problems are listed too",
-		"number_one_of":             "must match exactly one of the alternatives in oneOf",
-		"number_all_of":             "must match every schema in allOf",
-		"number_not":                "must not match the schema given in \"not\"",
-		"condition_then":            "must match the \"then\" schema, since it matches the \"if\" schema",
-		"condition_else":            "must match the \"else\" schema, since it does not match the \"if\" schema",
-		"contains":                  "must contain at least one item matching the \"contains\" schema",
-		"unique":                    "must not contain the same item twice",
-		"array_no_additional_items": "has more items than the schema lists; remove the extra items",
-		"false":                     "is not allowed here; remove it",
-	}[typ]
+	s, ok := combinatorPhrases[typ]
 	return s, ok
 }
 
