@@ -123,7 +123,9 @@ func (s *Schema) work(sh shape, size int) float64 {
 		}
 		// Every value at depth k together holds at most size bytes; a number is parsed by each
 		// subschema applied to it, and again by each numeric keyword (weightNumber covers that).
-		total += float64(n)*s.cost.perValue[k] + float64(size)*s.cost.perByte[k]
+		// Deeper values cost more: every error carries its path, which gojsonschema and we build.
+		deeper := 1 + float64(k)/MaxArgumentDepth
+		total += float64(n)*s.cost.perValue[k]*deeper + float64(size)*s.cost.perByte[k]
 		total += sh.numbers[k] * s.cost.applied[k] * numberParses
 	}
 	return total
