@@ -360,6 +360,11 @@ func TestExtensionThroughServer(t *testing.T) {
 		wantErrorResult(t, w.await(ch), `the page refuses to add "fail"`)
 	})
 
+	t.Run("an argument that is not UTF-8 is refused, and the next call runs on the same socket", func(t *testing.T) {
+		w.enter(t)
+		badUTF8ThenGood(t, w)
+	})
+
 	t.Run("a result over 256 KiB is refused with its size", func(t *testing.T) {
 		w.enter(t)
 		var r string
