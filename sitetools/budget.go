@@ -106,7 +106,7 @@ func (s *shape) addNumber(start, depth, digits, exp int) {
 // 1e-N is 10^N made exactly, faster than linearly with the exponent.
 func numberWork(digits, exp int) float64 {
 	d, e := float64(digits), float64(exp)
-	return 1 + d*d/15000 + e*math.Sqrt(e)/1000
+	return 1 + d*d/7500 + e*math.Sqrt(e)/1000
 }
 
 func (s *shape) count(depth int) {
