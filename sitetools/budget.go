@@ -148,8 +148,8 @@ func (s *Schema) withinBudget(args []byte) *ArgumentsError {
 		return nil
 	}
 	allowed := int64(math.Floor(float64(sh.total) * MaxValidationCost / w))
-	return argumentsErr(CodeArgumentsTooLarge, "arguments", "hold %d values, too many to check against this tool's input schema in one call: it allows about %s; send fewer values (split the work over several calls)",
-		sh.total, approx(allowed))
+	return argumentsErr(CodeArgumentsTooLarge, "arguments", "hold %s, too many to check against this tool's input schema in one call: it allows about %s; send fewer values (split the work over several calls)",
+		count(int(sh.total), "value"), approx(allowed))
 }
 
 // approx rounds a count down to two significant digits, since the allowance is an estimate.
