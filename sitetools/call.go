@@ -102,16 +102,37 @@ func (o *Ops) validate(d Descriptor, origin string, args json.RawMessage) error 
 	if err != nil {
 		return agentErr("invalid_schema", "The page's schema for %s cannot be used: %v. The site must fix it; nothing was run.", d.Name, err)
 	}
-	viol := schema.Validate(args)
+	viol, aerr := schema.Check(args)
+	if aerr != nil {
+		return argumentsRefusal(aerr, d.Name, origin)
+	}
 	if len(viol) == 0 {
 		return nil
 	}
+	return agentErr(CodeInvalidArguments, "The arguments do not match the input schema of %s on %s, so nothing was run:\n%s\nFix them and call again; getSiteToolDefinition returns the full schema.",
+		d.Name, origin, listViolations(viol))
+}
+
+// argumentsRefusal heads a refusal of the arguments as a whole by what it is: too large, not
+// UTF-8 text, or not a JSON object the schema can be applied to.
+func argumentsRefusal(e *ArgumentsError, tool, origin string) error {
+	line := listViolations([]Violation{e.Violation})
+	switch e.Code {
+	case CodeArgumentsTooLarge:
+		return agentErr(e.Code, "The arguments for %s on %s are too large, so they were not checked and nothing was run:\n%s", tool, origin, line)
+	case CodeArgumentsNotUTF8:
+		return agentErr(e.Code, "The arguments for %s on %s are not valid UTF-8 text, so nothing was run:\n%s\nFix them and call again.", tool, origin, line)
+	}
+	return agentErr(e.Code, "The arguments do not match the input schema of %s on %s, so nothing was run:\n%s\nFix them and call again; getSiteToolDefinition returns the full schema.",
+		tool, origin, line)
+}
+
+func listViolations(viol []Violation) string {
 	lines := make([]string, len(viol))
 	for i, v := range viol {
 		lines[i] = "- " + v.String()
 	}
-	return agentErr("invalid_arguments", "The arguments do not match the input schema of %s on %s, so nothing was run:\n%s\nFix them and call again; getSiteToolDefinition returns the full schema.",
-		d.Name, origin, strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n")
 }
 
 // runnable refuses, before the approval gate, a call that cannot run whatever the person says:
@@ -172,8 +193,8 @@ func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args
 		inv.Targets = append(inv.Targets, Target{BrowserID: doc.BrowserID, DocumentID: doc.DocumentID})
 	}
 	out, err := o.opts.Invoker.Invoke(cctx, a.OwnerID, inv)
-	if err == nil && len(out) > MaxResultBytes {
-		err = &TooLargeError{Size: len(out)}
+	if size := ResultSize(out); err == nil && size > MaxResultBytes {
+		err = &TooLargeError{Size: size}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -225,7 +246,7 @@ func outcomeOf(res *CallResult, err error) (outcome, message string) {
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found", "needs_person", "tool_not_offered":
+		case "not_shared", "site_not_shared", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "needs_person", "tool_not_offered":
 			return OutcomeRefused, ae.Message
 		}
 		return OutcomeFailed, ae.Message

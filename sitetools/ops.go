@@ -1,6 +1,7 @@
 package sitetools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,8 @@ const (
 	// CallTimeout is the longest a call may run in the browser, by default.
 	CallTimeout = 60 * time.Second
 	// MaxResultBytes is the largest result returned; larger ones are refused
-	// with their size, never truncated.
+	// with their size, never truncated. It counts the result as the page
+	// returned it (see ResultSize).
 	MaxResultBytes = 256 << 10
 )
 
@@ -34,6 +36,23 @@ var (
 	// ErrTimeout means the call ran past its deadline and was cancelled.
 	ErrTimeout = errors.New("sitetools: the call ran out of time")
 )
+
+// ResultSize is what MaxResultBytes counts of a page's result, given as JSON text: a string's
+// UTF-8 bytes (not its quotes and escapes), any other value's JSON text. A page that returns a
+// 256 KiB string gets it through, as the limit says. The extension counts the same way
+// (extension/lib/messages.js, protocol.js); a string with a lone surrogate counts it as U+FFFD,
+// there as here.
+func ResultSize(raw json.RawMessage) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return len(raw)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return len(raw)
+	}
+	return len(s)
+}
 
 // TooLargeError is a result refused for its size.
 type TooLargeError struct{ Size int }
