@@ -111,6 +111,7 @@ func BenchmarkCallGapped(b *testing.B) {
 	}
 	calls := make([]time.Duration, 0, b.N)
 	echoes := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		time.Sleep(2 * time.Millisecond)
@@ -195,6 +196,7 @@ func BenchmarkCallOpenDocuments(b *testing.B) {
 				call(w.agent)
 			}
 			calls := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
