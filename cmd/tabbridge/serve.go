@@ -38,6 +38,7 @@ type serveConfig struct {
 	shutdownWait time.Duration
 	approvalWait time.Duration
 	mcpIdle      time.Duration
+	gc           gcConfig
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
@@ -89,6 +90,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
+	checkGC := gcFlags(fs, getenv, &c.gc)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
@@ -97,6 +99,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkGC(); err != nil {
+		envErrs = append(envErrs, err)
 	}
 	if len(envErrs) > 0 {
 		return nil, errors.Join(envErrs...)
@@ -194,6 +199,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
+	cfg.gc.apply()
 	key, err := cfg.signingKey()
 	if err != nil {
 		return err
@@ -225,7 +231,7 @@ func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, lo
 	if pg {
 		dbKind = "postgres"
 	}
-	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind)
+	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind, "gc", cfg.gc.String())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
