@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -15,12 +16,15 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
 // The call path at the floor (issue 16): each Tabbridge figure is measured
 // beside a bare Fiber WebSocket echo of a ~300-byte JSON-RPC frame in the
-// same run, and reported as a ratio to it. See docs/BENCHMARKS.md.
+// same run, and reported as a ratio to it, with the collector set as
+// `tabbridge serve` ships it (GOGC=… on the command line to compare others).
+// See docs/BENCHMARKS.md.
 
 // benchKind is the database the call benchmarks run on
 // (TABBRIDGE_BENCH_DB=postgres for the test PostgreSQL).
@@ -75,9 +79,23 @@ func echoClient(b *testing.B, url string) (roundTrip func() time.Duration) {
 	}
 }
 
+// shippedGC sets the collector as `tabbridge serve` does by default, unless
+// GOGC or GOMEMLIMIT is set (to compare settings), for the benchmark's life.
+func shippedGC(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		prev := debug.SetGCPercent(server.DefaultGCPercent)
+		b.Cleanup(func() { debug.SetGCPercent(prev) })
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		prev := debug.SetMemoryLimit(server.DefaultMemoryLimit)
+		b.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	}
+}
+
 // callWorld is a server with one test browser answering every call at once,
 // one site with docs open documents, and the agent's call.
 func callWorld(b *testing.B, docs int) (*siteWorld, func(*mcp.ClientSession) time.Duration) {
+	shippedGC(b)
 	w := newSiteWorld(b, benchKind(), nil, nil)
 	now := time.Now()
 	for i := 0; i < docs; i++ {

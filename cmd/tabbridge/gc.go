@@ -8,17 +8,14 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/tabbridge/tabbridge/server"
 )
 
-// The garbage collector's shipped settings, measured on the call path
-// (docs/BENCHMARKS.md, "Call path at the floor"): the MCP SDK allocates about
-// 370 KB of short-lived buffers per call, so with Go's default (100) the
-// collector runs every few calls. A higher percentage lets the heap grow
-// further between collections; the memory limit bounds what that costs, the
-// collector working harder as the heap nears it.
+// The garbage collector's shipped settings; see server.DefaultGCPercent.
 const (
-	defaultGCPercent   = 400
-	defaultMemoryLimit = 1 << 30 // 1 GiB
+	defaultGCPercent   = server.DefaultGCPercent
+	defaultMemoryLimit = server.DefaultMemoryLimit
 )
 
 // gcConfig is how the garbage collector is set when the server starts.
