@@ -156,7 +156,7 @@ func (c *conn) handle(frame []byte) {
 			c.fail(CloseHelloExpected, protoErr(ErrCodeHelloExpected, in.ID, "The first message must be a hello (docs/PROTOCOL.md)."))
 			return
 		}
-		c.hello(in)
+		onOwnStack(func() { c.hello(in) }) // see onOwnStack: keeps the reader's stack small
 		return
 	}
 	switch in.Type {
