@@ -101,7 +101,7 @@ func (c *conn) readLoop() {
 			c.fail(CloseUnsupportedData, protoErr(ErrCodeInvalidMessage, "", "Binary frames are not part of the protocol; send JSON text frames."))
 			break
 		}
-		c.handle(data)
+		c.handleFrame(data) // stack.go: keeps the reader's stack small
 	}
 	c.sock.SetReadDeadline(time.Now().Add(c.h.opts.CloseGrace))
 	for {
@@ -156,7 +156,7 @@ func (c *conn) handle(frame []byte) {
 			c.fail(CloseHelloExpected, protoErr(ErrCodeHelloExpected, in.ID, "The first message must be a hello (docs/PROTOCOL.md)."))
 			return
 		}
-		onOwnStack(func() { c.hello(in) }) // see onOwnStack: keeps the reader's stack small
+		c.hello(in)
 		return
 	}
 	switch in.Type {

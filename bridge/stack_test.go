@@ -18,3 +18,17 @@ func TestOnOwnStackWaitsAndRaisesPanics(t *testing.T) {
 	onOwnStack(func() { panic("boom") })
 	t.Fatal("the panic did not reach the caller")
 }
+
+// TestAnswersCall: a call's answers are recognised; other frames are not.
+func TestAnswersCall(t *testing.T) {
+	for frame, want := range map[string]bool{
+		`{"type":"call.result","callId":"c1","ok":true,"result":1}`: true,
+		`{"type":"call.dispatched","callId":"c1","documentId":"d"}`: true,
+		`{"type":"ping","id":"p1"}`:                                 false,
+		`{"type":"hello","protocol":1,"browserId":"b"}`:             false,
+	} {
+		if got := answersCall([]byte(frame)); got != want {
+			t.Errorf("%s: %v, want %v", frame, got, want)
+		}
+	}
+}

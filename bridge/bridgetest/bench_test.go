@@ -130,6 +130,13 @@ func runIdleBrowsers(b *testing.B, mode string, n int) {
 	b.StartTimer()
 	rtts := pingRandom(b, browsers, 2000, mode == "echo")
 	b.StopTimer()
+	// Again once about a third of the browsers have pinged (an idle browser
+	// pings every 20 s): what handling a ping keeps counts too.
+	goPinged, rssPinged, stackPinged := srv.mem(b)
+	b.ReportMetric(float64(goPinged-goBefore)/float64(n), "goB/browser-pinged")
+	b.ReportMetric(float64(rssPinged-rssBefore)/float64(n), "rssB/browser-pinged")
+	b.Logf("%s after the pings: Go heap+stacks %+.1f KiB/browser (stacks %+.1f), RSS %+.1f KiB/browser", mode,
+		float64(goPinged-goBefore)/1024/float64(n), float64(stackPinged-stackBefore)/1024/float64(n), float64(rssPinged-rssBefore)/1024/float64(n))
 
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
 	p50, p99 := rtts[len(rtts)/2], rtts[len(rtts)*99/100]
