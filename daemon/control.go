@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -89,8 +88,8 @@ func controlDir(dir string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s is not a directory; choose another --control path", dir)
 	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("directory %s belongs to another user (uid %d); choose a --control path in a directory of your own", dir, st.Uid)
+	if uid, ok := fileOwner(info); ok && uid != os.Getuid() {
+		return fmt.Errorf("directory %s belongs to another user (uid %d); choose a --control path in a directory of your own", dir, uid)
 	}
 	if perm := info.Mode().Perm(); perm&0o022 != 0 {
 		return fmt.Errorf("directory %s is writable by other users (mode %v); choose a --control path in a directory only you can write to, or run chmod go-w %s", dir, perm, dir)
@@ -162,7 +161,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 func RequestStart(path string, req StartRequest) (string, error) {
 	c, err := net.DialTimeout("unix", path, 5*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("no daemon listens on %s (start one with 'tabbridge daemon --server … --token …'): %w", path, err)
+		return "", fmt.Errorf("no daemon listens on %s (start one with 'tabbridge daemon', after 'tabbridge daemon enroll'): %w", path, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(15 * time.Second))

@@ -1,7 +1,8 @@
 // Command tabbridge runs the Tabbridge server, or a machine's terminal daemon.
 //
 //	tabbridge [serve] [flags]
-//	tabbridge daemon --server URL --token tbm_… [-- command [args]]
+//	tabbridge daemon enroll --server URL   (reads the machine token on stdin)
+//	tabbridge daemon [-- command [args]]
 //
 // Every flag has an environment variable (shown in --help and README.md);
 // a flag given on the command line wins over the environment.
@@ -49,7 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return runSession(args, getenv, os.Stdout, stderr)
 	case "help":
 		fmt.Fprintln(stderr, "usage: tabbridge [serve] [flags]   (tabbridge serve --help lists the flags)")
-		fmt.Fprintln(stderr, "       tabbridge daemon --server URL --token tbm_… [-- command [args]]")
+		fmt.Fprintln(stderr, "       tabbridge daemon enroll --server URL   (paste the machine token when asked)")
+		fmt.Fprintln(stderr, "       tabbridge daemon [-- command [args]]")
 		fmt.Fprintln(stderr, "       tabbridge run -- command [args]   (starts a session in the running daemon)")
 		return nil
 	}
