@@ -3,9 +3,12 @@ module github.com/tabbridge/tabbridge
 go 1.26.8
 
 require (
+	github.com/charmbracelet/x/xpty v0.1.4
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415
 	github.com/xeipuuv/gojsonschema v1.2.0
 )
+
+require github.com/charmbracelet/x/conpty v0.2.0 // indirect
 
 require (
 	github.com/charmbracelet/colorprofile v0.4.2 // indirect
@@ -13,7 +16,7 @@ require (
 	github.com/charmbracelet/x/ansi v0.11.7
 	github.com/charmbracelet/x/exp/ordered v0.1.0 // indirect
 	github.com/charmbracelet/x/term v0.2.2
-	github.com/charmbracelet/x/termios v0.1.1 // indirect
+	github.com/charmbracelet/x/termios v0.1.1
 	github.com/charmbracelet/x/vt v0.1.0
 	github.com/charmbracelet/x/windows v0.2.2 // indirect
 	github.com/chromedp/cdproto v0.159.0
@@ -66,7 +69,7 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.25.0
-	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	gorm.io/driver/postgres v1.6.3

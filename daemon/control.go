@@ -65,7 +65,7 @@ func ListenControl(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := privateSocket(path); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
@@ -88,13 +88,7 @@ func controlDir(dir string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s is not a directory; choose another --control path", dir)
 	}
-	if uid, ok := fileOwner(info); ok && uid != os.Getuid() {
-		return fmt.Errorf("directory %s belongs to another user (uid %d); choose a --control path in a directory of your own", dir, uid)
-	}
-	if perm := info.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("directory %s is writable by other users (mode %v); choose a --control path in a directory only you can write to, or run chmod go-w %s", dir, perm, dir)
-	}
-	return nil
+	return privateDir(dir, info)
 }
 
 // ServeControl starts a session for each request on ln until ctx ends.

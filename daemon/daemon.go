@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -213,12 +212,12 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 // daemon's own. Relative PATH entries are skipped, as os/exec refuses them.
 // With no environment, or none with a PATH, the daemon's PATH is used.
 func lookPath(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
+	if strings.ContainsAny(name, pathSeparators) {
 		return name, nil
 	}
 	path, found := "", false
 	for _, kv := range env { // the last PATH wins, as in os/exec
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && sameEnvKey(k, "PATH") {
 			path, found = v, true
 		}
 	}
@@ -229,8 +228,7 @@ func lookPath(name string, env []string) (string, error) {
 		if !filepath.IsAbs(dir) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		if p, ok := executableIn(dir, name, env); ok {
 			return p, nil
 		}
 	}

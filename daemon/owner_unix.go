@@ -29,3 +29,19 @@ func privateFile(path string, info fs.FileInfo) error {
 	}
 	return nil
 }
+
+// privateDir refuses a control socket's directory that belongs to another
+// user or that others may write to (they could put their own socket there).
+func privateDir(dir string, info fs.FileInfo) error {
+	if uid, ok := fileOwner(info); ok && uid != os.Getuid() {
+		return fmt.Errorf("directory %s belongs to another user (uid %d); choose a --control path in a directory of your own", dir, uid)
+	}
+	if perm := info.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("directory %s is writable by other users (mode %v); choose a --control path in a directory only you can write to, or run chmod go-w %s", dir, perm, dir)
+	}
+	return nil
+}
+
+// privateSocket makes the control socket 0600: whoever can start sessions
+// runs commands as this user.
+func privateSocket(path string) error { return os.Chmod(path, 0o600) }

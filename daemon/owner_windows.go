@@ -9,3 +9,11 @@ func fileOwner(fs.FileInfo) (int, bool) { return 0, false }
 // user's profile (%AppData%), whose ACL already admits only that user,
 // SYSTEM and administrators, and the Unix mode bits mean nothing there.
 func privateFile(string, fs.FileInfo) error { return nil }
+
+// privateDir accepts the directory: the default one is in the user's
+// profile, protected by its ACL; mode bits mean nothing on Windows.
+func privateDir(string, fs.FileInfo) error { return nil }
+
+// privateSocket leaves the socket as created: it inherits the ACL of its
+// directory in the user's profile.
+func privateSocket(string) error { return nil }
