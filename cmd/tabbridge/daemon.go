@@ -23,6 +23,10 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		switch args[0] {
 		case "enroll":
 			return runEnroll(ctx, args[1:], getenv, stdin, stderr)
+		case "install":
+			return runInstall(ctx, args[1:], getenv, os.Stdout, stderr)
+		case "uninstall":
+			return runUninstall(ctx, args[1:], os.Stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
