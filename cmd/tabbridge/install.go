@@ -54,8 +54,12 @@ func serviceFor(s installSpec) (service, error) {
 			stop:  [][]string{{"launchctl", "bootout", domain, plist}},
 		}, nil
 	case "windows":
+		create := schtasksCreate(s)
+		if tr := create[len(create)-1]; len(tr) > maxTaskRun {
+			return service{}, fmt.Errorf("the task's command is %d characters, more than the %d schtasks takes: %s; put tabbridge.exe and the credentials (--credentials) on shorter paths", len(tr), maxTaskRun, tr)
+		}
 		return service{name: `scheduled task \Tabbridge\Daemon`,
-			start: [][]string{schtasksCreate(s), {"schtasks", "/Run", "/TN", `\Tabbridge\Daemon`}},
+			start: [][]string{create, {"schtasks", "/Run", "/TN", `\Tabbridge\Daemon`}},
 			stop:  [][]string{{"schtasks", "/End", "/TN", `\Tabbridge\Daemon`}, {"schtasks", "/Delete", "/TN", `\Tabbridge\Daemon`, "/F"}},
 		}, nil
 	}
@@ -136,6 +140,9 @@ func launchdPlist(s installSpec) string {
 </plist>
 `
 }
+
+// maxTaskRun is the longest command schtasks /TR accepts.
+const maxTaskRun = 261
 
 // schtasksCreate registers the daemon to start at this user's logon, with
 // the user's own rights.
