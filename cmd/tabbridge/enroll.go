@@ -110,13 +110,12 @@ func runEnroll(ctx context.Context, args []string, getenv func(string) string, i
 // is a terminal.
 func readToken(in io.Reader, stderr io.Writer) (string, error) {
 	if f, ok := in.(*os.File); ok && term.IsTerminal(f.Fd()) {
-		fmt.Fprint(stderr, "Paste the machine token (tbm_…) and press Enter: ")
-		b, err := term.ReadPassword(f.Fd())
+		tok, err := readSecret(f, func() { fmt.Fprint(stderr, "Paste the machine token (tbm_…) and press Enter: ") })
 		fmt.Fprintln(stderr)
-		if err != nil {
-			return "", fmt.Errorf("read token: %w", err)
+		if err == nil && tok == "" {
+			err = errors.New("no token was pasted: copy it from the web app's page for the new machine")
 		}
-		return strings.TrimSpace(string(b)), nil
+		return tok, err
 	}
 	line, err := bufio.NewReader(io.LimitReader(in, 4096)).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -14,6 +14,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/tabbridge/tabbridge/daemon"
 )
 
 var (
@@ -251,5 +255,35 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	b, err := exec.Command(tabbridgeBinary(t), "frobnicate").CombinedOutput()
 	if err == nil || !strings.Contains(string(b), `unknown command "frobnicate"`) || !strings.Contains(string(b), "daemon install") {
 		t.Fatalf("an unknown command: %v\n%s", err, b)
+	}
+}
+
+// TestEnrollAtATerminalDoesNotEcho: run at a terminal, enroll prompts for
+// the token and reads it without echoing it onto the screen (where it would
+// stay in the scrollback), then saves it.
+func TestEnrollAtATerminalDoesNotEcho(t *testing.T) {
+	url, _, _, token := newMachine(t)
+	path := filepath.Join(t.TempDir(), "daemon.json")
+	c := exec.Command(tabbridgeBinary(t), "daemon", "enroll", "--server", url, "--credentials", path)
+	ptmx, err := pty.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	screen := newLogWriter()
+	go func() { _, _ = io.Copy(screen, ptmx) }()
+	screen.waitFor(t, "Paste the machine token")
+	if _, err := ptmx.Write([]byte(token + "\r")); err != nil {
+		t.Fatal(err)
+	}
+	screen.waitFor(t, "Enrolled")
+	if err := c.Wait(); err != nil {
+		t.Fatalf("enroll: %v\n%s", err, screen.String())
+	}
+	if strings.Contains(screen.String(), strings.TrimPrefix(token, "tbm_")) {
+		t.Fatalf("the token was echoed:\n%q", screen.String())
+	}
+	if got, err := daemon.LoadCredentials(path); err != nil || got.Token != token {
+		t.Fatalf("saved %+v, %v", got, err)
 	}
 }
