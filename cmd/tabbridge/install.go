@@ -163,6 +163,9 @@ func localSpec(credentials string) (installSpec, error) {
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return installSpec{}, fmt.Errorf("find this program: %w", err)
 	}
+	if strings.Contains(exe, "go-build") {
+		return installSpec{}, fmt.Errorf("this program is %s, a 'go run' build that is deleted when it exits; install a built tabbridge (go build ./cmd/tabbridge, or a release) and run its 'daemon install'", exe)
+	}
 	home, _ := os.UserHomeDir()
 	config, err := os.UserConfigDir()
 	if err != nil {
@@ -216,9 +219,14 @@ func runInstall(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stdout, "%s written; not started (--no-start)\n", svc.name)
 		return nil
 	}
-	for _, argv := range svc.start {
+	for i, argv := range svc.start {
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("install: %s: %v: %s (the files are written; run it yourself once the problem is fixed)", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+			var rest []string
+			for _, a := range svc.start[i:] {
+				rest = append(rest, strings.Join(a, " "))
+			}
+			return fmt.Errorf("install: %s: %v: %s. The %s is written but not started; once that is fixed, run: %s",
+				strings.Join(argv, " "), err, strings.TrimSpace(string(out)), svc.name, strings.Join(rest, " && "))
 		}
 	}
 	fmt.Fprintf(stdout, "installed the %s: the daemon runs now and at every login; start agents with 'tabbridge run -- claude'\n", svc.name)
