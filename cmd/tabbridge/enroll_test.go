@@ -172,3 +172,27 @@ func TestSameInstallReplacesItsStaleLink(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonFromTheEnvironment: without a credentials file, the token and
+// install id in the environment (containers) link the daemon.
+func TestDaemonFromTheEnvironment(t *testing.T) {
+	url, _, _, token := newMachine(t)
+	env := map[string]string{"TABBRIDGE_SERVER": url, "TABBRIDGE_MACHINE_TOKEN": token, "TABBRIDGE_INSTALL_ID": daemon.NewInstallID()}
+	log := newLogWriter()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"daemon", "--credentials", filepath.Join(t.TempDir(), "none.json"), "--control", filepath.Join(t.TempDir(), "d.sock")},
+			func(k string) string { return env[k] }, log, nil)
+	}()
+	log.waitFor(t, "linked to server")
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the daemon returned %v", err)
+		}
+	case <-time.After(daemonWait):
+		t.Fatal("the daemon did not stop")
+	}
+}
