@@ -127,7 +127,6 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 func (s *Server) pageHeaders(c *fiber.Ctx) {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
-	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors "+s.frameAncestors())
 }

@@ -130,7 +130,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Relay.Logger == nil {
 		opts.Relay.Logger = opts.Logger
 	}
-	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newSignIns(),
+	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newSignIns(opts.DB.FamilyActive),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
 	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {

@@ -14,19 +14,28 @@ import (
 // It is per process, as the sockets are; a sign-in ended on another
 // instance is noticed at the sockets' next ticket (README: one instance).
 type signIns struct {
+	// active reports whether a sign-in is still live (the database's word);
+	// static.
+	active func(ctx context.Context, family string) (bool, error)
+
 	mu    sync.Mutex
 	next  int
 	ended map[string]map[int]context.CancelFunc // family → what to end
 }
 
-func newSignIns() *signIns {
-	return &signIns{ended: map[string]map[int]context.CancelFunc{}}
+func newSignIns(active func(ctx context.Context, family string) (bool, error)) *signIns {
+	return &signIns{active: active, ended: map[string]map[int]context.CancelFunc{}}
 }
 
 // follow returns a context that is cancelled when family's sign-in ends or
-// parent is done, and a stop function that releases it. A socket opened
-// with a ticket from before tickets knew their sign-in has family "": it
-// follows nothing.
+// parent is done, and a stop function that releases it. It registers first
+// and then asks whether the sign-in is still live, so a sign-out cannot slip
+// between a ticket's redeem and the socket it opens: either the sign-out's
+// end finds the registration, or the check (after it) finds the sign-in
+// ended and the context is cancelled at once. A failed check counts as
+// ended: a socket nobody can vouch for is closed. A socket opened with a
+// ticket from before tickets knew their sign-in has family "": it follows
+// nothing.
 func (s *signIns) follow(parent context.Context, family string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
 	if family == "" {
@@ -40,6 +49,9 @@ func (s *signIns) follow(parent context.Context, family string) (context.Context
 	}
 	s.ended[family][id] = cancel
 	s.mu.Unlock()
+	if live, err := s.active(ctx, family); err != nil || !live {
+		cancel()
+	}
 	return ctx, func() {
 		cancel()
 		s.mu.Lock()

@@ -178,8 +178,14 @@ func (s *Server) daemonSocket(conn *websocket.Conn) {
 }
 
 // viewerGate admits a viewer by its ticket, from the server's own origin or
-// a trusted extension's.
+// a trusted extension's. The upgrade and the Origin are checked before the
+// ticket is redeemed, so only a real dial spends it: a plain GET, or a page
+// that may not open the socket, leaves it for the dial that follows.
 func (s *Server) viewerGate(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return errorf(http.StatusUpgradeRequired, "websocket_required",
+			"This endpoint is a WebSocket: open it as one with ?ticket=… (the ticket is still good if it was not spent).")
+	}
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin != s.publicOrigin() && !s.extensionOrigin(origin) {
 		return errorf(http.StatusForbidden, "origin_not_allowed",
@@ -190,15 +196,16 @@ func (s *Server) viewerGate(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, "ticket_invalid",
 			"This viewer ticket is unknown, used or expired; ask for a new one (POST /api/sessions/:id/viewer-ticket) and connect within a minute.")
 	}
+	if errors.Is(err, tickets.ErrSignedOut) {
+		return errTicketSignedOut()
+	}
 	if err != nil {
 		return err
 	}
+	redeemed()
 	sid, mode, _ := strings.Cut(t.Subject, ":")
 	if _, err := s.relay.Session(t.UserID, sid); err != nil {
 		return notFound("session")
-	}
-	if !websocket.IsWebSocketUpgrade(c) {
-		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket.")
 	}
 	c.Locals(localViewer, viewerGrant{userID: t.UserID, family: t.FamilyID, sessionID: sid, watchOnly: mode != modeType})
 	return c.Next()
