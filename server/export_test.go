@@ -22,6 +22,13 @@ func SetAfterRedeem(f func()) (restore func()) {
 	return func() { afterRedeem = nil }
 }
 
+// SetAfterDaemonAuth runs f between a daemon's admission and its link's
+// registration, and returns a function that removes it.
+func SetAfterDaemonAuth(f func(machineID string)) (restore func()) {
+	afterDaemonAuth = f
+	return func() { afterDaemonAuth = nil }
+}
+
 // Waiters reports how many calls wait on an in-flight approval request.
 func Waiters(s *Server, requestID string) int { return s.gate.Waiters(requestID) }
 

@@ -86,16 +86,6 @@ func (s *Server) extensionGate(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// afterRedeem, when a test sets it, runs between a ticket's redeem and the
-// socket it opens: where a sign-out can land.
-var afterRedeem func()
-
-func redeemed() {
-	if afterRedeem != nil {
-		afterRedeem()
-	}
-}
-
 // errTicketSignedOut refuses a ticket whose sign-in ended after it was asked
 // for: the person signed out, so nothing it was about to open opens.
 func errTicketSignedOut() error {

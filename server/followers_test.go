@@ -23,7 +23,7 @@ func TestFollowingAnEndedSignInEndsAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newSignIns(db.FamilyActive)
+		s := newFollowers(db.FamilyActive)
 		early, stopEarly := s.follow(ctx, family)
 		defer stopEarly()
 		if early.Err() != nil {
@@ -41,7 +41,7 @@ func TestFollowingAnEndedSignInEndsAtOnce(t *testing.T) {
 		if late.Err() == nil {
 			t.Fatal("a socket that began following an ended sign-in is still open")
 		}
-		if n := len(s.ended); n != 1 {
+		if n := len(s.byKey); n != 1 {
 			t.Fatalf("%d sign-ins followed", n)
 		}
 	})
