@@ -100,7 +100,7 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 	if !ok {
 		return fmt.Errorf("render: no page %q", name)
 	}
-	v.CSRF, _ = c.Locals(localCSRF).(string)
+	v.CSRF = s.pageCSRF(c)
 	v.Now = s.opts.Now()
 	v.Items = navItems
 	if v.User != nil {
