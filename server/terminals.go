@@ -198,7 +198,7 @@ func (s *Server) daemonSocket(conn *websocket.Conn) {
 func (s *Server) viewerGate(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return errorf(http.StatusUpgradeRequired, "websocket_required",
-			"This endpoint is a WebSocket: open it as one with ?ticket=… (the ticket is still good if it was not spent).")
+			"This endpoint is a WebSocket: dial it with ?ticket=…; only a dial that upgrades spends the ticket.")
 	}
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin != s.publicOrigin() && !s.extensionOrigin(origin) {
