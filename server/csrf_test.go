@@ -9,7 +9,10 @@ import (
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
-var metaCSRF = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
+var (
+	metaCSRF = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
+	formCSRF = regexp.MustCompile(`<input type="hidden" name="_csrf" value="([^"]*)">`)
+)
 
 // workspaceCount is how many workspaces c's person has.
 func workspaceCount(t *testing.T, c *servertest.Client) int {
@@ -34,6 +37,11 @@ func TestAPlantedCSRFCookieOpensNothing(t *testing.T) {
 	m := metaCSRF.FindStringSubmatch(page.body)
 	if m == nil || m[1] != own.CSRFToken {
 		t.Fatalf("the page's meta tag %v, want the sign-in's token %q", m, own.CSRFToken)
+	}
+	for _, f := range formCSRF.FindAllStringSubmatch(page.body, -1) {
+		if f[1] != own.CSRFToken {
+			t.Fatalf("a form of the page carries %q, want the sign-in's token", f[1])
+		}
 	}
 	other := env.NewClient(t)
 	other.MustJSON("POST", "/api/auth/signin", map[string]string{"email": "alice@example.com", "password": "password-alice@example.com"}, 200, nil)

@@ -257,8 +257,8 @@ func (s *Server) notFoundPage(c *fiber.Ctx) error {
 			c.Locals(localFamily, family)
 		}
 	}
-	// The navigation's sign-out form needs the token; a signed-in browser
-	// has the cookie from the page it signed in on.
+	// The navigation's sign-out form needs the token: render gives the
+	// sign-in's (pageCSRF); the cookie's stands in for a signed-out browser.
 	c.Locals(localCSRF, c.Cookies(cookieCSRF))
 	return s.htmlErrors(c) // its c.Next() meets fiber's 404 or 405 and shows it as a page
 }

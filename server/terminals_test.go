@@ -95,10 +95,11 @@ func TestViewerSocketChecksOriginAndTicket(t *testing.T) {
 	}
 }
 
-// TestOnlyARealDialSpendsAViewerTicket: a plain GET of the viewer socket
-// (no upgrade) and a dial from a foreign origin are refused before the
-// ticket is looked at, so the real dial after them still opens the viewer.
-func TestOnlyARealDialSpendsAViewerTicket(t *testing.T) {
+// TestOnlyARealDialSpendsATicket: a plain GET of the viewer socket (no
+// upgrade) and a dial from a foreign origin are refused before the ticket
+// is looked at, so the real dial after them still opens the viewer; the
+// same for the extension socket.
+func TestOnlyARealDialSpendsATicket(t *testing.T) {
 	r := newTerminalRig(t)
 	ws := r.viewerTicket(t, r.person)
 	plain := r.env.NewClient(t)
@@ -116,4 +117,15 @@ func TestOnlyARealDialSpendsAViewerTicket(t *testing.T) {
 		t.Fatalf("the real dial after a plain GET: %v (%v)", err, resp)
 	}
 	v.Close()
+
+	// The extension socket's door is the same.
+	ext := ticketFor(t, r.person)
+	plain.Origin = extOrigin
+	if status, b := plain.Do("GET", "/ws/extension?ticket="+ext, nil); status != http.StatusUpgradeRequired {
+		t.Fatalf("a plain GET of the extension socket: %d %s", status, b)
+	}
+	if _, code := refused(t, r.env, ext, "https://evil.example"); code != "origin_not_allowed" {
+		t.Fatalf("the extension socket from a page: %s", code)
+	}
+	extBrowserWith(t, r.env, ext, "after-a-plain-get")
 }
