@@ -19,6 +19,8 @@ import (
 func (b *ExtensionBrowser) appFrame(t testing.TB, server, path string) context.Context {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(25 * time.Millisecond) // polling the browser's target list: there is no event to wait on here
+	defer tick.Stop()
 	for {
 		infos, err := chromedp.Targets(b.ctx)
 		if err != nil {
@@ -36,7 +38,7 @@ func (b *ExtensionBrowser) appFrame(t testing.TB, server, path string) context.C
 			}
 			t.Fatalf("no frame of %s%s in the popup; targets: %v", server, path, seen)
 		}
-		time.Sleep(25 * time.Millisecond) // polling the browser's target list: there is no event to wait on here
+		<-tick.C
 	}
 }
 
