@@ -55,13 +55,23 @@ func (db *DB) RevokeMachine(ctx context.Context, userID, id string) error {
 		Where("id = ? AND user_id = ? AND revoked_at IS NULL", id, userID).Update("revoked_at", Now()))
 }
 
-// ErrOtherInstall is returned by AuthenticateMachine when the token is
-// presented by a daemon of another install than the one that first linked
-// with it: a copied token must not take over the person's terminals.
+// ErrOtherInstall is returned by ClaimMachine when the token is presented
+// by a daemon of another install than the one that first linked with it: a
+// copied token must not take over the person's terminals.
 var ErrOtherInstall = errors.New("store: machine token belongs to another install")
 
+// MachineActive reports whether a machine's token is still good (not
+// revoked): a daemon's socket admitted just before a revoke is closed when
+// this says false.
+func (db *DB) MachineActive(ctx context.Context, id string) (bool, error) {
+	var ids []string
+	err := db.WithContext(ctx).Model(&Machine{}).Where("id = ? AND revoked_at IS NULL", id).Limit(1).Pluck("id", &ids).Error
+	return len(ids) > 0, err
+}
+
 // AuthenticateMachine resolves a presented machine token to its machine.
-// Before the daemon is linked, ClaimMachine must accept its install.
+// Before the daemon is linked, ClaimMachine must accept its install (and
+// records that the machine was seen).
 func (db *DB) AuthenticateMachine(ctx context.Context, token string) (*Machine, error) {
 	var m Machine
 	err := db.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL", secret.Hash(token)).Take(&m).Error
