@@ -72,6 +72,9 @@ type Options struct {
 	// ExtensionQueue bounds each extension socket's outbound queue (default
 	// 64 messages); a browser that lets it fill is closed as a slow consumer.
 	ExtensionQueue int
+	// ExtensionMaxCalls is how many calls one browser runs at once (default
+	// bridge.DefaultMaxCalls); a call beyond it is refused as browser_busy.
+	ExtensionMaxCalls int
 	// ExtensionMaxMessage is the largest frame an extension may send (default 1 MiB).
 	ExtensionMaxMessage int64
 	// ExtensionCloseGrace is how long a closing socket waits for the

@@ -161,7 +161,11 @@ func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args
 func (o *Ops) invokeError(err error, origin, tool string) error {
 	var tl *TooLargeError
 	var pe *PageError
+	var busy *BusyError
 	switch {
+	case errors.As(err, &busy):
+		return agentErr("browser_busy", "The person's Chrome is already running %d tool calls, the most one browser runs at once, so %s on %s was not sent. Wait for some of your calls to finish (or cancel those you no longer need), then call again.",
+			busy.Limit, tool, origin)
 	case errors.As(err, &tl):
 		return agentErr("result_too_large", "%s on %s returned %d bytes; results are limited to %d bytes and are never truncated. Ask for less (narrower arguments) and call again.",
 			tool, origin, tl.Size, MaxResultBytes)
@@ -196,7 +200,7 @@ func outcomeOf(res *CallResult, err error) (outcome, message string) {
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found":
+		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found", "browser_busy":
 			return OutcomeRefused, ae.Message
 		}
 		return OutcomeFailed, ae.Message
