@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,5 +88,92 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 	}
 	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "green tea" {
 		t.Fatalf("the call after the flood: %+v", res)
+	}
+}
+
+// rawMCP posts one JSON-RPC message to /mcp with token, in session sid ("" to
+// open one), and returns the status, the session id answered and the body.
+func rawMCP(t *testing.T, env *servertest.Env, token, sid, method, body string) (int, string, string) {
+	t.Helper()
+	req := mustRequest(t, method, env.URL+"/mcp", body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+}
+
+const rawInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// TestMCPSessionsPerTokenAreCapped is issue 11 item 4: one agent token holds
+// at most MCPSessionsPerToken open sessions. Beyond them an initialize is
+// refused with a sentence saying the limit and what to do; a session that
+// ends gives its place back; another token is not affected.
+func TestMCPSessionsPerTokenAreCapped(t *testing.T) {
+	const limit = 3
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.MCPSessionsPerToken = limit })
+	alice, ids, token := aliceWorld(t, env)
+	var sids []string
+	for i := 0; i < limit; i++ {
+		status, sid, body := rawMCP(t, env, token, "", "POST", rawInit)
+		if status != 200 || sid == "" {
+			t.Fatalf("session %d: %d %q %s", i, status, sid, body)
+		}
+		sids = append(sids, sid)
+	}
+	status, sid, body := rawMCP(t, env, token, "", "POST", rawInit)
+	if status != http.StatusTooManyRequests || sid != "" || !strings.Contains(body, "already has 3 open MCP sessions") ||
+		!strings.Contains(body, "DELETE /mcp") || !strings.Contains(body, `"code":-32000`) {
+		t.Fatalf("session over the cap: %d %q %s", status, sid, body)
+	}
+	// The open sessions still work.
+	if status, _, body := rawMCP(t, env, token, sids[0], "POST", `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status != 200 {
+		t.Fatalf("ping in an open session: %d %s", status, body)
+	}
+	// Another token of the same workspace has its own count.
+	other := alice.AgentToken(ids.workspace, "second")
+	if status, sid, body := rawMCP(t, env, other, "", "POST", rawInit); status != 200 || sid == "" {
+		t.Fatalf("another token: %d %s", status, body)
+	}
+	// Initializes that race past the HTTP check are held to the cap too.
+	for _, s := range sids[1:] {
+		if status, _, body := rawMCP(t, env, token, s, "DELETE", ""); status >= 300 {
+			t.Fatalf("delete session: %d %s", status, body)
+		}
+	}
+	var mu sync.Mutex
+	opened, refused := 0, 0
+	deadline := time.Now().Add(wait)
+	for opened < limit-1 && time.Now().Before(deadline) { // the deleted sessions' places come back once they close
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				status, sid, body := rawMCP(t, env, token, "", "POST", rawInit)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case status == 200 && sid != "" && !strings.Contains(body, `"error"`):
+					opened++
+				case strings.Contains(body, "already has 3 open MCP sessions"):
+					refused++
+				default:
+					t.Errorf("initialize: %d %q %s", status, sid, body)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if opened != limit-1 || refused == 0 {
+		t.Fatalf("after two sessions ended, %d more opened (want %d), %d refused", opened, limit-1, refused)
 	}
 }

@@ -32,6 +32,8 @@ func (s *Server) newMCPHandler() http.Handler {
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.opts.Logger.With("component", "mcp")})
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
+	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
+	srv.AddReceivingMiddleware(s.limitSessions)
 	s.mcp = srv
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.MCPSessionTimeout,
@@ -52,6 +54,9 @@ func (s *Server) newMCPHandler() http.Handler {
 		if r.Method == http.MethodPost {
 			s.mcpPosts.Add(1)
 			defer s.mcpPosts.Done()
+		}
+		if s.refuseFullSessions(w, r) {
+			return
 		}
 		authed.ServeHTTP(w, r)
 	})

@@ -57,6 +57,9 @@ type Options struct {
 	// MCPSessionTimeout ends MCP sessions idle this long (default 1 hour);
 	// a client then opens a new session.
 	MCPSessionTimeout time.Duration
+	// MCPSessionsPerToken caps the MCP sessions one agent token holds open
+	// (default DefaultMCPSessionsPerToken); an initialize beyond it is refused.
+	MCPSessionsPerToken int
 	// CallTimeout bounds a tool call in the browser (default 60 s).
 	CallTimeout time.Duration
 	// ProgressInterval is the pace of MCP progress notifications while a
@@ -93,6 +96,8 @@ type Server struct {
 	catalog *sitetools.Catalog // live and persisted tools of shared sites
 	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
 	mcp     *mcp.Server        // set while routes are mounted, then static
+	// sessions counts each agent token's open MCP sessions; set with mcp.
+	sessions *sessionCap
 	// mcpPosts counts MCP POST requests in flight (each ends once its answer
 	// is written), so shutdown lets them answer before connections close.
 	mcpPosts sync.WaitGroup
@@ -197,6 +202,9 @@ func fillDefaults(o *Options) error {
 	}
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 5 * time.Second
+	}
+	if o.MCPSessionsPerToken == 0 {
+		o.MCPSessionsPerToken = DefaultMCPSessionsPerToken
 	}
 	if o.MCPSessionTimeout == 0 {
 		o.MCPSessionTimeout = time.Hour
