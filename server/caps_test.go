@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -177,3 +178,67 @@ func TestMCPSessionsPerTokenAreCapped(t *testing.T) {
 		t.Fatalf("after two sessions ended, %d more opened (want %d), %d refused", opened, limit-1, refused)
 	}
 }
+
+// TestPendingApprovalsPerWorkspaceAreCapped is issue 11 item 4: a workspace
+// has at most ApprovalMaxPending requests, and ApprovalMaxPendingBytes of
+// arguments, waiting for the person. A call beyond them is refused at once
+// with a sentence saying the limit and what to do, and opens no request;
+// an identical call still joins its request; an answer makes room again.
+func TestPendingApprovalsPerWorkspaceAreCapped(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) {
+		o.ApprovalMaxPending = 3
+		o.ApprovalMaxPendingBytes = 2000
+	}, nil)
+	w.announce(t, "d1", time.Now())
+	large, cancelLarge := w.buy(strings.Repeat("l", 1500))
+	defer cancelLarge()
+	w.pending(t, 1)
+	// 1,500 bytes wait already: 600 more would pass 2,000.
+	res := awaitCall(t, first(w.buy(strings.Repeat("m", 600))))
+	wantError(t, res, "already hold 1.5 KiB of arguments", "pass the 2.0 KiB one workspace may have waiting", "send smaller arguments")
+	w.pending(t, 1)
+
+	tea, cancelTea := w.buy("tea")
+	defer cancelTea()
+	milk, cancelMilk := w.buy("milk")
+	defer cancelMilk()
+	reqs := w.pending(t, 3)
+	res = awaitCall(t, first(w.buy("sugar")))
+	wantError(t, res, "buy on https://shop.example was not asked or run", "already has 3 calls waiting for the person's approval",
+		"Wait for the person to answer some of them")
+	// The refusal opened nothing, and is in the audit log as refused.
+	w.pending(t, 3)
+	var audit struct {
+		Entries []struct{ Outcome, Error string } `json:"entries"`
+	}
+	w.person.MustJSON("GET", "/api/audit", nil, 200, &audit)
+	if len(audit.Entries) != 2 || audit.Entries[0].Outcome != "refused" || !strings.Contains(audit.Entries[0].Error, "3 calls waiting") {
+		t.Fatalf("audit: %+v", audit.Entries)
+	}
+	// An identical call joins its request instead of asking a fourth time.
+	teaAgain, cancelTeaAgain := w.buy("tea")
+	defer cancelTeaAgain()
+	var teaID string
+	for _, r := range reqs {
+		if strings.Contains(r.Arguments, `"tea"`) {
+			teaID = r.ID
+		}
+	}
+	waitUntil(t, func() bool { return server.Waiters(w.env.Server, teaID) == 2 })
+	// An answer makes room.
+	w.answer(t, teaID, "deny")
+	for _, ch := range []chan callOut{tea, teaAgain} {
+		wantError(t, awaitCall(t, ch), "denied")
+	}
+	sugar, cancelSugar := w.buy("sugar")
+	defer cancelSugar()
+	w.pending(t, 3)
+	cancelLarge()
+	cancelMilk()
+	cancelSugar()
+	for _, ch := range []chan callOut{large, milk, sugar} {
+		<-ch
+	}
+}
+
+func first(ch chan callOut, _ context.CancelFunc) chan callOut { return ch }

@@ -67,6 +67,11 @@ type Options struct {
 	ProgressInterval time.Duration
 	// ApprovalWindow is how long a request waits for the person (default 5 minutes).
 	ApprovalWindow time.Duration
+	// ApprovalMaxPending and ApprovalMaxPendingBytes limit the requests one
+	// workspace has waiting for the person, by count and by bytes of
+	// arguments (defaults approvals.DefaultMaxPending, DefaultMaxPendingBytes).
+	ApprovalMaxPending      int
+	ApprovalMaxPendingBytes int
 	// Now is the clock for tokens and tickets; time.Now when nil.
 	Now func() time.Time
 	// ExtensionIdle closes an extension socket silent for longer (default
@@ -144,7 +149,8 @@ func New(opts Options) (*Server, error) {
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}
-	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger})
+	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger,
+		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes})
 	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	} else if n > 0 {

@@ -109,7 +109,10 @@ func (o *Ops) validate(d Descriptor, origin string, args json.RawMessage) error 
 }
 
 func (o *Ops) gateError(err error, origin, tool string, ctx context.Context) error {
+	var limit *approvals.LimitError
 	switch {
+	case errors.As(err, &limit):
+		return agentErr("approvals_full", "%s on %s was not asked or run: %s", tool, origin, limit.Message)
 	case errors.Is(err, approvals.ErrTaskRequired):
 		return agentErr("task_required", "%s changes something on %s, so the person approves it inside a task: pass taskId (open a task with createTask, or find yours with listTasks) and call again.", tool, origin)
 	case errors.Is(err, approvals.ErrNoSuchTask):
@@ -200,7 +203,7 @@ func outcomeOf(res *CallResult, err error) (outcome, message string) {
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found", "browser_busy":
+		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found", "browser_busy", "approvals_full":
 			return OutcomeRefused, ae.Message
 		}
 		return OutcomeFailed, ae.Message
