@@ -133,7 +133,7 @@ func (s *Server) mcpCreateTask(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	t, err := s.opts.DB.CreateTask(ctx, id.Workspace.ID, title, "agent:"+id.TokenID)
 	if err != nil {
-		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
+		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)
 	}
 	s.opts.Logger.Info("task created by agent", "workspace", id.Workspace.ID, "task", t.ID)
 	s.publish(id.Workspace.OwnerID, evTaskCreated, fiber.Map{"task": t})
@@ -153,7 +153,7 @@ func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, taskOut{}, fmt.Errorf("no task %q in your workspace; call listTasks to see your tasks, or createTask to open one", in.TaskID)
 	}
 	if err != nil {
-		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
+		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)
 	}
 	s.publish(id.Workspace.OwnerID, evTaskUpdated, fiber.Map{"task": t})
 	return nil, taskView(t), nil
@@ -166,7 +166,7 @@ func (s *Server) mcpListTasks(ctx context.Context, req *mcp.CallToolRequest, _ s
 	}
 	ts, err := s.opts.DB.WorkspaceTasks(ctx, id.Workspace.ID)
 	if err != nil {
-		return nil, listTasksOut{}, fmt.Errorf("the tasks could not be read; try again: %w", err)
+		return nil, listTasksOut{}, s.storeFailure("the tasks could not be read", err)
 	}
 	out := listTasksOut{Tasks: make([]taskOut, 0, len(ts))}
 	for i := range ts {
