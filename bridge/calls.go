@@ -110,15 +110,19 @@ func (c *conn) addCall(p *pendingCall) error {
 }
 
 // takeCall removes and returns a pending call, nil if it is not pending.
-// With release, its slot is freed now; otherwise its queued call.cancel
-// frees it.
+// With release, its slot is freed now; otherwise it is being cancelled: its
+// queued call.cancel frees the slot, and an answer that crosses the cancel is
+// expected (recentIDs).
 func (c *conn) takeCall(id string, release bool) *pendingCall {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.calls[id]
 	delete(c.calls, id)
-	if p != nil && release {
+	switch {
+	case p != nil && release:
 		c.inflight--
+	case p != nil:
+		c.cancelled.add(id, c.h.opts.MaxCalls)
 	}
 	return p
 }
@@ -151,16 +155,27 @@ func (c *conn) dispatched(in *Inbound) {
 		p.documentID = d.DocumentID
 	}
 	c.mu.Unlock()
-	if p == nil {
-		c.sendError(protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(d.CallID)))
+	if p != nil {
+		return
 	}
+	e := protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(d.CallID))
+	if c.cancelledLately(d.CallID, false) {
+		c.offerError(e)
+		return
+	}
+	c.sendError(e)
 }
 
 func (c *conn) result(in *Inbound) {
 	r := in.Result
 	p := c.takeCall(r.CallID, true)
 	if p == nil {
-		c.sendError(protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(r.CallID)))
+		e := protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(r.CallID))
+		if c.cancelledLately(r.CallID, true) {
+			c.offerError(e)
+			return
+		}
+		c.sendError(e)
 		return
 	}
 	p.done <- outcomeOf(r)

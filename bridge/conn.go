@@ -50,6 +50,9 @@ type conn struct {
 	// approvals is the coalesced approvals message waiting in out, nil when
 	// none is queued (queue.go). Guarded by mu.
 	approvals *ApprovalsMsg
+	// cancelled remembers the calls this socket cancelled last (queue.go).
+	// Guarded by mu.
+	cancelled recentIDs
 }
 
 // Serve speaks the extension protocol on sock for userID (already

@@ -64,6 +64,16 @@ func (c *conn) put(m outbound) bool {
 	}
 }
 
+// offerError queues an error reply while at most half the reply budget is
+// used, and otherwise drops it: for answers the server's own cancels made
+// expected, which must leave room for the replies that matter.
+func (c *conn) offerError(e *ProtocolError) {
+	if c.closing() || 2*int(c.replies.Load()) >= c.h.opts.QueueSize {
+		return
+	}
+	c.sendError(e)
+}
+
 func (c *conn) slowConsumer() {
 	c.h.opts.Logger.Warn("closing slow consumer", "user", c.userID, "browser", c.browserID, "queued", len(c.out))
 	c.shut(ClosePolicy, "slow consumer")
@@ -118,4 +128,53 @@ func mergeApprovals(queued *ApprovalsMsg, next ApprovalsMsg) *ApprovalsMsg {
 	m := next
 	m.Event, m.Request = queued.Event, queued.Request
 	return &m
+}
+
+// recentIDs is a bounded set of the call ids cancelled last. A page's answer
+// can cross its call.cancel on the wire (the extension times a call out at
+// the same deadline), so after a burst of cancels comes a burst of such
+// answers: each is still answered unknown_call, but only while the reply
+// budget has room (offerError) — never a reason to close the browser.
+type recentIDs struct {
+	set   map[string]struct{}
+	order []string // oldest first
+}
+
+func (r *recentIDs) add(id string, limit int) {
+	if r.set == nil {
+		r.set = map[string]struct{}{}
+	}
+	if len(r.order) >= limit {
+		delete(r.set, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.set[id] = struct{}{}
+	r.order = append(r.order, id)
+}
+
+// take reports whether id is in the set, removing it.
+func (r *recentIDs) take(id string) bool {
+	if _, ok := r.set[id]; !ok {
+		return false
+	}
+	delete(r.set, id)
+	for i, v := range r.order {
+		if v == id {
+			r.order = append(r.order[:i], r.order[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// cancelledLately reports whether the socket cancelled call id lately (and
+// forgets it when done is set: its answer has come).
+func (c *conn) cancelledLately(id string, done bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if done {
+		return c.cancelled.take(id)
+	}
+	_, ok := c.cancelled.set[id]
+	return ok
 }
