@@ -70,6 +70,18 @@ func (h *Hub) Invoke(ctx context.Context, userID string, inv sitetools.Invocatio
 	}
 }
 
+// CallsInFlight counts the call slots held in the person's browsers: calls
+// sent and not answered, and cancelled ones whose cancel is still queued.
+func (h *Hub) CallsInFlight(userID string) int {
+	n := 0
+	for _, c := range h.browsersOf(userID) {
+		c.mu.Lock()
+		n += c.inflight
+		c.mu.Unlock()
+	}
+	return n
+}
+
 // route picks the socket and the preferred document for a call.
 func (h *Hub) route(userID string, inv sitetools.Invocation) (*conn, string) {
 	for _, t := range inv.Targets {

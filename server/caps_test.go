@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -255,3 +256,62 @@ func TestPendingApprovalsPerWorkspaceAreCapped(t *testing.T) {
 }
 
 func first(ch chan callOut, _ context.CancelFunc) chan callOut { return ch }
+
+// TestApprovalBurstIsOneQueuedMessage is issue 11 item 5 for pushes: while
+// a browser's writer is held up (large calls to a browser reading slowly), a
+// burst of approval requests is coalesced into one queued approvals message
+// carrying the newest count, instead of one message each overflowing the
+// queue and closing the browser.
+func TestApprovalBurstIsOneQueuedMessage(t *testing.T) {
+	const burst = 10
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.ExtensionQueue = 2 }, nil)
+	w.announce(t, "d1", time.Now())
+	if err := w.br.Conn.NetConn().(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 1000<<10)
+	var reads []chan callOut
+	for i := 0; i < 8; i++ {
+		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": big}})
+		defer cancel()
+		reads = append(reads, ch)
+	}
+	uid := w.env.Server.UserIDForTest(t, "alice@example.com")
+	waitUntil(t, func() bool { return w.env.Server.Hub().CallsInFlight(uid) == 8 })
+	var writes []chan callOut
+	for i := 0; i < burst; i++ {
+		ch, cancel := w.buy(fmt.Sprintf("item %d", i))
+		defer cancel()
+		writes = append(writes, ch)
+	}
+	w.pending(t, burst)
+	// The browser reads again: the calls, and the approvals count, coalesced.
+	var calls []string
+	var counts []int
+	for len(calls) < 8 || len(counts) == 0 || counts[len(counts)-1] != burst {
+		m, err := w.br.Next(wait)
+		if err != nil {
+			t.Fatalf("after %d calls and approvals %v: %v", len(calls), counts, err)
+		}
+		switch m.Type {
+		case "call":
+			calls = append(calls, m.ID)
+		case "approvals":
+			counts = append(counts, m.Pending)
+			if m.Event != "approval.created" {
+				t.Fatalf("approvals message %s", m.Raw)
+			}
+		}
+	}
+	if len(counts) > 3 {
+		t.Fatalf("%d approvals messages for a burst of %d requests while the writer was held up: %v", len(counts), burst, counts)
+	}
+	for _, id := range calls {
+		w.br.Result(id, "found")
+	}
+	for _, ch := range reads {
+		if res := awaitCall(t, ch); res.IsError {
+			t.Fatalf("read: %s", servertest.ResultText(res))
+		}
+	}
+}
