@@ -17,18 +17,21 @@ import (
 )
 
 // TestUnansweredCallsNeverCloseTheBrowser is issue 11 items 4 and 5: a flood
-// of calls the page never answers is capped per browser, and when the calls
-// that went out all time out together, their call.cancel messages find room
-// in the queue even while the browser reads slowly — the browser is not
-// closed as a slow consumer, and the next call runs on the same socket.
+// of calls the page does not answer is capped per browser, and when the
+// calls that went out are all given up together, their call.cancel messages
+// find room in the queue even while the browser reads slowly — the browser
+// is not closed as a slow consumer, and the next call runs on the same
+// socket. (The calls are given up by the agent rather than by their
+// deadline so that the test does not depend on how fast a loaded machine
+// validates them; the e2e flood test has them time out.)
 func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
-	const maxCalls, flood = 8, 11
+	const maxCalls, extra = 8, 3
 	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) {
 		o.ExtensionQueue = 2 // replies only: calls and cancels have room of their own
 		o.ExtensionMaxCalls = maxCalls
-		o.CallTimeout = 2 * time.Second
 	}, nil)
 	w.announce(t, "d1", time.Now())
+	uid := w.env.Server.UserIDForTest(t, "alice@example.com")
 	// The browser stops reading, with a small receive buffer, so the
 	// server's writer blocks on the large calls while more are queued.
 	if err := w.br.Conn.NetConn().(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
@@ -36,28 +39,38 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 	}
 	big := strings.Repeat("x", 1000<<10)
 	var calls []chan callOut
-	for i := 0; i < flood; i++ {
+	var giveUp []context.CancelFunc
+	for i := 0; i < maxCalls; i++ {
 		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": big}})
 		defer cancel()
-		calls = append(calls, ch)
+		calls, giveUp = append(calls, ch), append(giveUp, cancel)
 	}
-	busy, timedOut := 0, 0
+	waitUntil(t, func() bool { return w.env.Server.Hub().CallsInFlight(uid) == maxCalls })
+	for i := 0; i < extra; i++ {
+		res := awaitCall(t, first(callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "more"}})))
+		wantError(t, res, "already running 8 tool calls, the most one browser runs at once", "Wait for some of your calls to finish")
+	}
+	// The agent gives every call up at once: a burst of cancels, queued
+	// behind the calls the browser has not read yet.
+	for _, cancel := range giveUp {
+		cancel()
+	}
 	for _, ch := range calls {
-		res := awaitCall(t, ch)
-		text := servertest.ResultText(res)
-		switch {
-		case strings.Contains(text, "already running 8 tool calls"):
-			wantError(t, res, "Wait for some of your calls to finish")
-			busy++
-		case strings.Contains(text, "did not finish within 2s"):
-			timedOut++
-		default:
-			t.Fatalf("unexpected result: %.300s", text)
+		<-ch
+	}
+	waitUntil(t, func() bool {
+		var audit struct {
+			Entries []struct{ Outcome string } `json:"entries"`
 		}
-	}
-	if busy != flood-maxCalls || timedOut != maxCalls {
-		t.Fatalf("%d refused as busy and %d timed out; want %d and %d", busy, timedOut, flood-maxCalls, maxCalls)
-	}
+		w.person.MustJSON("GET", "/api/audit", nil, 200, &audit)
+		n := 0
+		for _, e := range audit.Entries {
+			if e.Outcome == "cancelled" {
+				n++
+			}
+		}
+		return n == maxCalls
+	})
 	// Now the browser reads again: every call, then every cancel, and no close.
 	sent := map[string]bool{}
 	for cancels := 0; cancels < maxCalls; {
@@ -69,7 +82,7 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 		case "call":
 			sent[m.ID] = true
 		case "call.cancel":
-			if !sent[m.CallID] || m.Reason != "timeout" {
+			if !sent[m.CallID] || m.Reason != "cancelled" {
 				t.Fatalf("cancel %+v for a call not sent", m)
 			}
 			cancels++
