@@ -35,8 +35,12 @@ func (g *Gate) admit(workspaceID string, size int) error {
 		}
 	}
 	if count >= g.opts.MaxPending {
-		return &LimitError{Message: fmt.Sprintf("This workspace already has %d calls waiting for the person's approval, the most one workspace may have waiting. "+
-			"Wait for the person to answer some of them (each comes back as the result of its call), then call again.", count)}
+		noun := "calls"
+		if count == 1 {
+			noun = "call"
+		}
+		return &LimitError{Message: fmt.Sprintf("This workspace already has %d %s waiting for the person's approval, the most one workspace may have waiting. "+
+			"Wait for the person to answer some of them (each comes back as the result of its call), then call again.", count, noun)}
 	}
 	if bytes+size > g.opts.MaxPendingBytes {
 		return &LimitError{Message: fmt.Sprintf("The calls of this workspace waiting for the person's approval already hold %s of arguments; with this call's %s "+

@@ -328,3 +328,24 @@ func TestApprovalBurstIsOneQueuedMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleSessionsGiveTheirPlaceBack: a session the SDK ends for idleness
+// (most clients never send DELETE) no longer counts against its token.
+func TestIdleSessionsGiveTheirPlaceBack(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) {
+		o.MCPSessionsPerToken = 1
+		o.MCPSessionTimeout = time.Second
+	})
+	_, _, token := aliceWorld(t, env)
+	if status, sid, body := rawMCP(t, env, token, "", "POST", rawInit); status != 200 || sid == "" {
+		t.Fatalf("first session: %d %s", status, body)
+	}
+	if status, _, body := rawMCP(t, env, token, "", "POST", rawInit); status != http.StatusTooManyRequests ||
+		!strings.Contains(body, "already has 1 open MCP session, the most") || !strings.Contains(body, "idle sessions end by themselves after 1s") {
+		t.Fatalf("second session: %d %s", status, body)
+	}
+	waitUntil(t, func() bool {
+		status, sid, _ := rawMCP(t, env, token, "", "POST", rawInit)
+		return status == 200 && sid != ""
+	})
+}

@@ -67,9 +67,13 @@ func (c *sessionCap) release(token string) {
 // sessionLimitMessage is what an agent reads when its token holds every
 // session it may.
 func (s *Server) sessionLimitMessage() string {
-	return fmt.Sprintf("This agent token already has %d open MCP sessions, the most one token may hold. "+
+	n, noun := s.opts.MCPSessionsPerToken, "sessions"
+	if n == 1 {
+		noun = "session"
+	}
+	return fmt.Sprintf("This agent token already has %d open MCP %s, the most one token may hold. "+
 		"Reuse an open session, or end the ones you no longer use (DELETE /mcp with their Mcp-Session-Id header); "+
-		"idle sessions end by themselves after %s.", s.opts.MCPSessionsPerToken, s.opts.MCPSessionTimeout)
+		"idle sessions end by themselves after %s.", n, noun, s.opts.MCPSessionTimeout)
 }
 
 // limitSessions is the MCP middleware that holds each token to its session
