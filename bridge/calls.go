@@ -148,6 +148,7 @@ func (c *conn) failCalls(documentID string, err error) {
 		if documentID == "" || p.documentID == documentID {
 			ended = append(ended, p)
 			delete(c.calls, id)
+			c.inflight-- // answered, in effect: its slot is free
 		}
 	}
 	if documentID == "" {

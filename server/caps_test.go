@@ -349,3 +349,35 @@ func TestIdleSessionsGiveTheirPlaceBack(t *testing.T) {
 		return status == 200 && sid != ""
 	})
 }
+
+// TestCallsEndedByTheirPageFreeTheirSlot: a call whose page goes away ends
+// there and gives its in-flight slot back, so pages that navigate mid-call
+// never leave the browser busy.
+func TestCallsEndedByTheirPageFreeTheirSlot(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.ExtensionMaxCalls = 2 }, nil)
+	search := map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}}
+	for i := 0; i < 3; i++ {
+		doc := fmt.Sprintf("d%d", i)
+		w.announce(t, doc, time.Now())
+		ch, cancel := callAsync(w.agent, "callSiteTool", search)
+		defer cancel()
+		m, err := w.br.Expect("call", wait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.br.Dispatched(m.ID, doc)
+		w.br.Gone(doc)
+		wantError(t, awaitCall(t, ch), "went away")
+	}
+	w.announce(t, "d9", time.Now())
+	ch, cancel := callAsync(w.agent, "callSiteTool", search)
+	defer cancel()
+	m, err := w.br.Expect("call", wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.br.Result(m.ID, "found")
+	if res := awaitCall(t, ch); res.IsError {
+		t.Fatalf("after three pages went away mid-call: %s", servertest.ResultText(res))
+	}
+}
