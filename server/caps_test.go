@@ -25,7 +25,7 @@ import (
 // deadline so that the test does not depend on how fast a loaded machine
 // validates them; the e2e flood test has them time out.)
 func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
-	const maxCalls, extra = 8, 3
+	const maxCalls, extra = 5, 3 // 5 calls of 1000 KB: more than the socket buffers hold
 	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) {
 		o.ExtensionQueue = 2 // replies only: calls and cancels have room of their own
 		o.ExtensionMaxCalls = maxCalls
@@ -45,10 +45,10 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 		defer cancel()
 		calls, giveUp = append(calls, ch), append(giveUp, cancel)
 	}
-	waitUntil(t, func() bool { return w.env.Server.Hub().CallsInFlight(uid) == maxCalls })
+	w.waitInFlight(t, uid, maxCalls)
 	for i := 0; i < extra; i++ {
 		res := awaitCall(t, first(callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "more"}})))
-		wantError(t, res, "already running 8 tool calls, the most one browser runs at once", "Wait for some of your calls to finish")
+		wantError(t, res, "already running 5 tool calls, the most one browser runs at once", "Wait for some of your calls to finish")
 	}
 	// The agent gives every call up at once: a burst of cancels, queued
 	// behind the calls the browser has not read yet.
@@ -284,13 +284,13 @@ func TestApprovalBurstIsOneQueuedMessage(t *testing.T) {
 	}
 	big := strings.Repeat("x", 1000<<10)
 	var reads []chan callOut
-	for i := 0; i < 8; i++ {
+	for i := 0; i < 5; i++ { // 5 calls of 1000 KB: more than the socket buffers hold
 		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": big}})
 		defer cancel()
 		reads = append(reads, ch)
 	}
 	uid := w.env.Server.UserIDForTest(t, "alice@example.com")
-	waitUntil(t, func() bool { return w.env.Server.Hub().CallsInFlight(uid) == 8 })
+	w.waitInFlight(t, uid, 5)
 	var writes []chan callOut
 	for i := 0; i < burst; i++ {
 		ch, cancel := w.buy(fmt.Sprintf("item %d", i))
@@ -301,7 +301,7 @@ func TestApprovalBurstIsOneQueuedMessage(t *testing.T) {
 	// The browser reads again: the calls, and the approvals count, coalesced.
 	var calls []string
 	var counts []int
-	for len(calls) < 8 || len(counts) == 0 || counts[len(counts)-1] != burst {
+	for len(calls) < 5 || len(counts) == 0 || counts[len(counts)-1] != burst {
 		m, err := w.br.Next(wait)
 		if err != nil {
 			t.Fatalf("after %d calls and approvals %v: %v", len(calls), counts, err)
@@ -379,5 +379,19 @@ func TestCallsEndedByTheirPageFreeTheirSlot(t *testing.T) {
 	w.br.Result(m.ID, "found")
 	if res := awaitCall(t, ch); res.IsError {
 		t.Fatalf("after three pages went away mid-call: %s", servertest.ResultText(res))
+	}
+}
+
+// waitInFlight waits until the person's browsers hold n call slots; with a
+// minute's deadline, as validating 1000 KB arguments is slow under the race
+// detector.
+func (w *siteWorld) waitInFlight(t *testing.T, uid string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for w.env.Server.Hub().CallsInFlight(uid) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls in flight, want %d", w.env.Server.Hub().CallsInFlight(uid), n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
