@@ -38,6 +38,11 @@ func (h *Hub) Invoke(ctx context.Context, userID string, inv sitetools.Invocatio
 	if c == nil {
 		return nil, sitetools.ErrOffline
 	}
+	frame, err := encodeCall(callMsg{Type: TypeCall, ID: inv.ID, Site: inv.Site, Tool: inv.Tool, Arguments: inv.Arguments,
+		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli()})
+	if err != nil {
+		return nil, err
+	}
 	p := &pendingCall{id: inv.ID, done: make(chan callOutcome, 1)}
 	if err := c.addCall(p); err != nil {
 		if errors.Is(err, errClosing) {
@@ -45,9 +50,7 @@ func (h *Hub) Invoke(ctx context.Context, userID string, inv sitetools.Invocatio
 		}
 		return nil, err
 	}
-	msg := callMsg{Type: TypeCall, ID: inv.ID, Site: inv.Site, Tool: inv.Tool, Arguments: inv.Arguments,
-		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli()}
-	if !c.put(outbound{data: encode(msg), kind: outCall}) {
+	if !c.put(outbound{data: frame, kind: outCall}) {
 		c.takeCall(inv.ID, true)
 		return nil, sitetools.ErrBrowserGone
 	}
@@ -197,8 +200,8 @@ func (c *conn) result(in *Inbound) {
 // outcomeOf turns a call.result into what Invoke returns.
 func outcomeOf(r *CallResult) callOutcome {
 	if r.OK {
-		if len(r.Result) > sitetools.MaxResultBytes {
-			return callOutcome{err: &sitetools.TooLargeError{Size: len(r.Result)}}
+		if size := sitetools.ResultSize(r.Result); size > sitetools.MaxResultBytes {
+			return callOutcome{err: &sitetools.TooLargeError{Size: size}}
 		}
 		return callOutcome{result: r.Result}
 	}
