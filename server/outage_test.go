@@ -133,11 +133,17 @@ func TestDatabaseOutageIsSaidAsSuch(t *testing.T) {
 		pg.stop(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		res, err := agent.CallTool(ctx, &mcp.CallToolParams{Name: "createTask", Arguments: map[string]any{"title": "During the outage"}})
+		var call *mcp.CallToolResult
+		if err == nil {
+			call, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "callSiteTool", Arguments: map[string]any{"site": "https://shop.example", "tool": "buy", "arguments": map[string]any{}}})
+		}
 		cancel()
 		if err == nil {
-			text := servertest.ResultText(res)
-			if !res.IsError || !strings.Contains(text, "cannot reach its database") || !strings.Contains(text, "Retry in 5 seconds") {
-				t.Fatalf("createTask during the outage: %q", text)
+			for name, r := range map[string]*mcp.CallToolResult{"createTask": res, "callSiteTool": call} {
+				text := servertest.ResultText(r)
+				if !r.IsError || !strings.Contains(text, "cannot reach its database") || !strings.Contains(text, "Retry in 5 seconds") {
+					t.Fatalf("%s during the outage: %q", name, text)
+				}
 			}
 			break
 		}
