@@ -55,11 +55,26 @@ func (s *Server) newMCPHandler() http.Handler {
 			s.mcpPosts.Add(1)
 			defer s.mcpPosts.Done()
 		}
+		r, done := ownContext(r)
+		defer done()
 		if s.refuseFullSessions(w, r) {
 			return
 		}
 		authed.ServeHTTP(w, r)
 	})
+}
+
+// ownContext gives the SDK a request context of the server's own, carrying
+// only the agent identity and ending with the request. The Fiber adaptor's
+// context is fasthttp's RequestCtx, which fasthttp recycles once the request
+// ends, while the SDK keeps the initialize request's context (values only)
+// as the base of every call of the session: a value lookup in a later tool
+// call (a database dial does one) read a recycled RequestCtx — a data race
+// the race detector found during a database outage.
+func ownContext(r *http.Request) (*http.Request, func()) {
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), localAgent, r.Context().Value(localAgent)))
+	stop := context.AfterFunc(r.Context(), cancel)
+	return r.WithContext(ctx), func() { stop(); cancel() }
 }
 
 // mountMCP serves /mcp behind the agent guard, which authenticates the token
