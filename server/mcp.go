@@ -65,16 +65,19 @@ func (s *Server) newMCPHandler() http.Handler {
 }
 
 // ownContext gives the SDK a request context of the server's own, carrying
-// only the agent identity and ending with the request. The Fiber adaptor's
-// context is fasthttp's RequestCtx, which fasthttp recycles once the request
-// ends, while the SDK keeps the initialize request's context (values only)
-// as the base of every call of the session: a value lookup in a later tool
-// call (a database dial does one) read a recycled RequestCtx — a data race
-// the race detector found during a database outage.
+// only the agent identity, and ending with the request. (Not with the
+// server's context: shutdown first lets waiting calls answer, then closes
+// every session, which ends their streams.)
+// The Fiber adaptor's context is fasthttp's RequestCtx, which fasthttp
+// recycles once the request ends, while the SDK keeps the initialize
+// request's context (values only) as the base of every call of the session:
+// a value lookup in a later tool call (a database dial does one) read a
+// recycled RequestCtx — a data race the race detector found during a
+// database outage. Nothing may wait on the RequestCtx either
+// (context.AfterFunc on it reads it from a goroutine of its own).
 func ownContext(r *http.Request) (*http.Request, func()) {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), localAgent, r.Context().Value(localAgent)))
-	stop := context.AfterFunc(r.Context(), cancel)
-	return r.WithContext(ctx), func() { stop(); cancel() }
+	return r.WithContext(ctx), cancel
 }
 
 // mountMCP serves /mcp behind the agent guard, which authenticates the token
