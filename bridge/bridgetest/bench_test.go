@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -247,6 +248,7 @@ func TestBenchServerProcess(t *testing.T) {
 		case "mem":
 			goBytes, rss, stack := memNow()
 			fmt.Printf("MEM %d %d %d %d\n", goBytes, rss, stack, runtime.NumGoroutine())
+			writeHeapProfile(t, mode)
 		case "quit":
 			return
 		}
@@ -292,6 +294,24 @@ func echo(c *websocket.Conn) {
 		if err := c.WriteMessage(typ, msg); err != nil {
 			return
 		}
+	}
+}
+
+// writeHeapProfile writes the server's heap profile, each time memory is
+// measured, to $TABBRIDGE_BENCH_HEAPPROFILE.<mode> when that is set: where
+// the memory per browser goes (go tool pprof -sample_index=inuse_space).
+func writeHeapProfile(t *testing.T, mode string) {
+	path := os.Getenv("TABBRIDGE_BENCH_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + "." + mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 
