@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -152,13 +153,16 @@ func reportLatency(b *testing.B, calls, echoes []time.Duration) {
 	b.ReportMetric(float64(c99)/float64(e99), "p99-ratio")
 }
 
-// BenchmarkCallThroughput: 16 agents, each with its own MCP session, call
-// back to back for 2 s; then 16 clients of the floor do the same. Reports
-// both rates and their ratio.
+// BenchmarkCallThroughput: 16 agents (TABBRIDGE_BENCH_AGENTS), each with
+// its own MCP session, call back to back for 2 s; then as many clients of
+// the floor do the same. Reports both rates and their ratio.
 //
 //	go test ./server -run XXX -bench CallThroughput -benchtime 1x
 func BenchmarkCallThroughput(b *testing.B) {
-	const agents = 16
+	agents := 16
+	if n, err := strconv.Atoi(os.Getenv("TABBRIDGE_BENCH_AGENTS")); err == nil && n > 0 {
+		agents = n
+	}
 	w, call := callWorld(b, 1)
 	url := fiberEcho(b)
 	sessions := make([]*mcp.ClientSession, agents)
@@ -202,12 +206,12 @@ func rate(n int, do func(worker int)) float64 {
 	return float64(total) / time.Since(start).Seconds()
 }
 
-// BenchmarkCallOpenDocuments: the same gapped call with 1 and with 1,000
-// open documents of the called site; a call should cost the same.
+// BenchmarkCallOpenDocuments: the call, back to back, with 1 to 1,000 open
+// documents of the called site; a call should cost the same.
 //
 //	go test ./server -run XXX -bench CallOpenDocuments -benchtime 1000x
 func BenchmarkCallOpenDocuments(b *testing.B) {
-	for _, n := range []int{1, 1000} {
+	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
 			w, call := callWorld(b, n)
 			for i := 0; i < 50; i++ {
