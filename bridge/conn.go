@@ -111,7 +111,7 @@ func (c *conn) readLoop() {
 			c.fail(CloseUnsupportedData, protoErr(ErrCodeInvalidMessage, "", "Binary frames are not part of the protocol; send JSON text frames."))
 			break
 		}
-		c.handleFrame(data) // stack.go: keeps the reader's stack small
+		c.handle(data)
 	}
 	c.sock.SetReadDeadline(time.Now().Add(c.h.opts.CloseGrace))
 	for {
