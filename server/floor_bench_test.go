@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/server"
+	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
@@ -95,9 +96,9 @@ func shippedGC(b *testing.B) {
 
 // callWorld is a server with one test browser answering every call at once,
 // one site with docs open documents, and the agent's call.
-func callWorld(b *testing.B, docs int) (*siteWorld, func(*mcp.ClientSession) time.Duration) {
+func callWorld(b *testing.B, docs int, tweak func(*server.Options)) (*siteWorld, func(*mcp.ClientSession) time.Duration) {
 	shippedGC(b)
-	w := newSiteWorld(b, benchKind(), nil, nil)
+	w := newSiteWorld(b, benchKind(), tweak, nil)
 	now := time.Now()
 	for i := 0; i < docs; i++ {
 		// The called document is the most recently used; the rest are older.
@@ -109,7 +110,7 @@ func callWorld(b *testing.B, docs int) (*siteWorld, func(*mcp.ClientSession) tim
 		start := time.Now()
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "callSiteTool", Arguments: args})
 		if err != nil || res.IsError {
-			b.Fatalf("call: %v %v", err, res)
+			b.Fatalf("call: %v %s", err, servertest.ResultText(res))
 		}
 		return time.Since(start)
 	}
@@ -122,7 +123,7 @@ func callWorld(b *testing.B, docs int) (*siteWorld, func(*mcp.ClientSession) tim
 //
 //	go test ./server -run XXX -bench CallGapped -benchtime 2000x
 func BenchmarkCallGapped(b *testing.B) {
-	w, call := callWorld(b, 1)
+	w, call := callWorld(b, 1, nil)
 	bare := echoClient(b, fiberEcho(b))
 	for i := 0; i < 50; i++ { // warm up
 		call(w.agent)
@@ -163,7 +164,9 @@ func BenchmarkCallThroughput(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("TABBRIDGE_BENCH_AGENTS")); err == nil && n > 0 {
 		agents = n
 	}
-	w, call := callWorld(b, 1)
+	// One browser runs at most DefaultMaxCalls at once; more agents than
+	// that would measure its busy refusals.
+	w, call := callWorld(b, 1, func(o *server.Options) { o.ExtensionMaxCalls = max(agents, 32) })
 	url := fiberEcho(b)
 	sessions := make([]*mcp.ClientSession, agents)
 	echoes := make([]func() time.Duration, agents)
@@ -213,7 +216,7 @@ func rate(n int, do func(worker int)) float64 {
 func BenchmarkCallOpenDocuments(b *testing.B) {
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
-			w, call := callWorld(b, n)
+			w, call := callWorld(b, n, nil)
 			for i := 0; i < 50; i++ {
 				call(w.agent)
 			}
