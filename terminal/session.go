@@ -185,6 +185,7 @@ func (s *Session) Input(p []byte) error {
 	s.inQueue = append(s.inQueue, bytes.Clone(p))
 	s.inBytes += len(p)
 	s.inMu.Unlock()
+	s.coal.Input() // before the program can see it: its echo is not held
 	select {
 	case s.inWake <- struct{}{}:
 	default:
