@@ -3,6 +3,7 @@ package terminal
 import (
 	"bytes"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,4 +34,21 @@ func BenchmarkSessionEchoSpinner(b *testing.B) {
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
 	b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(samples[len(samples)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkSpinnerSends counts the batches a 100 fps spinner alone costs
+// per second: coalescing must still hold it to about one per window.
+func BenchmarkSpinnerSends(b *testing.B) {
+	var n atomic.Int64
+	s, err := Start(Options{Path: "sh", Args: []string{"-c", "while :; do printf '\\r|'; sleep 0.01; done"},
+		Output: func(Batch) { n.Add(1) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Stop(b.Context())
+	start := time.Now()
+	for range b.N {
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "sends/s")
 }
