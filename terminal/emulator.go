@@ -37,15 +37,34 @@ func (s Snapshot) Attach() []byte {
 	return b.Bytes()
 }
 
+// MaxLag is how far, in bytes, the emulator may fall behind the output
+// already handed to viewers (Feed) before Feed waits for it: a burst is
+// sent on at PTY speed while the emulator catches up, and a snapshot taken
+// meanwhile carries the bytes the emulator has not taken yet.
+const MaxLag = 1 << 20
+
+// feedChunk bounds the bytes the owning goroutine feeds between two other
+// calls, so a snapshot or resize waits for at most about this much work.
+const feedChunk = 32 << 10
+
 // Emulator is a terminal emulator owned by one goroutine: x/vt is not safe
 // for concurrent use, and a redraw must see the screen between two writes.
-// Every method hands its work to that goroutine and waits for it.
+// Every method hands its work to that goroutine and waits for it, except
+// Feed, which queues output for it.
 type Emulator struct {
 	work    chan func(*term) // to the owning goroutine
 	quit    chan struct{}    // closed by Close
 	done    chan struct{}    // closed when the owning goroutine has ended
 	replies <-chan []byte    // static after construction
 	once    sync.Once
+
+	feedMu   sync.Mutex
+	room     *sync.Cond    // on feedMu: the lag fell below MaxLag, or closed
+	lag      [][]byte      // fed, not yet written to the emulator, oldest first
+	lagBytes int           // bytes in lag
+	closed   bool          // Close was called
+	feedWake chan struct{} // capacity 1: lag has bytes
+	maxLag   int           // static
 }
 
 // NewEmulator starts an emulator of cols×rows with about HistoryLines of
@@ -53,11 +72,14 @@ type Emulator struct {
 func NewEmulator(cols, rows int) *Emulator {
 	t := newTerm(max(cols, 1), max(rows, 1))
 	e := &Emulator{
-		work:    make(chan func(*term)),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		replies: t.replies,
+		work:     make(chan func(*term)),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		replies:  t.replies,
+		feedWake: make(chan struct{}, 1),
+		maxLag:   MaxLag,
 	}
+	e.room = sync.NewCond(&e.feedMu)
 	go e.run(t)
 	return e
 }
@@ -68,11 +90,88 @@ func (e *Emulator) run(t *term) {
 		select {
 		case f := <-e.work:
 			f(t)
+		case <-e.feedWake:
+			if e.feedSome(t) {
+				e.wakeFeed()
+			}
 		case <-e.quit:
 			t.close()
 			return
 		}
 	}
+}
+
+func (e *Emulator) wakeFeed() {
+	select {
+	case e.feedWake <- struct{}{}:
+	default:
+	}
+}
+
+// Feed queues output bytes (copied) for the emulator and returns at once,
+// unless the emulator is MaxLag behind: it then waits for room, which is
+// what slows a program that outruns its emulator.
+func (e *Emulator) Feed(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	e.feedMu.Lock()
+	for e.lagBytes >= e.maxLag && !e.closed {
+		e.room.Wait()
+	}
+	if e.closed {
+		e.feedMu.Unlock()
+		return ErrClosed
+	}
+	e.lag = append(e.lag, bytes.Clone(p))
+	e.lagBytes += len(p)
+	e.feedMu.Unlock()
+	e.wakeFeed()
+	return nil
+}
+
+// feedSome writes about feedChunk bytes of the lag and reports whether more
+// is left. Only the owning goroutine writes, so a chunk taken off the lag
+// is written before any snapshot runs.
+func (e *Emulator) feedSome(t *term) bool {
+	e.feedMu.Lock()
+	n, size := 0, 0
+	for n < len(e.lag) && (n == 0 || size+len(e.lag[n]) <= feedChunk) {
+		size += len(e.lag[n])
+		n++
+	}
+	chunks := e.lag[:n:n]
+	e.lag = e.lag[n:]
+	e.feedMu.Unlock()
+	for _, c := range chunks {
+		t.write(c)
+	}
+	e.feedMu.Lock()
+	e.lagBytes -= size
+	more := len(e.lag) > 0
+	if len(e.lag) == 0 {
+		e.lag = nil
+	}
+	e.room.Broadcast()
+	e.feedMu.Unlock()
+	return more
+}
+
+// catchUp writes the whole lag, for calls that must see every byte fed.
+func (e *Emulator) catchUp(t *term) {
+	for e.feedSome(t) {
+	}
+}
+
+// pendingLag copies the bytes fed and not yet written.
+func (e *Emulator) pendingLag() []byte {
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	b := make([]byte, 0, e.lagBytes)
+	for _, c := range e.lag {
+		b = append(b, c...)
+	}
+	return b
 }
 
 // do runs f on the owning goroutine and waits for it.
@@ -87,10 +186,11 @@ func (e *Emulator) do(f func(*term)) error {
 	return nil
 }
 
-// Write feeds output bytes to the emulator. It never blocks on query
-// replies: they are drained into Replies.
+// Write feeds output bytes to the emulator after any fed before them, and
+// returns once it has taken them. It never blocks on query replies: they
+// are drained into Replies.
 func (e *Emulator) Write(p []byte) (int, error) {
-	if err := e.do(func(t *term) { t.write(p) }); err != nil {
+	if err := e.do(func(t *term) { e.catchUp(t); t.write(p) }); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -98,16 +198,19 @@ func (e *Emulator) Write(p []byte) (int, error) {
 
 // Resize changes the emulator's size; the program's PTY is the caller's.
 func (e *Emulator) Resize(cols, rows int) error {
-	return e.do(func(t *term) { t.resize(cols, rows) })
+	return e.do(func(t *term) { e.catchUp(t); t.resize(cols, rows) })
 }
 
-// Snapshot takes history and redraw at the same point of the stream.
+// Snapshot takes history and redraw at the same point of the stream: the
+// emulator's, followed in Redraw by the bytes fed after it that it has not
+// taken yet (at most MaxLag), so Offset is the end of everything fed.
 func (e *Emulator) Snapshot() (Snapshot, error) {
 	var s Snapshot
 	err := e.do(func(t *term) {
+		lag := e.pendingLag()
 		s = Snapshot{
-			Offset: t.fed, Cols: t.vt.Width(), Rows: t.vt.Height(), Title: t.title,
-			History: t.history(), Redraw: t.redraw(),
+			Offset: t.fed + int64(len(lag)), Cols: t.vt.Width(), Rows: t.vt.Height(), Title: t.title,
+			History: t.history(), Redraw: append(t.redraw(), lag...),
 		}
 	})
 	return s, err
@@ -122,7 +225,13 @@ func (e *Emulator) Replies() <-chan []byte {
 
 // Close ends the emulator's goroutines and waits for them.
 func (e *Emulator) Close() error {
-	e.once.Do(func() { close(e.quit) })
+	e.once.Do(func() {
+		e.feedMu.Lock()
+		e.closed = true
+		e.room.Broadcast()
+		e.feedMu.Unlock()
+		close(e.quit)
+	})
 	<-e.done
 	return nil
 }

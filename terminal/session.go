@@ -25,8 +25,9 @@ type Options struct {
 	// Cols and Rows are the initial size; default 80×24.
 	Cols, Rows int
 	// Output receives every output byte in ordered batches, from one
-	// goroutine, after the emulator has taken them. It must not block long:
-	// while it runs the PTY is not read.
+	// goroutine, as soon as the emulator has them queued (it may take them
+	// later: see MaxLag). It must not block long: while it runs the PTY is
+	// not read.
 	Output func(Batch)
 	// Window and Clock configure output coalescing (see CoalescerOptions).
 	Window time.Duration
@@ -103,10 +104,12 @@ func Start(o Options) (*Session, error) {
 	return s, nil
 }
 
-// deliver feeds a batch to the emulator, then to the caller, so a snapshot
-// never describes bytes the caller has not been given an offset for.
+// deliver queues a batch for the emulator, then hands it to the caller at
+// once: the PTY is read at its own speed while the emulator catches up
+// (at most MaxLag behind). A snapshot covers everything queued, so it never
+// describes bytes the caller has not been given an offset for.
 func (s *Session) deliver(b Batch) {
-	_, _ = s.emu.Write(b.Data)
+	_ = s.emu.Feed(b.Data)
 	if s.out != nil {
 		s.out(b)
 	}
