@@ -50,8 +50,8 @@ var ErrInputFull = errors.New("terminal: input queue full")
 //
 // Goroutines: the reader (PTY → coalescer; on EOF or EIO it flushes, reaps
 // the child, closes Done and then the PTY), the coalescer's (batches →
-// emulator → Output), the input writer (ends with Done or Stop), and the
-// emulator's own (end with Stop). Once the program has exited, only the
+// emulator queue → Output), the input writer and the query answerer (end
+// with Done or Stop), and the emulator's own (end with Stop). Once the program has exited, only the
 // emulator remains, so its last screen can still be read. Stop waits for
 // all and releases the emulator.
 type Session struct {
@@ -98,9 +98,10 @@ func Start(o Options) (*Session, error) {
 		inMax: o.InputQueue, inWake: make(chan struct{}, 1), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.coal = NewCoalescer(CoalescerOptions{Window: o.Window, Clock: o.Clock, Emit: s.deliver})
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.read()
 	go s.writeInput()
+	go s.answer()
 	return s, nil
 }
 
@@ -135,6 +136,27 @@ func (s *Session) read() {
 	s.exitErr = s.cmd.Wait()
 	close(s.done)
 	_ = s.ptmx.Close()
+}
+
+// answer writes the emulator's replies to terminal queries (device
+// attributes, cursor position, ...) to the program: the daemon is the
+// terminal of record, so a query is answered exactly once, watched or not.
+// Viewers' own terminals are silenced (server/web/static/terminal.js).
+func (s *Session) answer() {
+	defer s.wg.Done()
+	for {
+		select {
+		case r, ok := <-s.emu.Replies():
+			if !ok {
+				return
+			}
+			_ = s.Input(r)
+		case <-s.stopping:
+			return
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // writeInput writes each input exactly as given, in order, never merged.
@@ -250,9 +272,6 @@ func setsize(f *os.File, cols, rows int) error {
 
 // Snapshot returns history and redraw at a batch boundary (see Batch.Offset).
 func (s *Session) Snapshot() (Snapshot, error) { return s.emu.Snapshot() }
-
-// Replies carries the emulator's answers to terminal queries.
-func (s *Session) Replies() <-chan []byte { return s.emu.Replies() }
 
 // Pid is the program's process id, also its process group id.
 func (s *Session) Pid() int { return s.cmd.Process.Pid }
