@@ -19,8 +19,21 @@ function newTerm(cols, rows) {
   return t;
 }
 
+// pending rejects the write in progress when xterm.js throws from inside
+// its write loop (a timer, so no try/catch around write sees it).
+let pending = null;
+process.on('uncaughtException', (e) => {
+  if (!pending) throw e;
+  const reject = pending;
+  pending = null;
+  reject(e);
+});
+
 function write(t, data) {
-  return new Promise((resolve) => t.write(data, resolve));
+  return new Promise((resolve, reject) => {
+    pending = reject;
+    t.write(data, () => { pending = null; resolve(); });
+  });
 }
 
 function cellFlags(c) {
@@ -86,7 +99,13 @@ async function main() {
   const out = [];
   for (const c of cases) {
     const dumps = [];
-    for (const s of c.streams) dumps.push(await dump(c.cols, c.rows, Buffer.from(s, 'base64')));
+    for (const s of c.streams) {
+      try {
+        dumps.push(await dump(c.cols, c.rows, Buffer.from(s, 'base64')));
+      } catch (e) {
+        dumps.push({ error: String(e && e.message).slice(0, 300) });
+      }
+    }
     out.push(dumps);
   }
   process.stdout.write(JSON.stringify(out));
