@@ -21,11 +21,15 @@ type Snapshot struct {
 	History []byte
 	// Redraw reproduces the screen on a terminal of the same size.
 	Redraw []byte
+	// Tail is the output after Offset that the emulator had not taken yet
+	// (at most MaxLag), as the batches it was fed: send it after the
+	// redraw as ordinary output, paced like any other.
+	Tail []Batch
 }
 
 // Attach is the payload for a fresh viewer: history pushed into its
-// scrollback, then the redraw. After the history it scrolls Rows-1 more
-// lines so that every history line leaves the visible screen.
+// scrollback, then the redraw, then the tail. After the history it scrolls
+// Rows-1 more lines so that every history line leaves the visible screen.
 func (s Snapshot) Attach() []byte {
 	var b bytes.Buffer
 	if len(s.History) > 0 {
@@ -34,6 +38,9 @@ func (s Snapshot) Attach() []byte {
 		b.Write(bytes.Repeat([]byte("\r\n"), max(s.Rows-1, 0)))
 	}
 	b.Write(s.Redraw)
+	for _, t := range s.Tail {
+		b.Write(t.Data)
+	}
 	return b.Bytes()
 }
 
@@ -163,15 +170,16 @@ func (e *Emulator) catchUp(t *term) {
 	}
 }
 
-// pendingLag copies the bytes fed and not yet written.
-func (e *Emulator) pendingLag() []byte {
+// pendingLag returns the chunks fed and not yet written, from offset on.
+func (e *Emulator) pendingLag(offset int64) []Batch {
 	e.feedMu.Lock()
 	defer e.feedMu.Unlock()
-	b := make([]byte, 0, e.lagBytes)
-	for _, c := range e.lag {
-		b = append(b, c...)
+	tail := make([]Batch, len(e.lag))
+	for i, c := range e.lag {
+		tail[i] = Batch{Offset: offset, Data: c}
+		offset += int64(len(c))
 	}
-	return b
+	return tail
 }
 
 // do runs f on the owning goroutine and waits for it.
@@ -201,19 +209,29 @@ func (e *Emulator) Resize(cols, rows int) error {
 	return e.do(func(t *term) { e.catchUp(t); t.resize(cols, rows) })
 }
 
-// Snapshot takes history and redraw at the same point of the stream: the
-// emulator's, followed in Redraw by the bytes fed after it that it has not
-// taken yet (at most MaxLag), so Offset is the end of everything fed.
+// Snapshot takes history and redraw at the same point of the stream, the
+// emulator's, with the bytes fed after it that it has not taken yet as
+// Tail: everything fed is in the snapshot, and the emulator is not made to
+// catch up first.
 func (e *Emulator) Snapshot() (Snapshot, error) {
 	var s Snapshot
 	err := e.do(func(t *term) {
-		lag := e.pendingLag()
 		s = Snapshot{
-			Offset: t.fed + int64(len(lag)), Cols: t.vt.Width(), Rows: t.vt.Height(), Title: t.title,
-			History: t.history(), Redraw: append(t.redraw(), lag...),
+			Offset: t.fed, Cols: t.vt.Width(), Rows: t.vt.Height(), Title: t.title,
+			History: t.history(), Redraw: t.redraw(), Tail: e.pendingLag(t.fed),
 		}
 	})
 	return s, err
+}
+
+// End is the offset after the snapshot's tail: every byte before it is in
+// the snapshot.
+func (s Snapshot) End() int64 {
+	if len(s.Tail) == 0 {
+		return s.Offset
+	}
+	last := s.Tail[len(s.Tail)-1]
+	return last.Offset + int64(len(last.Data))
 }
 
 // Replies carries the emulator's answers to terminal queries (DA, DSR, ...)

@@ -129,11 +129,15 @@ func TestEveryByteBeforeExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Offset != int64(len(want)) {
-		t.Fatalf("emulator fed %d bytes, want %d", snap.Offset, len(want))
+	if snap.End() != int64(len(want)) {
+		t.Fatalf("emulator fed %d bytes, want %d", snap.End(), len(want))
 	}
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
-	screen := feed(80, 24, string(snap.Redraw))
+	redraw := snap.Redraw
+	for _, b := range snap.Tail {
+		redraw = append(redraw, b.Data...)
+	}
+	screen := feed(80, 24, string(redraw))
 	defer screen.close()
 	if got, want := screen.line(22).String(), lines[len(lines)-1]; got != want {
 		t.Fatalf("last screen line %q, want %q", got, want)
