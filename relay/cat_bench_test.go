@@ -3,9 +3,12 @@ package relay_test
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,6 +56,61 @@ func BenchmarkCat(b *testing.B) {
 			catRelay(b, path)
 		}
 	})
+	if gotty := os.Getenv("TABBRIDGE_GOTTY"); gotty != "" {
+		b.Run("gotty", func(b *testing.B) {
+			b.SetBytes(catSize)
+			for range b.N {
+				catGotty(b, gotty, path)
+			}
+		})
+	}
+}
+
+// catGotty is the same cat through gotty (TABBRIDGE_GOTTY: the path of a
+// gotty v1.6.0 binary, built outside this repository), read by a client of
+// its webtty protocol until gotty closes the socket as cat exits.
+func catGotty(b *testing.B, gotty, path string) {
+	b.StopTimer()
+	ln := listen(b)
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	cmd := exec.Command(gotty, "--address", "127.0.0.1", "--port", strconv.Itoa(port), "cat", path)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	origin := fmt.Sprintf("http://127.0.0.1:%d", port)
+	dialer := websocket.Dialer{Subprotocols: []string{"webtty"}}
+	var conn *websocket.Conn
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // gotty has no readiness signal
+		c, _, err := dialer.Dial("ws://127.0.0.1:"+strconv.Itoa(port)+"/ws", http.Header{"Origin": {origin}})
+		if err == nil {
+			conn = c
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal(err)
+		}
+	}
+	defer conn.Close()
+	b.StartTimer()
+	start := time.Now()
+	_ = conn.WriteMessage(websocket.TextMessage, []byte(`{"Arguments":"","AuthToken":""}`))
+	_ = conn.WriteMessage(websocket.TextMessage, []byte(`3{"columns":120,"rows":40}`))
+	var got int64
+	for {
+		_, p, err := conn.ReadMessage()
+		if err != nil {
+			break
+		}
+		if len(p) > 0 && p[0] == '1' {
+			got += int64(len(p)-1) * 3 / 4
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(catSize/time.Since(start).Seconds()/1e6, "viewer-MB/s")
+	b.ReportMetric(float64(got)/1e6, "viewer-output-MB")
+	b.StartTimer()
 }
 
 func catBare(b *testing.B, path string) {
