@@ -175,6 +175,10 @@ func TestTerminalInTheWebApp(t *testing.T) {
 
 	run(t, ctx, "type", chromedp.KeyEvent("a"))
 	waitScreen(t, ctx, "a letter", "got 61")
+	// chromedp's KeyEvent types a letter twice; the echo of the first comes
+	// at once, so a marker makes sure the second was read before Esc.
+	run(t, ctx, "marker", chromedp.Evaluate[chromedp.Void](`window.__term.paste('m')`))
+	waitScreen(t, ctx, "the marker", "6d\n")
 	run(t, ctx, "Esc", chromedp.KeyEvent(kb.Escape))
 	waitScreen(t, ctx, "Esc alone", "got 1b\n")
 	run(t, ctx, "up arrow", chromedp.KeyEvent(kb.ArrowUp))
