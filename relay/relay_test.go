@@ -286,10 +286,10 @@ func TestBackpressure(t *testing.T) {
 	// the program writes at PTY speed, so its queue must absorb the
 	// difference on this shared 2-core machine: the daemon's output runs
 	// up to terminal.MaxLag (1 MiB) ahead of any emulator. The slow viewer
-	// stops reading and overflows the 3 MiB memory cap; time plays no part
+	// stops reading and overflows the 2 MiB memory cap; time plays no part
 	// here (TestViewerQueueIsSizedByTime tests ViewerLag).
-	r := newRig(t, func(o *server.Options) { o.Relay.ViewerQueue, o.Relay.ViewerLag = 3<<20, time.Minute })
-	id := r.start(120, 40, "flood", "4000000")
+	r := newRig(t, func(o *server.Options) { o.Relay.ViewerQueue, o.Relay.ViewerLag = 2<<20, time.Minute })
+	id := r.start(120, 40, "flood", "3000000")
 	slow := r.viewer(id, true, true)
 	fast := r.viewer(id, true, false)
 	r.waitDaemon(id, "END")
@@ -300,7 +300,7 @@ func TestBackpressure(t *testing.T) {
 	}
 	// It attached while the program ran at PTY speed: all after its first
 	// snapshot came as output.
-	if fs.OutputBytes < 1_000_000 || fs.Offset < 4_000_000 {
+	if fs.OutputBytes < 1_000_000 || fs.Offset < 3_000_000 {
 		t.Errorf("fast viewer got %d bytes of output and reached %d, want the flood's rest after its snapshot", fs.OutputBytes, fs.Offset)
 	}
 	ss := slow.Stats()
