@@ -125,9 +125,7 @@ func (e *entry) takeFrames() [][]byte {
 	sess := e.sess
 	e.mu.Unlock()
 	if snap {
-		if f := e.snapshot(sess, discard); f != nil {
-			frames = append(frames, f)
-		}
+		frames = append(frames, e.snapshot(sess, discard)...)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -139,33 +137,45 @@ func (e *entry) takeFrames() [][]byte {
 	return frames
 }
 
-// snapshot takes the session's snapshot. For a resync, output queued
-// meanwhile that the snapshot covers is skipped.
-func (e *entry) snapshot(s *terminal.Session, discard bool) []byte {
+// snapshot takes the session's snapshot: the frame at the emulator's
+// offset, then its tail (output the emulator had not taken yet) as output
+// frames. Queued output the two cover is skipped; for a redraw that
+// discards nothing, the tail repeats output viewers may have, which they
+// ignore by offset.
+func (e *entry) snapshot(s *terminal.Session, discard bool) [][]byte {
 	snap, err := s.Snapshot()
 	if err != nil {
 		return nil
 	}
-	if discard {
-		e.mu.Lock()
-		e.skip = snap.Offset
-		e.mu.Unlock()
-	}
-	return wire.AppendDaemonSnapshot(nil, wire.Snapshot{
+	e.mu.Lock()
+	e.skip = max(e.skip, snap.End())
+	e.mu.Unlock()
+	frames := [][]byte{wire.AppendDaemonSnapshot(nil, wire.Snapshot{
 		Resync: discard, Session: e.index, Offset: snap.Offset, Cols: snap.Cols, Rows: snap.Rows,
 		History: snap.History, Redraw: snap.Redraw,
-	})
+	})}
+	return append(frames, e.batchFrames(snap.Tail)...)
 }
 
 // outputFrames merges queued batches into frames; callers hold e.mu.
 func (e *entry) outputFrames() [][]byte {
+	var fresh []terminal.Batch
+	for _, b := range e.queue {
+		if b.Offset >= e.skip {
+			fresh = append(fresh, b)
+		}
+	}
+	e.queue, e.queueBytes = nil, 0
+	return e.batchFrames(fresh)
+}
+
+// batchFrames merges contiguous batches into output frames of at most
+// maxOutputFrame (a larger batch is a frame of its own).
+func (e *entry) batchFrames(batches []terminal.Batch) [][]byte {
 	var frames [][]byte
 	var cur []byte
 	var end int64
-	for _, b := range e.queue {
-		if b.Offset < e.skip {
-			continue
-		}
+	for _, b := range batches {
 		if cur != nil && (b.Offset != end || len(cur)+len(b.Data) > maxOutputFrame) {
 			frames, cur = append(frames, cur), nil
 		}
@@ -178,7 +188,6 @@ func (e *entry) outputFrames() [][]byte {
 	if cur != nil {
 		frames = append(frames, cur)
 	}
-	e.queue, e.queueBytes = nil, 0
 	return frames
 }
 

@@ -175,6 +175,10 @@ func TestTerminalInTheWebApp(t *testing.T) {
 
 	run(t, ctx, "type", chromedp.KeyEvent("a"))
 	waitScreen(t, ctx, "a letter", "got 61")
+	// chromedp's KeyEvent types a letter twice; the echo of the first comes
+	// at once, so a marker makes sure the second was read before Esc.
+	run(t, ctx, "marker", chromedp.Evaluate[chromedp.Void](`window.__term.paste('m')`))
+	waitScreen(t, ctx, "the marker", "6d\n")
 	run(t, ctx, "Esc", chromedp.KeyEvent(kb.Escape))
 	waitScreen(t, ctx, "Esc alone", "got 1b\n")
 	run(t, ctx, "up arrow", chromedp.KeyEvent(kb.ArrowUp))
@@ -327,5 +331,37 @@ func TestTerminalKeepsUpWithAFlood(t *testing.T) {
 	run(t, ctx, "the exit status", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="exited"]`)))
 	if s := get(t, ctx, "state", chromedp.Text(chromedp.ID("term-state"))); s != "Exited with status 3" {
 		t.Fatalf("state %q", s)
+	}
+}
+
+// TestTerminalQueriesAnsweredOnce: a program asks for a cursor report and
+// device attributes while a viewer watches. The daemon (the terminal of
+// record) answers each once; the viewer's xterm.js, which would answer too,
+// is silenced, so the program reads exactly two replies before the key
+// typed after them.
+func TestTerminalQueriesAnsweredOnce(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	m := connectMachine(t, env, person, "laptop")
+	id := m.start(80, 24, testProg(t), "queries")
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)))
+	waitScreen(t, ctx, "the program's screen", "KEYS READY")
+	// One "q" exactly (a key event can type it twice).
+	run(t, ctx, "ask", chromedp.Evaluate[chromedp.Void](`window.__term.paste('q')`))
+	waitScreen(t, ctx, "a cursor report", "got 1b5b")
+	if got := get(t, ctx, "unicode", chromedp.Evaluate[string](`window.__term.unicode.activeVersion`)); got != "11" {
+		t.Fatalf("the viewer counts widths by Unicode %q, want 11 as the daemon", got)
+	}
+	run(t, ctx, "marker", chromedp.Evaluate[chromedp.Void](`window.__term.paste('z')`))
+	waitScreen(t, ctx, "the marker", "got 7a")
+	screen := get(t, ctx, "screen", chromedp.Evaluate[string](screenJS))
+	before, _, _ := strings.Cut(screen, "got 7a")
+	// Each reply starts with CSI (1b5b), whether the program read the two
+	// in one read or two.
+	if n := strings.Count(before, "1b5b"); n != 2 {
+		t.Fatalf("the program read %d replies, want one cursor report and one device attributes reply:\n%s", n, screen)
 	}
 }

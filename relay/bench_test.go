@@ -198,15 +198,18 @@ func BenchmarkKeystrokeBarePTY(b *testing.B) {
 }
 
 // latency sends one key at a time and waits for its echo, reporting p50/p99.
-// Keys are typed 30 ms apart, a fast typist's pace: the coalescer sends the
-// first bytes after a quiet window at once, but holds output that follows
-// other output within one window (25 ms) until the window ends.
+// Keys are typed 30 ms apart, a fast typist's pace.
 func latency(b *testing.B, send func([]byte) error, recv func() ([]byte, error)) {
+	latencyAt(b, 30*time.Millisecond, send, recv)
+}
+
+// latencyAt is latency with keys gap apart.
+func latencyAt(b *testing.B, gap time.Duration, send func([]byte) error, recv func() ([]byte, error)) {
 	samples := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		time.Sleep(30 * time.Millisecond) // typing pace, outside the measurement
+		time.Sleep(gap) // typing pace, outside the measurement
 		b.StartTimer()
 		key := []byte{'a' + byte(i%26)}
 		start := time.Now()
@@ -228,6 +231,85 @@ func latency(b *testing.B, send func([]byte) error, recv func() ([]byte, error))
 	sortDurations(samples)
 	b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(samples[len(samples)*99/100].Microseconds()), "p99-µs")
+}
+
+// echoPrograms are the programs BenchmarkEchoLatency types into: a raw
+// echo, and the same beside a spinner redrawing 100 times a second (an
+// agent's TUI while it works). Neither prints a letter of its own.
+var echoPrograms = map[string]string{
+	"quiet":   "stty raw -echo; printf R; exec cat",
+	"spinner": "stty raw -echo; (while :; do printf '\\r|'; sleep 0.01; printf '\\r/'; sleep 0.01; done) & printf R; exec cat",
+}
+
+// BenchmarkEchoLatency is keystroke → echo through the daemon and relay
+// and, in the same run, in a bare PTY, with keys 2 ms and 30 ms apart and
+// beside a 100 fps spinner: what the coalescer adds to an echo.
+func BenchmarkEchoLatency(b *testing.B) {
+	cases := []struct {
+		name, program string
+		gap           time.Duration
+	}{
+		{"keys-2ms", "quiet", 2 * time.Millisecond},
+		{"keys-30ms", "quiet", 30 * time.Millisecond},
+		{"spinner-keys-30ms", "spinner", 30 * time.Millisecond},
+	}
+	for _, c := range cases {
+		b.Run(c.name+"/bare", func(b *testing.B) { echoBare(b, echoPrograms[c.program], c.gap) })
+		b.Run(c.name+"/relay", func(b *testing.B) { echoRelay(b, echoPrograms[c.program], c.gap) })
+	}
+}
+
+func echoBare(b *testing.B, program string, gap time.Duration) {
+	ptmx, err := pty.Start(exec.Command("sh", "-c", program))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = ptmx.Close() }()
+	buf := make([]byte, 4096)
+	for p := []byte{}; !bytes.Contains(p, []byte("R")); {
+		n, err := ptmx.Read(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p = append(p, buf[:n]...)
+	}
+	latencyAt(b, gap, func(p []byte) error { _, err := ptmx.Write(p); return err },
+		func() ([]byte, error) { n, err := ptmx.Read(buf); return buf[:n], err })
+}
+
+func echoRelay(b *testing.B, program string, gap time.Duration) {
+	r := newBenchRig(b)
+	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", program}, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.waitListed(id)
+	v := r.rawViewer(id)
+	defer v.Close()
+	read := func() ([]byte, error) {
+		for {
+			typ, p, err := v.ReadMessage()
+			if err != nil {
+				return nil, err
+			}
+			if typ != websocket.BinaryMessage {
+				continue
+			}
+			if f, _ := wire.DecodeViewer(p); f.Output != nil {
+				return f.Output.Data, nil
+			} else if f.Snapshot != nil {
+				return f.Snapshot.Redraw, nil
+			}
+		}
+	}
+	for p := []byte{}; !bytes.Contains(p, []byte("R")); {
+		q, err := read()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p = append(p, q...)
+	}
+	latencyAt(b, gap, func(p []byte) error { return v.WriteMessage(websocket.BinaryMessage, wire.AppendViewerInput(nil, p)) }, read)
 }
 
 // BenchmarkMemoryPerSession is the daemon's heap per idle session (a shell

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -33,7 +34,7 @@ func newBenchRig(b *testing.B) *benchRig {
 		Token string `json:"token"`
 	}
 	r.person.MustJSON("POST", "/api/machines", map[string]string{"name": "bench"}, 201, &m)
-	d, err := daemon.New(daemon.Options{Server: env.URL, Token: m.Token})
+	d, err := daemon.New(daemon.Options{Server: env.URL, Token: m.Token, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

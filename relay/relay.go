@@ -28,7 +28,8 @@ import (
 const (
 	DefaultHighWater   = 100 << 10
 	DefaultLowWater    = 10 << 10
-	DefaultViewerQueue = 256 << 10
+	DefaultViewerQueue = 8 << 20
+	DefaultViewerLag   = 3 * time.Second
 	DefaultCacheTail   = 64 << 10
 	DefaultPing        = 20 * time.Second
 	DefaultWriteWait   = 10 * time.Second
@@ -53,8 +54,15 @@ type Options struct {
 	// HighWater the hub stops sending it output until acks bring it to
 	// LowWater. Keep HighWater at or below 500 KB so Ctrl-C stays quick.
 	HighWater, LowWater int64
-	// ViewerQueue bounds the output bytes waiting for one viewer; past it
-	// they are discarded whole and replaced by a redraw.
+	// ViewerLag is how long output may wait for one viewer: when the oldest
+	// batch it has not been sent is older, its pending output is discarded
+	// whole and replaced by a redraw. Judged by time, not bytes, so a viewer
+	// that keeps up never gets a redraw however fast the program writes;
+	// only the one that stops reading pays.
+	ViewerLag time.Duration
+	// ViewerQueue bounds the output bytes waiting for one viewer, for
+	// memory's sake only (it is far above ViewerLag's worth at any rate a
+	// viewer can keep up with); past it the same happens.
 	ViewerQueue int64
 	// CacheTail bounds the output kept after a session's cached snapshot,
 	// which lets a viewer attach without a round trip to the daemon.
@@ -94,6 +102,9 @@ func New(o Options) *Hub {
 	}
 	if o.ViewerQueue <= 0 {
 		o.ViewerQueue = DefaultViewerQueue
+	}
+	if o.ViewerLag <= 0 {
+		o.ViewerLag = DefaultViewerLag
 	}
 	if o.CacheTail <= 0 {
 		o.CacheTail = DefaultCacheTail

@@ -161,7 +161,7 @@ func (s *session) snapshot(h *Hub, snap wire.Snapshot) {
 	vs := s.viewerList()
 	s.mu.Unlock()
 	for _, v := range vs {
-		v.load(&snap, nil, resized || (snap.Resync && !v.at(snap.Offset)))
+		v.load(&snap, nil, resized || (snap.Resync && !v.follows(snap.Offset)))
 	}
 }
 

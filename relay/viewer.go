@@ -29,6 +29,7 @@ type viewer struct {
 	// a snapshot, when output is ignored.
 	next         int64
 	pending      []wire.Output // contiguous batches not yet sent
+	pendingAt    []time.Time   // when each of pending was queued
 	pendingBytes int64
 	snap         *wire.Snapshot // to send before pending; nil for none
 	fresh        bool           // no snapshot sent yet: the next carries history
@@ -82,11 +83,13 @@ func (v *viewer) waiting() bool {
 	return v.next < 0
 }
 
-// at reports whether the viewer has every byte before offset and none after.
-func (v *viewer) at(offset int64) bool {
+// follows reports whether the viewer has every byte before offset (and
+// perhaps some after it: a snapshot's tail, which follows it as output,
+// repeats those, and offer skips them).
+func (v *viewer) follows(offset int64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.next == offset
+	return v.next >= offset
 }
 
 // offer queues a batch. It reports true when the batch did not follow what
@@ -102,11 +105,17 @@ func (v *viewer) offer(o wire.Output) bool {
 	if o.Offset+n <= v.next {
 		return false
 	}
-	if o.Offset != v.next || v.pendingBytes+n > v.hub.opts.ViewerQueue {
-		v.pending, v.pendingBytes, v.snap, v.next = nil, 0, nil, -1
+	if o.Offset < v.next { // a snapshot's tail repeating what the viewer has, up to a batch boundary
+		o.Data, o.Offset = o.Data[v.next-o.Offset:], v.next
+		n = int64(len(o.Data))
+	}
+	now := time.Now()
+	if o.Offset != v.next || v.pendingBytes+n > v.hub.opts.ViewerQueue || v.stale(now) {
+		v.pending, v.pendingAt, v.pendingBytes, v.snap, v.next = nil, nil, 0, nil, -1
 		return true
 	}
 	v.pending = append(v.pending, o)
+	v.pendingAt = append(v.pendingAt, now)
 	v.pendingBytes += n
 	v.next += n
 	v.signal()
@@ -123,7 +132,10 @@ func (v *viewer) load(snap *wire.Snapshot, tail []wire.Output, force bool) {
 	}
 	v.snap, v.next = snap, snap.Offset
 	v.pending, v.pendingBytes = append([]wire.Output(nil), tail...), 0
-	for _, o := range tail {
+	v.pendingAt = make([]time.Time, len(tail))
+	now := time.Now()
+	for i, o := range tail {
+		v.pendingAt[i] = now
 		v.pendingBytes += int64(len(o.Data))
 		v.next = o.Offset + int64(len(o.Data))
 	}
@@ -159,7 +171,7 @@ func (v *viewer) exited(code int) {
 // it. Callers hold the session's lock.
 func (v *viewer) exitedAway(code int) {
 	v.mu.Lock()
-	v.pending, v.pendingBytes, v.snap, v.next = nil, 0, nil, -1
+	v.pending, v.pendingAt, v.pendingBytes, v.snap, v.next = nil, nil, 0, nil, -1
 	v.exitCode = &code
 	v.mu.Unlock()
 	v.signal()
@@ -181,8 +193,9 @@ func (v *viewer) ack(bytes int64) {
 
 // nextFrame picks what to send now: a due snapshot, a control message,
 // pending output merged up to maxFrame while the window is open, or the
-// exit status once no output is left before it.
-func (v *viewer) nextFrame() (typ int, frame []byte) {
+// exit status once no output is left before it. Output that waited longer
+// than ViewerLag is discarded instead, and resync asks for a redraw.
+func (v *viewer) nextFrame() (typ int, frame []byte, resync bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	o := v.hub.opts
@@ -195,22 +208,32 @@ func (v *viewer) nextFrame() (typ int, frame []byte) {
 		frame = wire.AppendViewerSnapshot(nil, v.snap.Offset, v.snap.Cols, v.snap.Rows, data)
 		v.snap, v.fresh = nil, false
 		v.account(int64(len(data)))
-		return websocket.BinaryMessage, frame
+		return websocket.BinaryMessage, frame, false
 	}
 	if len(v.controls) > 0 {
 		c := v.controls[0]
 		v.controls = v.controls[1:]
-		return websocket.TextMessage, c.Encode()
+		return websocket.TextMessage, c.Encode(), false
 	}
 	if v.snap == nil && len(v.pending) > 0 && !v.paused {
-		return websocket.BinaryMessage, v.takeOutput()
+		if v.stale(time.Now()) {
+			v.pending, v.pendingAt, v.pendingBytes, v.next = nil, nil, 0, -1
+			return 0, nil, true
+		}
+		return websocket.BinaryMessage, v.takeOutput(), false
 	}
 	if v.exitCode != nil && v.snap == nil && len(v.pending) == 0 && v.next >= 0 {
 		c := wire.Control{Type: wire.TypeExit, ExitCode: *v.exitCode}
 		v.exitCode = nil
-		return websocket.TextMessage, c.Encode()
+		return websocket.TextMessage, c.Encode(), false
 	}
-	return 0, nil
+	return 0, nil, false
+}
+
+// stale reports whether the oldest output waiting for the viewer has waited
+// longer than ViewerLag; callers hold v.mu.
+func (v *viewer) stale(now time.Time) bool {
+	return len(v.pendingAt) > 0 && now.Sub(v.pendingAt[0]) > v.hub.opts.ViewerLag
 }
 
 // takeOutput merges pending batches into one frame, no larger than the
@@ -226,9 +249,9 @@ func (v *viewer) takeOutput() []byte {
 		v.pendingBytes -= int64(len(v.pending[n].Data))
 		n++
 	}
-	v.pending = v.pending[n:]
+	v.pending, v.pendingAt = v.pending[n:], v.pendingAt[n:]
 	if len(v.pending) == 0 {
-		v.pending = nil
+		v.pending, v.pendingAt = nil, nil
 	}
 	v.account(int64(len(frame) - 9))
 	return frame
@@ -246,8 +269,12 @@ func (v *viewer) write(ctx context.Context) {
 	tick := time.NewTicker(v.hub.opts.Ping)
 	defer tick.Stop()
 	for {
-		typ, frame := v.nextFrame()
+		typ, frame, resync := v.nextFrame()
 		var err error
+		if resync { // its output waited too long: a redraw replaces it
+			v.sess.resync(v)
+			continue
+		}
 		if frame != nil {
 			_ = v.conn.SetWriteDeadline(time.Now().Add(v.hub.opts.WriteWait))
 			err = v.conn.WriteMessage(typ, frame)

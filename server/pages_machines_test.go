@@ -90,6 +90,7 @@ func TestMachinePagesWithARealDaemon(t *testing.T) {
 	}
 	for _, f := range []string{"/static/terminal.js", "/static/terminal.css", "/static/vendor/xterm/xterm.js",
 		"/static/vendor/xterm/addon-webgl.js", "/static/vendor/xterm/addon-fit.js", "/static/vendor/xterm/xterm.css",
+		"/static/vendor/xterm/addon-unicode11.js", "/static/vendor/xterm/LICENSE-addon-unicode11",
 		"/static/vendor/xterm/LICENSE-xterm"} {
 		b.get(f).want(t, 200)
 	}

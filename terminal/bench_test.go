@@ -7,6 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/creack/pty"
@@ -90,4 +95,67 @@ func BenchmarkSession(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkMemoryFullHistory is the memory a session holds once its
+// history is full: 50 sessions each print 1,100 coloured lines at 120
+// columns (more than HistoryLines) and stay alive; it reports the growth of
+// the process's resident set (VmRSS, after GC and returning freed memory to
+// the OS) and of the Go heap, per session.
+func BenchmarkMemoryFullHistory(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "lines")
+	var text bytes.Buffer
+	for i := range 1100 {
+		fmt.Fprintf(&text, "\x1b[3%dm%06d\x1b[0m %s\n", i%8, i, bytes.Repeat([]byte("lorem ipsum "), 10)[:113])
+	}
+	if err := os.WriteFile(path, text.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	const n = 50
+	rss0, heap0 := memNow()
+	var sessions []*Session
+	for range n {
+		got := make(chan struct{})
+		var seen atomic.Int64
+		s, err := Start(Options{Path: "sh", Args: []string{"-c", "cat " + path + "; printf DONE; exec cat"}, Cols: 120, Rows: 40,
+			Output: func(bt Batch) {
+				if bytes.Contains(bt.Data, []byte("DONE")) && seen.Add(1) == 1 {
+					close(got)
+				}
+			}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions = append(sessions, s)
+		<-got
+	}
+	for _, s := range sessions { // the emulator has taken every byte
+		if _, err := s.Snapshot(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rss1, heap1 := memNow()
+	b.ReportMetric(float64(rss1-rss0)/n/1e6, "RSS-MB/session")
+	b.ReportMetric(float64(heap1-heap0)/n/1e6, "heap-MB/session")
+	for _, s := range sessions {
+		_ = s.Stop(b.Context())
+	}
+	for range b.N {
+	}
+}
+
+// memNow returns VmRSS and the Go heap in use, after a GC that returns
+// freed memory to the OS.
+func memNow() (rss, heap int64) {
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			rss = kb << 10
+		}
+	}
+	return rss, int64(m.HeapInuse)
 }

@@ -2,10 +2,11 @@ package terminal
 
 import "time"
 
-// Clock makes timers. The Coalescer takes one so tests can drive windows
-// without sleeping.
+// Clock makes timers and tells the time. The Coalescer takes one so tests
+// can drive windows and the echo window without sleeping.
 type Clock interface {
 	NewTimer(d time.Duration) Timer
+	Now() time.Time
 }
 
 // Timer is the part of *time.Timer the Coalescer uses.
@@ -18,6 +19,7 @@ type Timer interface {
 type systemClock struct{}
 
 func (systemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
+func (systemClock) Now() time.Time                 { return time.Now() }
 
 type systemTimer struct{ t *time.Timer }
 

@@ -2,12 +2,19 @@ package terminal
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Window is how long output is coalesced while it keeps coming: about one
 // frame, so a spinner redrawing 100 times a second costs about 40 batches.
 const Window = 25 * time.Millisecond
+
+// EchoWindow is how long after a viewer's input output goes out at once,
+// window or not: long enough for a program to echo a key or redraw a line
+// on a loaded machine, short enough that a spinner running beside the
+// typing still goes out about 40 times a second between keys.
+const EchoWindow = 10 * time.Millisecond
 
 // MaxBatch is the default CoalescerOptions.MaxBatch. Only output faster
 // than about 2.6 MB/s reaches it, where coalescing saves nothing anyway.
@@ -36,6 +43,9 @@ type CoalescerOptions struct {
 	// a loaded machine left the program unscheduled for a few windows.
 	// Default MaxBatch.
 	MaxBatch int
+	// EchoWindow is how long after Input output is sent at once; default
+	// EchoWindow.
+	EchoWindow time.Duration
 	// Clock makes the window timers; default the system clock.
 	Clock Clock
 	// Emit receives batches in order, from the coalescer's goroutine.
@@ -44,14 +54,17 @@ type CoalescerOptions struct {
 }
 
 // Coalescer turns output chunks into batches: the first bytes after a quiet
-// window go out at once (an echo is not held), then output is gathered and
-// sent at each window's end while it keeps coming. Batches end only at cut
-// points (see Cutter); bytes after the last one wait for the next window.
+// window go out at once, and so does output within EchoWindow of a viewer's
+// input (an echo is never held, even while a spinner keeps the window
+// open); other output is gathered and sent at each window's end while it
+// keeps coming. Batches end only at cut points (see Cutter); bytes after
+// the last one wait for the next window.
 type Coalescer struct {
-	in   chan []byte   // to the run goroutine
-	done chan struct{} // closed when run has returned
-	once sync.Once
-	opts CoalescerOptions // static after construction
+	in      chan []byte   // to the run goroutine
+	done    chan struct{} // closed when run has returned
+	once    sync.Once
+	opts    CoalescerOptions // static after construction
+	inputAt atomic.Int64     // Clock's UnixNano of the last Input; 0 for none
 }
 
 // NewCoalescer starts a Coalescer; Close flushes it and waits for it.
@@ -64,6 +77,9 @@ func NewCoalescer(o CoalescerOptions) *Coalescer {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = MaxBatch
+	}
+	if o.EchoWindow <= 0 {
+		o.EchoWindow = EchoWindow
 	}
 	c := &Coalescer{in: make(chan []byte), done: make(chan struct{}), opts: o}
 	go c.run()
@@ -82,6 +98,19 @@ func (c *Coalescer) Write(p []byte) (int, error) {
 	case <-c.done:
 		return 0, ErrClosed
 	}
+}
+
+// Input tells the coalescer a viewer just typed: output in the next
+// EchoWindow goes out at once. It never blocks.
+func (c *Coalescer) Input() {
+	c.inputAt.Store(c.opts.Clock.Now().UnixNano())
+}
+
+// echoing reports whether output now follows an input closely enough to be
+// its echo.
+func (c *Coalescer) echoing() bool {
+	at := c.inputAt.Load()
+	return at != 0 && c.opts.Clock.Now().UnixNano()-at <= int64(c.opts.EchoWindow)
 }
 
 // Close emits everything pending, whole, and waits for the last Emit: at the
@@ -119,7 +148,9 @@ func (c *Coalescer) run() {
 			p.add(chunk)
 			if timer != nil {
 				active = true
-				if len(p.buf) >= c.opts.MaxBatch {
+				if c.echoing() {
+					c.emit(p, p.ground) // all of the echo, not just up to its CR
+				} else if len(p.buf) >= c.opts.MaxBatch {
 					c.emit(p, p.cut())
 				}
 				continue

@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -9,7 +10,11 @@ import (
 // fakeClock hands out timers that fire only when the test says so.
 type fakeClock struct {
 	timers chan *fakeTimer // each new timer, for the test to fire
+	now    atomic.Int64    // UnixNano, moved by the test
 }
+
+func (f *fakeClock) Now() time.Time          { return time.Unix(0, f.now.Load()) }
+func (f *fakeClock) advance(d time.Duration) { f.now.Add(int64(d)) }
 
 type fakeTimer struct{ c chan time.Time }
 
@@ -83,6 +88,39 @@ func TestCoalescerEchoGoesAtOnce(t *testing.T) {
 	timer.fire() // a quiet window closes: the next byte goes at once again
 	r.write("b")
 	r.expect(1, "b")
+}
+
+// TestCoalescerSendsEchoAtOnce: output that follows input within
+// EchoWindow is not held for the window a spinner keeps open; output after
+// it is coalesced again.
+func TestCoalescerSendsEchoAtOnce(t *testing.T) {
+	r := newRig(t)
+	r.clock.advance(time.Hour)
+	r.write("spin 1")
+	r.expect(0, "spin 1")
+	timer := recv(t, r.clock.timers, "window timer")
+	r.write("spin 2")
+	r.write("\x1b") // accepted once "spin 2" is handled
+	r.noBatch()     // held: nobody typed
+	r.c.Input()
+	r.clock.advance(EchoWindow / 2)
+	r.write("[m\r|k") // a CR before the echo must not cut it off
+	// No timer fires: everything up to the echo goes out at once, in one
+	// batch or two (the ESC may have been handled after Input).
+	var got string
+	for got != "spin 2\x1b[m\r|k" {
+		b := recv(t, r.batches, "echo")
+		if b.Offset != int64(6+len(got)) {
+			t.Fatalf("batch at %d after %q", b.Offset, got)
+		}
+		got += string(b.Data)
+	}
+	r.clock.advance(EchoWindow)
+	r.write("spin 3")
+	r.write("\x1b")
+	r.noBatch() // the echo window is over
+	timer.fire()
+	r.expect(18, "spin 3")
 }
 
 func TestCoalescerGathersWithinWindow(t *testing.T) {

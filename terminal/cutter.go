@@ -35,8 +35,8 @@ func (c *Cutter) Scan(p []byte) (clear, ground int) {
 	clear, ground = -1, -1
 	for i, b := range p {
 		before := c.s.p.State()
-		_, action := c.s.advance(b)
-		if !c.s.ground() {
+		_, action, keep := c.s.advance(b)
+		if !keep || !c.s.ground() {
 			continue
 		}
 		ground = i + 1

@@ -21,11 +21,15 @@ type Snapshot struct {
 	History []byte
 	// Redraw reproduces the screen on a terminal of the same size.
 	Redraw []byte
+	// Tail is the output after Offset that the emulator had not taken yet
+	// (at most MaxLag), as the batches it was fed: send it after the
+	// redraw as ordinary output, paced like any other.
+	Tail []Batch
 }
 
 // Attach is the payload for a fresh viewer: history pushed into its
-// scrollback, then the redraw. After the history it scrolls Rows-1 more
-// lines so that every history line leaves the visible screen.
+// scrollback, then the redraw, then the tail. After the history it scrolls
+// Rows-1 more lines so that every history line leaves the visible screen.
 func (s Snapshot) Attach() []byte {
 	var b bytes.Buffer
 	if len(s.History) > 0 {
@@ -34,18 +38,40 @@ func (s Snapshot) Attach() []byte {
 		b.Write(bytes.Repeat([]byte("\r\n"), max(s.Rows-1, 0)))
 	}
 	b.Write(s.Redraw)
+	for _, t := range s.Tail {
+		b.Write(t.Data)
+	}
 	return b.Bytes()
 }
 
+// MaxLag is how far, in bytes, the emulator may fall behind the output
+// already handed to viewers (Feed) before Feed waits for it: a burst is
+// sent on at PTY speed while the emulator catches up, and a snapshot taken
+// meanwhile carries the bytes the emulator has not taken yet.
+const MaxLag = 1 << 20
+
+// feedChunk bounds the bytes the owning goroutine feeds between two other
+// calls, so a snapshot or resize waits for at most about this much work.
+const feedChunk = 32 << 10
+
 // Emulator is a terminal emulator owned by one goroutine: x/vt is not safe
 // for concurrent use, and a redraw must see the screen between two writes.
-// Every method hands its work to that goroutine and waits for it.
+// Every method hands its work to that goroutine and waits for it, except
+// Feed, which queues output for it.
 type Emulator struct {
 	work    chan func(*term) // to the owning goroutine
 	quit    chan struct{}    // closed by Close
 	done    chan struct{}    // closed when the owning goroutine has ended
 	replies <-chan []byte    // static after construction
 	once    sync.Once
+
+	feedMu   sync.Mutex
+	room     *sync.Cond    // on feedMu: the lag fell below MaxLag, or closed
+	lag      [][]byte      // fed, not yet written to the emulator, oldest first
+	lagBytes int           // bytes in lag
+	closed   bool          // Close was called
+	feedWake chan struct{} // capacity 1: lag has bytes
+	maxLag   int           // static
 }
 
 // NewEmulator starts an emulator of cols×rows with about HistoryLines of
@@ -53,11 +79,14 @@ type Emulator struct {
 func NewEmulator(cols, rows int) *Emulator {
 	t := newTerm(max(cols, 1), max(rows, 1))
 	e := &Emulator{
-		work:    make(chan func(*term)),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		replies: t.replies,
+		work:     make(chan func(*term)),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		replies:  t.replies,
+		feedWake: make(chan struct{}, 1),
+		maxLag:   MaxLag,
 	}
+	e.room = sync.NewCond(&e.feedMu)
 	go e.run(t)
 	return e
 }
@@ -68,11 +97,89 @@ func (e *Emulator) run(t *term) {
 		select {
 		case f := <-e.work:
 			f(t)
+		case <-e.feedWake:
+			if e.feedSome(t) {
+				e.wakeFeed()
+			}
 		case <-e.quit:
 			t.close()
 			return
 		}
 	}
+}
+
+func (e *Emulator) wakeFeed() {
+	select {
+	case e.feedWake <- struct{}{}:
+	default:
+	}
+}
+
+// Feed queues output bytes (copied) for the emulator and returns at once,
+// unless the emulator is MaxLag behind: it then waits for room, which is
+// what slows a program that outruns its emulator.
+func (e *Emulator) Feed(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	e.feedMu.Lock()
+	for e.lagBytes >= e.maxLag && !e.closed {
+		e.room.Wait()
+	}
+	if e.closed {
+		e.feedMu.Unlock()
+		return ErrClosed
+	}
+	e.lag = append(e.lag, bytes.Clone(p))
+	e.lagBytes += len(p)
+	e.feedMu.Unlock()
+	e.wakeFeed()
+	return nil
+}
+
+// feedSome writes about feedChunk bytes of the lag and reports whether more
+// is left. Only the owning goroutine writes, so a chunk taken off the lag
+// is written before any snapshot runs.
+func (e *Emulator) feedSome(t *term) bool {
+	e.feedMu.Lock()
+	n, size := 0, 0
+	for n < len(e.lag) && (n == 0 || size+len(e.lag[n]) <= feedChunk) {
+		size += len(e.lag[n])
+		n++
+	}
+	chunks := e.lag[:n:n]
+	e.lag = e.lag[n:]
+	e.feedMu.Unlock()
+	for _, c := range chunks {
+		t.write(c)
+	}
+	e.feedMu.Lock()
+	e.lagBytes -= size
+	more := len(e.lag) > 0
+	if len(e.lag) == 0 {
+		e.lag = nil
+	}
+	e.room.Broadcast()
+	e.feedMu.Unlock()
+	return more
+}
+
+// catchUp writes the whole lag, for calls that must see every byte fed.
+func (e *Emulator) catchUp(t *term) {
+	for e.feedSome(t) {
+	}
+}
+
+// pendingLag returns the chunks fed and not yet written, from offset on.
+func (e *Emulator) pendingLag(offset int64) []Batch {
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	tail := make([]Batch, len(e.lag))
+	for i, c := range e.lag {
+		tail[i] = Batch{Offset: offset, Data: c}
+		offset += int64(len(c))
+	}
+	return tail
 }
 
 // do runs f on the owning goroutine and waits for it.
@@ -87,10 +194,11 @@ func (e *Emulator) do(f func(*term)) error {
 	return nil
 }
 
-// Write feeds output bytes to the emulator. It never blocks on query
-// replies: they are drained into Replies.
+// Write feeds output bytes to the emulator after any fed before them, and
+// returns once it has taken them. It never blocks on query replies: they
+// are drained into Replies.
 func (e *Emulator) Write(p []byte) (int, error) {
-	if err := e.do(func(t *term) { t.write(p) }); err != nil {
+	if err := e.do(func(t *term) { e.catchUp(t); t.write(p) }); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -98,19 +206,32 @@ func (e *Emulator) Write(p []byte) (int, error) {
 
 // Resize changes the emulator's size; the program's PTY is the caller's.
 func (e *Emulator) Resize(cols, rows int) error {
-	return e.do(func(t *term) { t.resize(cols, rows) })
+	return e.do(func(t *term) { e.catchUp(t); t.resize(cols, rows) })
 }
 
-// Snapshot takes history and redraw at the same point of the stream.
+// Snapshot takes history and redraw at the same point of the stream, the
+// emulator's, with the bytes fed after it that it has not taken yet as
+// Tail: everything fed is in the snapshot, and the emulator is not made to
+// catch up first.
 func (e *Emulator) Snapshot() (Snapshot, error) {
 	var s Snapshot
 	err := e.do(func(t *term) {
 		s = Snapshot{
 			Offset: t.fed, Cols: t.vt.Width(), Rows: t.vt.Height(), Title: t.title,
-			History: t.history(), Redraw: t.redraw(),
+			History: t.history(), Redraw: t.redraw(), Tail: e.pendingLag(t.fed),
 		}
 	})
 	return s, err
+}
+
+// End is the offset after the snapshot's tail: every byte before it is in
+// the snapshot.
+func (s Snapshot) End() int64 {
+	if len(s.Tail) == 0 {
+		return s.Offset
+	}
+	last := s.Tail[len(s.Tail)-1]
+	return last.Offset + int64(len(last.Data))
 }
 
 // Replies carries the emulator's answers to terminal queries (DA, DSR, ...)
@@ -122,7 +243,13 @@ func (e *Emulator) Replies() <-chan []byte {
 
 // Close ends the emulator's goroutines and waits for them.
 func (e *Emulator) Close() error {
-	e.once.Do(func() { close(e.quit) })
+	e.once.Do(func() {
+		e.feedMu.Lock()
+		e.closed = true
+		e.room.Broadcast()
+		e.feedMu.Unlock()
+		close(e.quit)
+	})
 	<-e.done
 	return nil
 }

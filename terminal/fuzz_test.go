@@ -9,6 +9,7 @@ func FuzzEmulatorRedraw(f *testing.F) {
 	for _, s := range []string{
 		spinnerStream()[:400], altScreenStream(), colourStream(), modesStream(), scrollRegionStream(),
 		"\x1b]0;" + claudeTitle + "\x07x", dirtyStream, "\x1b[6n\x1b[c", "\x1b#8", "\x1b[?69h\x1b[2;5s",
+		"\x1b[01m00000000000\x1b7\x1b[0m\x1b[2m", "0\x8d🏽0",
 	} {
 		f.Add([]byte(s))
 	}

@@ -152,6 +152,7 @@ func writeCursor(b *bytes.Buffer, c cursorState, top int) {
 	}
 	fmt.Fprintf(b, "\x1b[%d q", n)
 	fmt.Fprintf(b, "\x1b[%d;%dH", c.pos.Y-top+1, c.pos.X+1)
+	b.WriteString("\x1b[0m") // a pen's SGR only adds: the saved cursor's bold must not stay
 	b.WriteString(c.pen.String())
 	b.WriteString(ansi.SetHyperlink(c.link.URL, c.link.Params))
 	if c.hidden {

@@ -20,8 +20,9 @@ type Options struct {
 	// Cols and Rows are the initial size; default 80×24.
 	Cols, Rows int
 	// Output receives every output byte in ordered batches, from one
-	// goroutine, after the emulator has taken them. It must not block long:
-	// while it runs the PTY is not read.
+	// goroutine, as soon as the emulator has them queued (it may take them
+	// later: see MaxLag). It must not block long: while it runs the PTY is
+	// not read.
 	Output func(Batch)
 	// Window and Clock configure output coalescing (see CoalescerOptions).
 	Window time.Duration
@@ -44,8 +45,8 @@ var ErrInputFull = errors.New("terminal: input queue full")
 //
 // Goroutines: the reader (PTY → coalescer; on EOF or EIO it flushes, reaps
 // the child, closes Done and then the PTY), the coalescer's (batches →
-// emulator → Output), the input writer (ends with Done or Stop), and the
-// emulator's own (end with Stop). Once the program has exited, only the
+// emulator queue → Output), the input writer and the query answerer (end
+// with Done or Stop), and the emulator's own (end with Stop). Once the program has exited, only the
 // emulator remains, so its last screen can still be read. Stop waits for
 // all and releases the emulator.
 type Session struct {
@@ -84,16 +85,19 @@ func Start(o Options) (*Session, error) {
 		inMax: o.InputQueue, inWake: make(chan struct{}, 1), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.coal = NewCoalescer(CoalescerOptions{Window: o.Window, Clock: o.Clock, Emit: s.deliver})
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.read()
 	go s.writeInput()
+	go s.answer()
 	return s, nil
 }
 
-// deliver feeds a batch to the emulator, then to the caller, so a snapshot
-// never describes bytes the caller has not been given an offset for.
+// deliver queues a batch for the emulator, then hands it to the caller at
+// once: the PTY is read at its own speed while the emulator catches up
+// (at most MaxLag behind). A snapshot covers everything queued, so it never
+// describes bytes the caller has not been given an offset for.
 func (s *Session) deliver(b Batch) {
-	_, _ = s.emu.Write(b.Data)
+	_ = s.emu.Feed(b.Data)
 	if s.out != nil {
 		s.out(b)
 	}
@@ -119,6 +123,27 @@ func (s *Session) read() {
 	s.exitErr = s.pty.Wait()
 	close(s.done)
 	_ = s.pty.Close()
+}
+
+// answer writes the emulator's replies to terminal queries (device
+// attributes, cursor position, ...) to the program: the daemon is the
+// terminal of record, so a query is answered exactly once, watched or not.
+// Viewers' own terminals are silenced (server/web/static/terminal.js).
+func (s *Session) answer() {
+	defer s.wg.Done()
+	for {
+		select {
+		case r, ok := <-s.emu.Replies():
+			if !ok {
+				return
+			}
+			_ = s.Input(r)
+		case <-s.stopping:
+			return
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // writeInput writes each input exactly as given, in order, never merged.
@@ -172,6 +197,7 @@ func (s *Session) Input(p []byte) error {
 	s.inQueue = append(s.inQueue, bytes.Clone(p))
 	s.inBytes += len(p)
 	s.inMu.Unlock()
+	s.coal.Input() // before the program can see it: its echo is not held
 	select {
 	case s.inWake <- struct{}{}:
 	default:
@@ -193,9 +219,6 @@ func (s *Session) Resize(cols, rows int) error {
 
 // Snapshot returns history and redraw at a batch boundary (see Batch.Offset).
 func (s *Session) Snapshot() (Snapshot, error) { return s.emu.Snapshot() }
-
-// Replies carries the emulator's answers to terminal queries.
-func (s *Session) Replies() <-chan []byte { return s.emu.Replies() }
 
 // Pid is the program's process id, also its process group id.
 func (s *Session) Pid() int { return s.pty.Pid() }

@@ -131,11 +131,15 @@ func TestEveryByteBeforeExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Offset != int64(len(want)) {
-		t.Fatalf("emulator fed %d bytes, want %d", snap.Offset, len(want))
+	if snap.End() != int64(len(want)) {
+		t.Fatalf("emulator fed %d bytes, want %d", snap.End(), len(want))
 	}
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
-	screen := feed(80, 24, string(snap.Redraw))
+	redraw := snap.Redraw
+	for _, b := range snap.Tail {
+		redraw = append(redraw, b.Data...)
+	}
+	screen := feed(80, 24, string(redraw))
 	defer screen.close()
 	if got, want := screen.line(22).String(), lines[len(lines)-1]; got != want {
 		t.Fatalf("last screen line %q, want %q", got, want)
@@ -284,4 +288,34 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(fds)
+}
+
+// TestSessionAnswersQueries: the session, as the terminal of record,
+// answers a cursor position report and device attributes with nobody
+// watching, once each. The program prints every byte it reads in hex; a
+// marker key typed after the replies were read ends the count.
+func TestSessionAnswersQueries(t *testing.T) {
+	c := newCollector()
+	s := start(t, c, 80, 24, "sh", "-c", `stty raw -echo; printf '\033[3;5H\033[6n\033[c'; `+
+		`while :; do dd bs=1 count=1 2>/dev/null | od -An -tx1; done`)
+	// The cursor report ends in R (52), device attributes in c (63).
+	c.waitFor(t, regexp.MustCompile(`(?s) 52\n.* 63\n| 63\n.* 52\n`))
+	if err := s.Input([]byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	m := c.waitFor(t, regexp.MustCompile(`(?s)\x1b\[c(.*) 7a\n`))
+	var read []byte
+	for _, h := range strings.Fields(m[1]) {
+		b, err := strconv.ParseUint(h, 16, 8)
+		if err != nil {
+			t.Fatalf("program printed %q", m[1])
+		}
+		read = append(read, byte(b))
+	}
+	if n := strings.Count(string(read), "\x1b[3;5R"); n != 1 {
+		t.Fatalf("the program read %d cursor reports: %q", n, read)
+	}
+	if n := strings.Count(string(read), "\x1b[?"); n != 1 {
+		t.Fatalf("the program read %d device attribute replies: %q", n, read)
+	}
 }

@@ -48,9 +48,27 @@ func inString(s parser.State) bool {
 	return false
 }
 
+// strayC1 reports whether b, read in state st, is a byte in 0x80–0x9F that
+// does not continue a UTF-8 character. xterm.js decodes UTF-8 before its
+// parser sees anything, so such a byte is invalid and vanishes; x/ansi reads
+// it as an 8-bit C1 control (0x8D, reverse index, scrolled the screen).
+func strayC1(st parser.State, b byte) bool {
+	return b >= 0x80 && b <= 0x9F && st != parser.Utf8State && !inString(st)
+}
+
 // advance feeds one byte. It returns the byte x/vt must see in its place and
-// the parser action, and keeps the per-string bookkeeping.
-func (s *streamState) advance(b byte) (byte, parser.Action) {
+// the parser action, and keeps the per-string bookkeeping. A stray C1 byte
+// (see strayC1) is not fed: keep is false and x/vt must not see it.
+func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool) {
+	before := s.p.State()
+	if strayC1(before, b) {
+		return 0, parser.NoneAction, false
+	}
+	out, action = s.advanceKept(b)
+	return out, action, true
+}
+
+func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 	before := s.p.State()
 	if !inString(before) {
 		s.need = 0

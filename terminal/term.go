@@ -158,7 +158,10 @@ func (t *term) write(p []byte) {
 	t.scratch = t.scratch[:0]
 	for _, b := range p {
 		before := t.stream.p.State()
-		out, action := t.stream.advance(b)
+		out, action, keep := t.stream.advance(b)
+		if !keep {
+			continue
+		}
 		if action == parser.ExecuteAction && (b == ansi.SO || b == ansi.SI) {
 			t.gl = int(ansi.SI - b) // SO (0x0E) invokes G1, SI (0x0F) G0
 		}

@@ -6,6 +6,8 @@
 //	prog flood N   N bytes of numbered lines, then "END" and waits
 //	prog burst N   on the first key, N bytes of numbered lines, then exits at once (status 3)
 //	prog keys      raw mode: prints each read from stdin as hex, one per line
+//	prog queries   as keys, and each "q" read also asks the terminal for a
+//	               cursor report and its device attributes
 //
 // "waits" means it reads stdin and prints "got <hex>" for each read, so the
 // tests can see it alive and type into it.
@@ -72,7 +74,7 @@ func main() {
 			os.Exit(3)
 		}
 		fmt.Fprint(w, "END\r\n")
-	case "keys":
+	case "keys", "queries":
 		raw := exec.Command("stty", "raw", "-echo")
 		raw.Stdin = os.Stdin
 		if err := raw.Run(); err != nil {
@@ -88,6 +90,9 @@ func main() {
 			return
 		}
 		fmt.Fprintf(w, "got %x\r\n", buf[:n])
+		if os.Args[1] == "queries" && buf[0] == 'q' {
+			w.WriteString("\x1b[6n\x1b[c")
+		}
 		w.Flush()
 	}
 }

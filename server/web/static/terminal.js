@@ -10,6 +10,12 @@
 //   processed, not what the socket has buffered.
 // - Input: every onData goes out at once as one input frame holding exactly
 //   the bytes xterm.js produced (Esc, arrows, paste alike). Never batched.
+// - Widths: the Unicode 11 add-on, as in the daemon's terminal of record and
+//   its differential tests (terminal/xtermref), so both count the same cells.
+// - Terminal queries (device attributes, status and cursor reports, mode
+//   and setting requests, colour queries) are answered once, by the daemon:
+//   this xterm.js is silenced for them here, so its answers never reach the
+//   program twice. The input stream itself is never filtered.
 // - The socket is re-dialled with a fresh ticket, backing off from 1 s to
 //   30 s, while retrying can help (a restart, a network loss, the machine
 //   offline). What retrying will not fix ends the page with its reason: the
@@ -24,7 +30,7 @@
   var page = document.getElementById('term-page');
   var host = document.getElementById('term-host');
   var stateEl = document.getElementById('term-state');
-  if (!page || !host || !window.Terminal || !window.FitAddon) return;
+  if (!page || !host || !window.Terminal || !window.FitAddon || !window.Unicode11Addon) return;
   var sessionID = page.getAttribute('data-session');
   var machineID = page.getAttribute('data-machine');
   var enc = new TextEncoder();
@@ -37,12 +43,42 @@
     fontSize: 13,
     fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace',
     scrollback: 5000,
+    allowProposedApi: true, // term.unicode, which the Unicode 11 add-on needs, is a proposed API
     theme: { background: '#0f1115', foreground: '#e6e8eb', cursor: '#e6e8eb', selectionBackground: '#3a4a6b' }
   });
   var fit = new window.FitAddon.FitAddon();
   term.loadAddon(fit);
+  term.loadAddon(new window.Unicode11Addon.Unicode11Addon());
+  term.unicode.activeVersion = '11';
+  silenceQueries(term);
   term.open(host);
   window.__term = term; // read by the end-to-end tests; handy in dev tools
+
+  // silenceQueries swallows the sequences xterm.js would answer (the daemon
+  // answers them); a handler returning true ends their handling. Everything
+  // else, status and mode changes included, goes on to xterm.js.
+  function silenceQueries(t) {
+    var p = t.parser;
+    var yes = function () { return true; };
+    p.registerCsiHandler({ final: 'c' }, yes);                      // DA1
+    p.registerCsiHandler({ prefix: '>', final: 'c' }, yes);         // DA2
+    p.registerCsiHandler({ prefix: '=', final: 'c' }, yes);         // DA3
+    p.registerCsiHandler({ final: 'n' }, yes);                      // DSR, CPR
+    p.registerCsiHandler({ prefix: '?', final: 'n' }, yes);         // DECDSR, DECXCPR
+    p.registerCsiHandler({ intermediates: '$', final: 'p' }, yes);  // DECRQM (ANSI)
+    p.registerCsiHandler({ prefix: '?', intermediates: '$', final: 'p' }, yes); // DECRQM (DEC)
+    p.registerCsiHandler({ prefix: '>', final: 'q' }, yes);         // XTVERSION
+    p.registerCsiHandler({ final: 'x' }, yes);                      // DECREQTPARM
+    p.registerCsiHandler({ final: 't' }, function (params) {        // XTWINOPS reports only
+      var op = params.length ? params[0] : 0;
+      return op === 11 || op === 13 || op === 14 || op === 15 || op === 16 || op === 18 || op === 19 || op === 20 || op === 21;
+    });
+    p.registerDcsHandler({ intermediates: '$', final: 'q' }, yes);  // DECRQSS
+    p.registerDcsHandler({ intermediates: '+', final: 'q' }, yes);  // XTGETTCAP
+    [4, 10, 11, 12].forEach(function (id) {                        // colour queries ("?")
+      p.registerOscHandler(id, function (data) { return data.split(';').indexOf('?') >= 0; });
+    });
+  }
 
   // ---- renderer ----
   var webgl = null, losses = 0;

@@ -1,0 +1,269 @@
+package terminal
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The differential tests judge this package by an oracle it did not write:
+// @xterm/headless 6.0.0 with the Unicode 11 add-on (terminal/xtermref), the
+// same core and widths as the viewer's xterm.js. For each stream, one
+// terminal is fed the program's own bytes, another a fresh viewer's attach
+// payload (history, then redraw) built from our emulator; the two must show
+// the same screen, scrollback, cursor, modes and title, and the same again
+// after a probe that reveals the pen, character set and pending wrap.
+
+// xtermCase is one comparison: every stream goes to a fresh terminal.
+type xtermCase struct {
+	Cols    int      `json:"cols"`
+	Rows    int      `json:"rows"`
+	Streams [][]byte `json:"streams"`
+}
+
+// xtermDump is what one terminal showed, before and after the probe.
+type xtermDump struct {
+	Error  string     `json:"error"` // xterm.js threw
+	Before xtermState `json:"before"`
+	After  xtermState `json:"after"`
+}
+
+type xtermState struct {
+	Active    string          `json:"active"`
+	Normal    [][][]any       `json:"normal"`
+	Alternate [][][]any       `json:"alternate"`
+	Cursor    []int           `json:"cursor"`
+	Hidden    bool            `json:"hidden"`
+	Modes     map[string]any  `json:"modes"`
+	Title     string          `json:"title"`
+	Margins   []int           `json:"margins"`
+	Extra     json.RawMessage `json:"extra,omitempty"`
+}
+
+// xtermDir is where scripts/test installs the reference.
+func xtermDir(t testing.TB) string {
+	t.Helper()
+	dir, _ := filepath.Abs("xtermref")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@xterm", "headless")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("@xterm/headless is not installed in %s: run scripts/test, or npm ci there", dir)
+		}
+		t.Skipf("@xterm/headless is not installed: run `npm ci` in %s (scripts/test does)", dir)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	return dir
+}
+
+// runXterm feeds every case to the reference and returns its dumps.
+func runXterm(t testing.TB, cases []xtermCase) [][]xtermDump {
+	t.Helper()
+	dir := xtermDir(t)
+	type wireCase struct {
+		Cols    int      `json:"cols"`
+		Rows    int      `json:"rows"`
+		Streams []string `json:"streams"`
+	}
+	in := make([]wireCase, len(cases))
+	for i, c := range cases {
+		in[i] = wireCase{Cols: c.Cols, Rows: c.Rows}
+		for _, s := range c.Streams {
+			in[i].Streams = append(in[i].Streams, base64.StdEncoding.EncodeToString(s))
+		}
+	}
+	body, _ := json.Marshal(in)
+	if p := os.Getenv("TABBRIDGE_XTERM_DUMP_INPUT"); p != "" {
+		_ = os.WriteFile(p, body, 0o600)
+	}
+	cmd := exec.Command("node", filepath.Join(dir, "dump.js"))
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(body)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var short []string // a minified stack trace quotes whole lines of code
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if len(l) < 300 {
+				short = append(short, l)
+			}
+		}
+		msg := strings.Join(short, "\n")
+		t.Fatalf("xterm reference: %v: %s", err, msg)
+	}
+	var dumps [][]xtermDump
+	if err := json.Unmarshal(out, &dumps); err != nil {
+		t.Fatalf("xterm reference output: %v", err)
+	}
+	return dumps
+}
+
+// attachPayload is what a fresh viewer of cols×rows gets after data.
+func attachPayload(t testing.TB, cols, rows int, data []byte) []byte {
+	t.Helper()
+	e := NewEmulator(cols, rows)
+	defer e.Close()
+	if _, err := e.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap.Attach()
+}
+
+// diffStates lists the first differences between the original's terminal
+// (want) and the redrawn one (got).
+func diffStates(want, got xtermState) []string {
+	var d []string
+	add := func(format string, args ...any) {
+		if len(d) < 6 {
+			d = append(d, fmt.Sprintf(format, args...))
+		}
+	}
+	if want.Active != got.Active {
+		add("active buffer %s, want %s", got.Active, want.Active)
+	}
+	diffXtermLines(add, "normal", want.Normal, got.Normal)
+	diffXtermLines(add, "alternate", want.Alternate, got.Alternate)
+	if !reflect.DeepEqual(want.Cursor, got.Cursor) {
+		add("cursor (x, y, base) %v, want %v", got.Cursor, want.Cursor)
+	}
+	if want.Hidden != got.Hidden {
+		add("cursor hidden %v, want %v", got.Hidden, want.Hidden)
+	}
+	if !reflect.DeepEqual(want.Modes, got.Modes) {
+		add("modes %v, want %v", got.Modes, want.Modes)
+	}
+	if want.Title != got.Title {
+		add("title %q, want %q", got.Title, want.Title)
+	}
+	if !reflect.DeepEqual(want.Margins, got.Margins) {
+		add("scroll region %v, want %v", got.Margins, want.Margins)
+	}
+	return d
+}
+
+func diffXtermLines(add func(string, ...any), name string, want, got [][][]any) {
+	want, got = blankAsSpace(want), blankAsSpace(got)
+	if len(want) != len(got) {
+		add("%s buffer has %d lines, want %d", name, len(got), len(want))
+	}
+	for y := range min(len(want), len(got)) {
+		if !reflect.DeepEqual(want[y], got[y]) {
+			add("%s line %d:\n  got  %s\n  want %s", name, y, cellsString(got[y]), cellsString(want[y]))
+		}
+	}
+}
+
+// blankAsSpace makes an erased cell and a space written with the same
+// attributes equal (a redraw writes rows as text; they look the same and
+// differ only in what a selection copies), then drops trailing default
+// blanks again.
+func blankAsSpace(lines [][][]any) [][][]any {
+	out := make([][][]any, len(lines))
+	for y, l := range lines {
+		cells := make([][]any, len(l))
+		for x, c := range l {
+			cells[x] = c
+			if len(c) == 5 && c[0] == "" && c[1] == float64(1) {
+				cells[x] = append([]any{" "}, c[1:]...)
+			}
+		}
+		for n := len(cells); n > 0; n-- {
+			c := cells[n-1]
+			if c[0] != " " || c[1] != float64(1) || c[2] != "" || c[3] != "" || c[4] != float64(0) {
+				break
+			}
+			cells = cells[:n-1]
+		}
+		out[y] = cells
+	}
+	return out
+}
+
+func cellsString(cells [][]any) string {
+	b, _ := json.Marshal(cells)
+	if len(b) > 600 {
+		b = append(b[:600], "…"...)
+	}
+	return string(b)
+}
+
+// knownXtermDiffs are the corpus streams whose redraw x/vt v0.1.0 cannot
+// make agree with xterm.js, and why: they are logged, not failed, until the
+// screen model is replaced (docs/DECISIONS.md, "The terminal of record").
+// A listed stream that starts to agree fails the test, so the list only
+// shrinks.
+var knownXtermDiffs = map[string]string{
+	"wide at margin":           "x/vt drops a wide character that must wrap at the right margin",
+	"wide last col":            "x/vt drops a wide character printed in the last column",
+	"c1 then emoji":            "x/vt joins an emoji modifier to the character before it (grapheme clusters)",
+	"colours":                  "x/vt joins 👍🏽 into one cluster; xterm.js counts 🏽 as its own wide cell",
+	"erase at wrap":            "x/vt loses the pending wrap, so EL at the margin erases the last cell",
+	"clear then more":          "x/vt pushes a screen cleared with ED 2 into history; xterm.js does not",
+	"partial region":           "x/vt pushes lines leaving a scroll region that does not start at the top into history",
+	"scroll region":            "x/vt pushes lines leaving a scroll region that does not start at the top into history",
+	"alt-screen-60x15.bin":     "x/vt does not know mode 47 (the alternate screen without saving the cursor)",
+	"cjk-margins-21x8.bin":     "x/vt drops wide characters that must wrap at the right margin",
+	"scroll-regions-40x12.bin": "x/vt pushes lines leaving a scroll region that does not start at the top into history",
+	"top-120x30.bin":           "x/vt loses the pending wrap, so EL at the margin erases top's last inverse cell",
+	"dirty":                    "x/vt does not home the cursor when origin mode (DECOM) is set; xterm.js does",
+}
+
+// compareWithXterm checks every stream's attach payload against xterm fed
+// the stream itself, in one run of the reference.
+func compareWithXterm(t *testing.T, names []string, cols, rows []int, streams [][]byte) (failed int) {
+	t.Helper()
+	cases := make([]xtermCase, len(streams))
+	for i, s := range streams {
+		cases[i] = xtermCase{Cols: cols[i], Rows: rows[i], Streams: [][]byte{s, attachPayload(t, cols[i], rows[i], s)}}
+	}
+	dumps := runXterm(t, cases)
+	for i, d := range dumps {
+		if d[0].Error != "" { // xterm.js's own failure: the viewer would fail alike
+			t.Logf("%s: xterm.js throws on the stream itself (%s): skipped\nstream %q", names[i], d[0].Error, truncate(streams[i], 300))
+			continue
+		}
+		if d[1].Error != "" {
+			t.Errorf("%s: xterm.js throws on our redraw (%s)\nstream %q", names[i], d[1].Error, truncate(streams[i], 300))
+			continue
+		}
+		diff := diffStates(d[0].Before, d[1].Before)
+		if len(diff) == 0 {
+			diff = diffStates(d[0].After, d[1].After)
+			for j := range diff {
+				diff[j] = "after the probe: " + diff[j]
+			}
+		}
+		known, isKnown := knownXtermDiffs[names[i]]
+		switch {
+		case isKnown && len(diff) == 0:
+			t.Errorf("%s now agrees with xterm.js: remove it from knownXtermDiffs", names[i])
+		case isKnown:
+			failed++
+			t.Logf("%s: known difference (%s):\n%s", names[i], known, strings.Join(diff, "\n"))
+		case len(diff) > 0:
+			failed++
+			t.Errorf("%s (%d×%d, %d bytes) differs from xterm.js:\n%s\nstream %q", names[i], cols[i], rows[i],
+				len(streams[i]), strings.Join(diff, "\n"), truncate(streams[i], 300))
+		}
+	}
+	return failed
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
