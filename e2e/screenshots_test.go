@@ -61,6 +61,7 @@ func TestScreenshots(t *testing.T) {
 			if v.w == 440 {
 				noHorizontalScroll(t, ctx, s.name, 440)
 			}
+			layoutRules(t, ctx, s.name, v.w)
 			png := get(t, ctx, "capture "+s.name, chromedp.FullScreenshot(100))
 			if write {
 				if err := os.WriteFile(filepath.Join(screenshotDir, s.name+"-"+v.suffix()+".png"), png, 0o644); err != nil {
