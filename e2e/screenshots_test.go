@@ -153,6 +153,17 @@ func writeIndex(t *testing.T, shots []shot) {
 			fmt.Fprintf(&b, "<img src=\"%s-%s.png\" alt=\"%s, %d×%d, %s\" width=\"%d\">\n", s.name, v.suffix(), s.caption, v.w, v.h, v.scheme, v.w/2)
 		}
 	}
+	b.WriteString("\n# The extension\n\nRendered by `TestScreenshotsExtension` (the real extension in Chromium, a live server).\n")
+	for _, s := range extensionShots {
+		fmt.Fprintf(&b, "\n## %s\n\n", s.caption)
+		vs := popupVariants
+		if strings.HasPrefix(s.name, "extension-options") {
+			vs = variants
+		}
+		for _, v := range vs {
+			fmt.Fprintf(&b, "<img src=\"%s-%s.png\" alt=\"%s, %d×%d, %s\" width=\"%d\">\n", s.name, v.suffix(), s.caption, v.w, v.h, v.scheme, v.w/2)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(screenshotDir, "README.md"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
