@@ -28,6 +28,7 @@ func (s *Server) mountAccounts(api guard) {
 	api.Get("/invitations", s.person, s.getInvitations)
 	api.Post("/invitations", s.person, s.postInvitation)
 	api.Delete("/invitations/:id", s.person, s.deleteInvitation)
+	s.mountSignIns(api)
 }
 
 // authLimiter limits guessing passwords per client address: one budget for

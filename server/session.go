@@ -78,7 +78,7 @@ func (s *Server) startSession(c *fiber.Ctx, userID, family, refresh string) erro
 
 // signIn starts a new refresh family for userID and sets the cookies.
 func (s *Server) signIn(c *fiber.Ctx, userID string) error {
-	refresh, family, err := s.opts.DB.IssueRefresh(c.Context(), userID, s.opts.RefreshTTL)
+	refresh, family, err := s.opts.DB.IssueRefreshFor(c.Context(), userID, c.Get(fiber.HeaderUserAgent), s.opts.RefreshTTL)
 	if err != nil {
 		return err
 	}
