@@ -267,6 +267,7 @@ func (s *Server) htmlErrors(c *fiber.Ctx) error {
 	var fe *fiber.Error
 	switch {
 	case errors.As(err, &ae):
+		s.logRefusal(c, ae)
 		status, msg = ae.Status, ae.Message
 	case errors.As(err, &fe) && fe.Code == http.StatusNotFound:
 		status, msg = fe.Code, "There is no such page."

@@ -150,6 +150,9 @@ func (s *Server) agent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if id.FirstUse {
+		s.opts.Logger.Info("agent token used for the first time", "token", id.TokenID, "workspace", id.Workspace.ID, "client", c.Get(fiber.HeaderUserAgent))
+	}
 	c.Locals(localAgent, id)
 	return c.Next()
 }
