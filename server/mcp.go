@@ -192,7 +192,9 @@ func demote(l slog.Level) slog.Level {
 	return l
 }
 
-func (q quiet) Enabled(ctx context.Context, l slog.Level) bool { return q.Handler.Enabled(ctx, demote(l)) }
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.Handler.Enabled(ctx, demote(l))
+}
 
 func (q quiet) Handle(ctx context.Context, r slog.Record) error {
 	r.Level = demote(r.Level)

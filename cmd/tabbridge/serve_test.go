@@ -163,7 +163,9 @@ func TestFirstStartSaysWhereToCreateTheOwner(t *testing.T) {
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		args := []string{"serve", "--listen", "127.0.0.1:0", "--public-url", "http://tabbridge.test:8080"}
-		go func() { done <- run(ctx, args, func(k string) string { return map[string]string{"TABBRIDGE_DATA_DIR": dir}[k] }, &logs, ready) }()
+		go func() {
+			done <- run(ctx, args, func(k string) string { return map[string]string{"TABBRIDGE_DATA_DIR": dir}[k] }, &logs, ready)
+		}()
 		select {
 		case addr := <-ready:
 			// A request first: shutting down before Serve has started would leave it serving.
