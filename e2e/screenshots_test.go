@@ -125,7 +125,13 @@ func TestScreenshots(t *testing.T) {
 	sitesShots(t, ctx, env, owner, ws, billingWS, capture)
 	capture(shot{"workspace-delete", "Deleting a workspace asks first", visit(env.URL+"/workspaces/"+ws+"/delete", `.btn-danger-solid`)})
 	capture(shot{"task", "A task: its approvals and calls in time order", visit(env.URL+"/tasks/"+task.Task.ID, `#timeline .list`)})
-	capture(shot{"settings", "Settings and invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})
+	capture(shot{"nav-more", "The More menu: Browsers, Grants and Audit", func() []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{chromedp.Navigate(env.URL + "/grants"), chromedp.Click(chromedp.ID("nav-more")), chromedp.WaitVisible(chromedp.ID("nav-audit"))}
+	}})
+	capture(shot{"user-menu", "The person's menu: Settings and Sign out", func() []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{chromedp.Navigate(env.URL + "/"), chromedp.Click(chromedp.ID("user-menu-button")), chromedp.WaitVisible(chromedp.ID("sign-out"))}
+	}})
+	capture(shot{"settings", "Settings: password, where you are signed in, invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})
 	capture(shot{"settings-invitation-created", "A new invitation link, shown once", func() []chromedp.Action[chromedp.Void] {
 		return []chromedp.Action[chromedp.Void]{
 			chromedp.Navigate(env.URL + "/settings"),
