@@ -109,6 +109,15 @@ func TestChangePassword(t *testing.T) {
 	desktop := signInAgain(t, env, "ada@example.com", old)
 	ext, _ := extBrowser(t, env, desktop, "desktop-01")
 
+	// Without the CSRF token (another site's form or script) the API refuses.
+	token := laptop.CSRF
+	laptop.CSRF = "forged-forged-forged-forged-forged-forged"
+	for _, r := range []struct{ method, path string }{{"POST", "/api/auth/password"}, {"DELETE", "/api/auth/signins/x"}} {
+		if status, body := laptop.Do(r.method, r.path, map[string]string{"currentPassword": old, "newPassword": "a new password"}); status != 403 {
+			t.Fatalf("%s %s with a forged CSRF token: %d %s, want 403", r.method, r.path, status, body)
+		}
+	}
+	laptop.CSRF = token
 	for _, bad := range []map[string]string{
 		{"currentPassword": "wrong-wrong", "newPassword": "a new password"},
 		{"currentPassword": old, "newPassword": "short"},
