@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -131,6 +132,13 @@ func TestScreenshots(t *testing.T) {
 	capture(shot{"user-menu", "The person's menu: Settings and Sign out", func() []chromedp.Action[chromedp.Void] {
 		return []chromedp.Action[chromedp.Void]{chromedp.Navigate(env.URL + "/"), chromedp.Click(chromedp.ID("user-menu-button")), chromedp.WaitVisible(chromedp.ID("sign-out"))}
 	}})
+	// The menus work from the keyboard: Enter opens, Tab reaches the entries, Escape closes and gives focus back.
+	run(t, ctx, "the account menu from the keyboard", chromedp.Navigate(env.URL+"/"), chromedp.Focus(chromedp.ID("user-menu-button")),
+		chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.ID("nav-settings")),
+		chromedp.KeyEvent(kb.Escape), chromedp.Poll[chromedp.Void](`!document.getElementById('user-menu').open`))
+	if id := get(t, ctx, "focus after Escape", chromedp.Evaluate[string](`document.activeElement.id`)); id != "user-menu-button" {
+		t.Errorf("after Escape focus is on %q, want the menu's button", id)
+	}
 	capture(shot{"settings", "Settings: password, where you are signed in, invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})
 	capture(shot{"settings-invitation-created", "A new invitation link, shown once", func() []chromedp.Action[chromedp.Void] {
 		return []chromedp.Action[chromedp.Void]{
