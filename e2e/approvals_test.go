@@ -194,6 +194,7 @@ func TestInboxLiveAnswers(t *testing.T) {
 		t.Fatalf("publish after always allow: %+v", o)
 	}
 	run(t, ctx, "see the grant",
+		chromedp.Click(chromedp.ID("nav-more")),
 		chromedp.Click(chromedp.ID("nav-grants")),
 		chromedp.WaitVisible(chromedp.Search(`//section[@id="grants"]//li[contains(., "publish") and contains(., "docs.example")]`)),
 	)

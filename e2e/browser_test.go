@@ -100,3 +100,73 @@ func noHorizontalScroll(t *testing.T, ctx context.Context, where string, width i
 		t.Errorf("%s: %d argument boxes scroll sideways at %dpx, hiding part of what the person approves", where, hidden, width)
 	}
 }
+
+// layoutRules checks, in the DOM, what issue 19 asks of every page at every
+// width: the page never scrolls sideways, the navigation is one row whose
+// entries all lie inside the window (none clipped or wrapped), every visible
+// control can be reached with Tab, and no command or code is set to break
+// inside a word.
+func layoutRules(t *testing.T, ctx context.Context, where string, width int64) {
+	t.Helper()
+	sw := get(t, ctx, "measure "+where, chromedp.Evaluate[int64](`document.documentElement.scrollWidth`))
+	if sw > width {
+		t.Errorf("%s scrolls sideways at %dpx: scrollWidth %d", where, width, sw)
+	}
+	nav := get(t, ctx, "measure the navigation on "+where, chromedp.Evaluate[string](`(() => {
+		const nav = document.getElementById('nav');
+		if (!nav) return '';
+		const items = [...nav.querySelectorAll(':scope > a, :scope > details > summary')];
+		const who = document.querySelector('#user-menu > summary');
+		if (who) items.push(who);
+		const bad = [];
+		const top = items[0].getBoundingClientRect().top;
+		for (const el of items) {
+			const r = el.getBoundingClientRect();
+			if (r.right > innerWidth + 0.5 || r.left < -0.5) bad.push(el.textContent.trim() + ' outside the window');
+			if (el !== who && Math.abs(r.top - top) > 2) bad.push(el.textContent.trim() + ' on another row');
+			if (el.scrollWidth > el.clientWidth + 1) bad.push(el.textContent.trim() + ' clipped');
+		}
+		if (nav.scrollWidth > nav.clientWidth + 1) bad.push('the navigation scrolls');
+		return bad.join('; ');
+	})()`))
+	if nav != "" {
+		t.Errorf("%s at %dpx: navigation does not fit: %s", where, width, nav)
+	}
+	if width <= 440 {
+		// Framed in the popup (app.js sets html.framed), the header is one
+		// row: at most 48 px, every entry inside the frame.
+		framed := get(t, ctx, "measure the framed header on "+where, chromedp.Evaluate[string](`(() => {
+			const top = document.querySelector('header.top');
+			if (!top || !document.getElementById('nav')) return '';
+			document.documentElement.classList.add('framed');
+			const h = top.getBoundingClientRect().height;
+			const out = [...top.querySelectorAll('#nav > a, #nav > details > summary, #user-menu > summary')]
+				.filter(el => el.getBoundingClientRect().right > innerWidth + 0.5).map(el => el.textContent.trim());
+			document.documentElement.classList.remove('framed');
+			return (h > 48 ? 'header ' + h + 'px tall; ' : '') + (out.length ? 'outside: ' + out.join(', ') : '');
+		})()`))
+		if framed != "" {
+			t.Errorf("%s framed at %dpx: %s", where, width, framed)
+		}
+	}
+	unreachable := get(t, ctx, "find controls out of keyboard reach on "+where, chromedp.Evaluate[string](`(() => {
+		const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary';
+		return [...document.querySelectorAll(sel)].filter(el => {
+			const r = el.getBoundingClientRect();
+			if (r.width === 0 || r.height === 0 || el.disabled) return false;
+			return el.tabIndex < 0;
+		}).map(el => el.outerHTML.slice(0, 80)).join('; ');
+	})()`))
+	if unreachable != "" {
+		t.Errorf("%s: controls Tab never reaches: %s", where, unreachable)
+	}
+	breaking := get(t, ctx, "find code set to break words on "+where, chromedp.Evaluate[string](`(() => {
+		return [...document.querySelectorAll('code, pre, .cmd, .command')].filter(el => {
+			const s = getComputedStyle(el);
+			return s.wordBreak === 'break-all' || s.overflowWrap === 'anywhere';
+		}).filter(el => !el.classList.contains('args')).map(el => el.outerHTML.slice(0, 80)).join('; ');
+	})()`))
+	if breaking != "" {
+		t.Errorf("%s: code set to break inside words: %s", where, breaking)
+	}
+}

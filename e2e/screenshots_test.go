@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -61,6 +62,7 @@ func TestScreenshots(t *testing.T) {
 			if v.w == 440 {
 				noHorizontalScroll(t, ctx, s.name, 440)
 			}
+			layoutRules(t, ctx, s.name, v.w)
 			png := get(t, ctx, "capture "+s.name, chromedp.FullScreenshot(100))
 			if write {
 				if err := os.WriteFile(filepath.Join(screenshotDir, s.name+"-"+v.suffix()+".png"), png, 0o644); err != nil {
@@ -124,7 +126,20 @@ func TestScreenshots(t *testing.T) {
 	sitesShots(t, ctx, env, owner, ws, billingWS, capture)
 	capture(shot{"workspace-delete", "Deleting a workspace asks first", visit(env.URL+"/workspaces/"+ws+"/delete", `.btn-danger-solid`)})
 	capture(shot{"task", "A task: its approvals and calls in time order", visit(env.URL+"/tasks/"+task.Task.ID, `#timeline .list`)})
-	capture(shot{"settings", "Settings and invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})
+	capture(shot{"nav-more", "The More menu: Browsers, Grants and Audit", func() []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{chromedp.Navigate(env.URL + "/grants"), chromedp.Click(chromedp.ID("nav-more")), chromedp.WaitVisible(chromedp.ID("nav-audit"))}
+	}})
+	capture(shot{"user-menu", "The person's menu: Settings and Sign out", func() []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{chromedp.Navigate(env.URL + "/"), chromedp.Click(chromedp.ID("user-menu-button")), chromedp.WaitVisible(chromedp.ID("sign-out"))}
+	}})
+	// The menus work from the keyboard: Enter opens, Tab reaches the entries, Escape closes and gives focus back.
+	run(t, ctx, "the account menu from the keyboard", chromedp.Navigate(env.URL+"/"), chromedp.Focus(chromedp.ID("user-menu-button")),
+		chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.ID("nav-settings")),
+		chromedp.KeyEvent(kb.Escape), chromedp.Poll[chromedp.Void](`!document.getElementById('user-menu').open`))
+	if id := get(t, ctx, "focus after Escape", chromedp.Evaluate[string](`document.activeElement.id`)); id != "user-menu-button" {
+		t.Errorf("after Escape focus is on %q, want the menu's button", id)
+	}
+	capture(shot{"settings", "Settings: password, where you are signed in, invitations (owner)", visit(env.URL+"/settings", `#inv-note`)})
 	capture(shot{"settings-invitation-created", "A new invitation link, shown once", func() []chromedp.Action[chromedp.Void] {
 		return []chromedp.Action[chromedp.Void]{
 			chromedp.Navigate(env.URL + "/settings"),
@@ -149,6 +164,17 @@ func writeIndex(t *testing.T, shots []shot) {
 	for _, s := range shots {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.caption)
 		for _, v := range variants {
+			fmt.Fprintf(&b, "<img src=\"%s-%s.png\" alt=\"%s, %d×%d, %s\" width=\"%d\">\n", s.name, v.suffix(), s.caption, v.w, v.h, v.scheme, v.w/2)
+		}
+	}
+	b.WriteString("\n# The extension\n\nRendered by `TestScreenshotsExtension` (the real extension in Chromium, a live server).\n")
+	for _, s := range extensionShots {
+		fmt.Fprintf(&b, "\n## %s\n\n", s.caption)
+		vs := popupVariants
+		if strings.HasPrefix(s.name, "extension-options") {
+			vs = variants
+		}
+		for _, v := range vs {
 			fmt.Fprintf(&b, "<img src=\"%s-%s.png\" alt=\"%s, %d×%d, %s\" width=\"%d\">\n", s.name, v.suffix(), s.caption, v.w, v.h, v.scheme, v.w/2)
 		}
 	}

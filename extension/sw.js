@@ -11,6 +11,7 @@ import { Pages } from './lib/pages.js';
 import { ServerLink } from './lib/link.js';
 import * as detection from './lib/detection.js';
 import { getServer } from './lib/config.js';
+import { onInstalled } from './lib/welcome.js';
 import { ApprovalNotices, MANY_ID } from './lib/notify.js';
 
 const ALARM = 'tabbridge-link';
@@ -89,7 +90,10 @@ chrome.windows.onFocusChanged.addListener((windowId) => {
 // The permission can also be removed in chrome://extensions: detection follows it.
 chrome.permissions.onAdded.addListener(() => ready.then(detection.reconcile));
 chrome.permissions.onRemoved.addListener(() => ready.then(detection.reconcile));
-chrome.runtime.onInstalled.addListener(() => ready);
+chrome.runtime.onInstalled.addListener((details) => {
+  onInstalled(details, (o) => chrome.tabs.create(o), (p) => chrome.runtime.getURL(p)).catch(() => {});
+  return ready;
+});
 chrome.runtime.onStartup.addListener(() => ready);
 
 // Alt+Shift+F opens the app full-size (Alt+Shift+A opens the popup by itself).

@@ -28,6 +28,7 @@ func (s *Server) mountAccounts(api guard) {
 	api.Get("/invitations", s.person, s.getInvitations)
 	api.Post("/invitations", s.person, s.postInvitation)
 	api.Delete("/invitations/:id", s.person, s.deleteInvitation)
+	s.mountSignIns(api)
 }
 
 // authLimiter limits guessing passwords per client address: one budget for
@@ -109,7 +110,7 @@ func (s *Server) createOwner(ctx context.Context, in newAccount) (*store.User, e
 	if errors.Is(err, store.ErrOwnerExists) {
 		return nil, errorf(http.StatusConflict, "owner_exists", "This server already has its owner; sign in, or ask the owner for an invitation.")
 	}
-	return u, err
+	return s.logAccount(u, err, "setup")
 }
 
 func (s *Server) postSignup(c *fiber.Ctx) error {
@@ -142,6 +143,15 @@ func (s *Server) createOpenAccount(ctx context.Context, in newAccount) (*store.U
 	u, err := s.opts.DB.CreateUser(ctx, in.Email, in.Name, hashPassword(in.Password))
 	if errors.Is(err, store.ErrConflict) {
 		return nil, errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
+	}
+	return s.logAccount(u, err, "signup")
+}
+
+// logAccount tells the operator an account was created (how: owner, sign-up,
+// invitation), and passes u and err through.
+func (s *Server) logAccount(u *store.User, err error, how string) (*store.User, error) {
+	if err == nil && u != nil {
+		s.opts.Logger.Info("account created", "user", u.ID, "email", u.Email, "owner", u.IsOwner, "via", how)
 	}
 	return u, err
 }
@@ -396,5 +406,5 @@ func (s *Server) acceptInvitation(ctx context.Context, in newAccount) (*store.Us
 	case errors.Is(err, store.ErrConflict):
 		return nil, errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
 	}
-	return u, err
+	return s.logAccount(u, err, "invitation")
 }

@@ -93,7 +93,7 @@ func (s *Server) deleteGrant(c *fiber.Ctx) error {
 // pages through the event stream, their browsers' badges and notifications
 // through the extension socket.
 func (s *Server) onApproval(ownerID string, e approvals.Event) {
-	s.opts.Logger.Debug("approval event", "type", e.Type, "request", e.Request.ID)
+	s.logApproval(e)
 	s.publish(ownerID, e.Type, e.Request)
 	if msg, ok := s.badge(ownerID); ok {
 		msg.Event = e.Type
@@ -118,4 +118,18 @@ func (s *Server) badge(ownerID string) (bridge.ApprovalsMsg, bool) {
 		return bridge.ApprovalsMsg{}, false
 	}
 	return bridge.ApprovalsMsg{Type: bridge.TypeApprovals, Pending: n}, true
+}
+
+// logApproval tells the operator, at info level, that an agent asked and how
+// the request ended (answered, expired, withdrawn by its caller).
+func (s *Server) logApproval(e approvals.Event) {
+	r := e.Request
+	msg := map[string]string{"approval.created": "approval asked", "approval.decided": "approval answered",
+		"approval.expired": "approval expired", "approval.withdrawn": "approval withdrawn"}[e.Type]
+	if msg == "" {
+		s.opts.Logger.Debug("approval event", "type", e.Type, "request", r.ID)
+		return
+	}
+	s.opts.Logger.Info(msg, "request", r.ID, "user", r.UserID, "workspace", r.WorkspaceID, "site", r.Site, "tool", r.Tool,
+		"status", r.Status, "answer", string(r.Answer))
 }

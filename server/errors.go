@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -62,6 +64,7 @@ func writeError(c *fiber.Ctx, e *apiError) error {
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	var ae *apiError
 	if errors.As(err, &ae) {
+		s.logRefusal(c, ae)
 		return writeError(c, ae)
 	}
 	var fe *fiber.Error
@@ -90,4 +93,29 @@ func fiberError(fe *fiber.Error) *apiError {
 		return errorf(fe.Code, "unavailable", "The server is shutting down; retry in a moment.")
 	}
 	return errorf(fe.Code, "http_error", "%s", fe.Message)
+}
+
+// logRefusal tells the operator why a request was refused: at info level for
+// what an operator acts on (sign-in and token failures, forbidden origins and
+// CSRF, conflicts, rate limits), at debug for the routine (an expired access
+// token about to be refreshed, bad input, not found).
+func (s *Server) logRefusal(c *fiber.Ctx, ae *apiError) {
+	level := slog.LevelDebug
+	switch {
+	case ae.Code == "access_expired":
+	case ae.Status == http.StatusUnauthorized, ae.Status == http.StatusForbidden, ae.Status == http.StatusConflict,
+		ae.Status == http.StatusTooManyRequests:
+		level = slog.LevelInfo
+	}
+	s.opts.Logger.Log(c.Context(), level, "request refused", "method", c.Method(), "path", loggedPath(c.Path()), "status", ae.Status,
+		"code", ae.Code, "reason", ae.Message)
+}
+
+// loggedPath is a request path fit for the log: an invitation's secret in
+// /invite/{token} is cut out.
+func loggedPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, "/invite/"); ok && rest != "" {
+		return "/invite/…"
+	}
+	return p
 }

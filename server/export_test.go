@@ -40,3 +40,6 @@ func (s *Server) UserIDForTest(t testing.TB, email string) string {
 	}
 	return u.ID
 }
+
+// BrowserLabel is browserLabel, for its table test.
+var BrowserLabel = browserLabel

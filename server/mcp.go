@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -29,7 +30,7 @@ const mcpInstructions = `Tabbridge lets you call the tools of websites that a pe
 // other token.
 func (s *Server) newMCPHandler() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tabbridge", Title: "Tabbridge", Version: Version},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.opts.Logger.With("component", "mcp")})
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slog.New(quiet{s.opts.Logger.Handler()}).With("component", "mcp")})
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
 	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
@@ -201,3 +202,27 @@ func agentMessage(err error) error {
 	}
 	return err
 }
+
+// quiet passes the MCP library's records on at debug level unless they are
+// warnings or errors: the SDK logs every session's start and end at info,
+// which buries what an operator wants to see (issue 19).
+type quiet struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.Handler.Enabled(ctx, demote(l))
+}
+
+func (q quiet) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q quiet) WithAttrs(a []slog.Attr) slog.Handler { return quiet{q.Handler.WithAttrs(a)} }
+func (q quiet) WithGroup(n string) slog.Handler      { return quiet{q.Handler.WithGroup(n)} }

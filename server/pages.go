@@ -63,19 +63,54 @@ func loadPages() (*pages, error) {
 }
 
 // navItem is one entry of the app's navigation. Later features add theirs here.
+// Group says where it sits: "" in the top row, "more" in the More menu (the
+// pages a person opens now and then), "user" in the menu under their name. Five
+// top-level entries fit one row at 440 px and never clip at 1280 px (issue 19).
 type navItem struct {
-	Key, Label, Path string
+	Key, Label, Path, Group string
 }
 
 var navItems = []navItem{
-	{"inbox", "Inbox", "/"},
-	{"workspaces", "Workspaces", "/workspaces"},
-	{"sites", "Sites", "/sites"},
-	{"browsers", "Browsers", "/browsers"},
-	{"grants", "Grants", "/grants"},
-	{"machines", "Machines", "/machines"},
-	{"audit", "Audit", "/audit"},
-	{"settings", "Settings", "/settings"},
+	{"inbox", "Inbox", "/", ""},
+	{"workspaces", "Workspaces", "/workspaces", ""},
+	{"sites", "Sites", "/sites", ""},
+	{"machines", "Machines", "/machines", ""},
+	{"browsers", "Browsers", "/browsers", "more"},
+	{"grants", "Grants", "/grants", "more"},
+	{"audit", "Audit", "/audit", "more"},
+	{"settings", "Settings", "/settings", "user"},
+}
+
+// MoreLabel names the More menu: the current page's name when it is one of
+// the menu's, so the top row always says where the person is.
+func (v view) MoreLabel() string {
+	for _, it := range v.Items {
+		if it.Group == "more" && it.Key == v.Nav {
+			return it.Label
+		}
+	}
+	return "More"
+}
+
+// InGroup reports whether the current page is in the navigation group g.
+func (v view) InGroup(g string) bool {
+	for _, it := range v.Items {
+		if it.Group == g && it.Key == v.Nav {
+			return true
+		}
+	}
+	return false
+}
+
+// Initial is the first letter of the person's name, for the compact header.
+func (v view) Initial() string {
+	if v.User == nil {
+		return ""
+	}
+	for _, r := range strings.TrimSpace(v.User.Name) {
+		return strings.ToUpper(string(r))
+	}
+	return "?"
 }
 
 // view is what every page template receives.
@@ -231,6 +266,7 @@ func (s *Server) htmlErrors(c *fiber.Ctx) error {
 	var fe *fiber.Error
 	switch {
 	case errors.As(err, &ae):
+		s.logRefusal(c, ae)
 		status, msg = ae.Status, ae.Message
 	case errors.As(err, &fe) && fe.Code == http.StatusNotFound:
 		status, msg = fe.Code, "There is no such page."

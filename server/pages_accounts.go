@@ -29,6 +29,7 @@ func (s *Server) mountPages() {
 	me.Get("/settings", s.pageSettings)
 	me.Post("/settings/invitations", s.postPageInvitation)
 	me.Post("/settings/invitations/:id/withdraw", s.postPageWithdrawInvitation)
+	s.mountSignInPages(me)
 	s.mountWorkspacePages(me)
 	s.mountApprovalPages(me)
 	s.mountSitePages(me)
@@ -159,6 +160,11 @@ func (s *Server) settingsView(c *fiber.Ctx) (view, error) {
 		return view{}, storeError(err, "account")
 	}
 	v := view{Title: "Settings", Nav: "settings", Src: "/settings", User: u, Data: fiber.Map{}}
+	signIns, err := s.signInList(c.Context(), u.ID, familyID(c))
+	if err != nil {
+		return view{}, err
+	}
+	v.Data["SignIns"] = signIns
 	if u.IsOwner {
 		invs, err := s.opts.DB.Invitations(c.Context(), u.ID)
 		if err != nil {

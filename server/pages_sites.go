@@ -30,9 +30,11 @@ func (s *Server) hubChanged(uid string, ch bridge.Change) {
 	browser := fiber.Map{"id": ch.BrowserID}
 	switch ch.Kind {
 	case bridge.ChangeConnected:
+		s.opts.Logger.Info("browser linked", "user", uid, "browser", ch.BrowserID)
 		s.publish(uid, evBrowserConnected, fiber.Map{"browser": browser})
 		s.sendApprovalCount(uid, ch.BrowserID)
 	case bridge.ChangeDisconnected:
+		s.opts.Logger.Info("browser gone", "user", uid, "browser", ch.BrowserID)
 		s.publish(uid, evBrowserDisconnected, fiber.Map{"browser": browser})
 	case bridge.ChangeOpen:
 		s.publish(uid, evBrowserSites, fiber.Map{"browser": browser})

@@ -296,6 +296,7 @@ func forms(id aliceIDs) []struct {
 		{"/tasks/" + id.task, url.Values{"status": {"completed"}, "title": {"x"}}},
 		{"/settings/invitations", url.Values{"note": {"x"}}},
 		{"/settings/invitations/" + id.invitation + "/withdraw", nil},
+		{"/settings/password", url.Values{"current_password": {"password-alice@example.com"}, "new_password": {"another password"}}},
 		{"/signout", nil},
 	}
 }

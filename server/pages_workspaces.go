@@ -136,6 +136,7 @@ func (s *Server) postPageToken(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "workspace")
 	}
+	s.opts.Logger.Info("agent token created", "user", userID(c), "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name)
 	s.publish(userID(c), evTokenCreated, fiber.Map{"token": tok})
 	v, err := s.workspaceView(c)
 	if err != nil {

@@ -89,7 +89,7 @@ func (s *Server) startSession(c *fiber.Ctx, userID, family, refresh string) erro
 // signIn starts a new refresh family for userID, sets the cookies and
 // returns the sign-in's CSRF token.
 func (s *Server) signIn(c *fiber.Ctx, userID string) (string, error) {
-	refresh, family, err := s.opts.DB.IssueRefresh(c.Context(), userID, s.opts.RefreshTTL)
+	refresh, family, err := s.opts.DB.IssueRefreshFor(c.Context(), userID, c.Get(fiber.HeaderUserAgent), s.opts.RefreshTTL)
 	if err != nil {
 		return "", err
 	}
@@ -163,6 +163,9 @@ func (s *Server) agent(c *fiber.Ctx) error {
 	}
 	if err != nil {
 		return err
+	}
+	if id.FirstUse {
+		s.opts.Logger.Info("agent token used for the first time", "token", id.TokenID, "workspace", id.Workspace.ID, "client", c.Get(fiber.HeaderUserAgent))
 	}
 	c.Locals(localAgent, id)
 	return c.Next()

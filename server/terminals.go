@@ -207,8 +207,9 @@ func (s *Server) daemonSocket(conn *websocket.Conn) {
 	m, _ := conn.Locals(localMachine).(relay.Machine)
 	ctx, stop := s.machines.follow(context.Background(), m.ID) // revoking the machine ends the link
 	defer stop()
+	s.opts.Logger.Info("daemon linked", "machine", m.ID, "user", m.UserID)
 	err := s.relay.ServeDaemon(ctx, m, conn.Conn)
-	s.opts.Logger.Debug("daemon socket closed", "machine", m.ID, "err", err)
+	s.opts.Logger.Info("daemon gone", "machine", m.ID, "user", m.UserID, "err", err)
 	if err := s.opts.DB.TouchMachine(s.ctx, m.ID); err != nil && s.ctx.Err() == nil {
 		s.opts.Logger.Warn("touch machine", "err", err)
 	}

@@ -116,6 +116,7 @@ func (s *Server) postAgentToken(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "workspace")
 	}
+	s.opts.Logger.Info("agent token created", "user", userID(c), "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name)
 	s.publish(userID(c), evTokenCreated, fiber.Map{"token": tok})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
 		"token": tok, "secret": plain,

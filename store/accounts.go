@@ -149,10 +149,29 @@ func (db *DB) AcceptInvitation(ctx context.Context, token, email, name, password
 // IssueRefresh starts a new refresh family (a fresh sign-in) and returns its
 // first token and the family id.
 func (db *DB) IssueRefresh(ctx context.Context, userID string, ttl time.Duration) (token, familyID string, err error) {
+	return db.IssueRefreshFor(ctx, userID, "", ttl)
+}
+
+// IssueRefreshFor is IssueRefresh for a browser: its user agent is kept (cut
+// to maxUserAgent bytes) with the sign-in, for the person's list of sign-ins.
+func (db *DB) IssueRefreshFor(ctx context.Context, userID, userAgent string, ttl time.Duration) (token, familyID string, err error) {
 	familyID = NewID()
-	token, err = issueRefresh(db.WithContext(ctx), userID, familyID, ttl)
+	if len(userAgent) > maxUserAgent {
+		userAgent = strings.ToValidUTF8(userAgent[:maxUserAgent], "")
+	}
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		now := Now()
+		if err := tx.Create(&SignIn{ID: familyID, UserID: userID, UserAgent: userAgent, CreatedAt: now, LastUsedAt: now}).Error; err != nil {
+			return fmt.Errorf("record sign-in: %w", err)
+		}
+		token, err = issueRefresh(tx, userID, familyID, ttl)
+		return err
+	})
 	return token, familyID, err
 }
+
+// maxUserAgent bounds the user agent kept per sign-in (browsers send ~150 bytes).
+const maxUserAgent = 512
 
 func issueRefresh(tx *gorm.DB, userID, familyID string, ttl time.Duration) (string, error) {
 	plain, hash := secret.New("tbr_")
@@ -192,7 +211,10 @@ func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration
 			return ErrTokenReused // a concurrent rotation spent it first
 		}
 		next, err = issueRefresh(tx, rt.UserID, rt.FamilyID, ttl)
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.Model(&SignIn{}).Where("id = ?", rt.FamilyID).Update("last_used_at", now).Error
 	})
 	if errors.Is(err, ErrTokenReused) {
 		_ = db.RevokeFamily(ctx, rt.FamilyID)
@@ -234,6 +256,9 @@ func (db *DB) SweepRefreshTokens(ctx context.Context) (int64, error) {
 	if res.Error != nil {
 		return 0, fmt.Errorf("sweep refresh tokens: %w", res.Error)
 	}
+	if err := db.WithContext(ctx).Where("id NOT IN (?)", db.Model(&RefreshToken{}).Select("family_id")).Delete(&SignIn{}).Error; err != nil {
+		return 0, fmt.Errorf("sweep sign-ins: %w", err)
+	}
 	return res.RowsAffected, nil
 }
 
@@ -250,4 +275,58 @@ func (db *DB) RevokeRefreshFamilyOf(ctx context.Context, token string) (string, 
 		return "", fmt.Errorf("find refresh token: %w", err)
 	}
 	return rt.FamilyID, db.RevokeFamily(ctx, rt.FamilyID)
+}
+
+// SignIns lists userID's live sign-ins, most recently used first: those with
+// a refresh token neither revoked nor expired.
+func (db *DB) SignIns(ctx context.Context, userID string) ([]SignIn, error) {
+	live := db.Model(&RefreshToken{}).Select("family_id").
+		Where("user_id = ? AND revoked_at IS NULL AND expires_at > ?", userID, Now())
+	var out []SignIn
+	err := db.WithContext(ctx).Where("user_id = ? AND id IN (?)", userID, live).
+		Order("last_used_at DESC").Order("id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list sign-ins: %w", err)
+	}
+	return out, nil
+}
+
+// EndSignIn revokes one of userID's sign-ins. ErrNotFound when it is not
+// theirs or not live, alike.
+func (db *DB) EndSignIn(ctx context.Context, userID, familyID string) error {
+	res := db.WithContext(ctx).Model(&RefreshToken{}).
+		Where("user_id = ? AND family_id = ? AND revoked_at IS NULL", userID, familyID).Update("revoked_at", Now())
+	if res.Error != nil {
+		return fmt.Errorf("end sign-in: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SetPassword replaces userID's password hash and ends every other sign-in
+// of theirs (all but keep, the family of the sign-in that changed it),
+// returning the families it ended so their sockets can be closed too.
+func (db *DB) SetPassword(ctx context.Context, userID, passwordHash, keep string) ([]string, error) {
+	var ended []string
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&User{}).Where("id = ?", userID).Updates(map[string]any{"password_hash": passwordHash, "updated_at": Now()})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if err := tx.Model(&RefreshToken{}).Distinct("family_id").
+			Where("user_id = ? AND family_id <> ? AND revoked_at IS NULL", userID, keep).Pluck("family_id", &ended).Error; err != nil {
+			return err
+		}
+		return tx.Model(&RefreshToken{}).Where("user_id = ? AND family_id <> ? AND revoked_at IS NULL", userID, keep).
+			Update("revoked_at", Now()).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set password: %w", err)
+	}
+	return ended, nil
 }

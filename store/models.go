@@ -38,6 +38,16 @@ type RefreshToken struct {
 	CreatedAt time.Time
 }
 
+// SignIn is one sign-in of a person (a refresh family): the browser that
+// started it and when it was last refreshed.
+type SignIn struct {
+	ID         string    `json:"id"`
+	UserID     string    `json:"-"`
+	UserAgent  string    `json:"userAgent"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastUsedAt time.Time `json:"lastUsedAt"`
+}
+
 // Workspace groups agent tokens, tasks and the sites shared with them.
 type Workspace struct {
 	ID        string    `json:"id"`

@@ -13,7 +13,7 @@ import (
 
 func TestMigrationsCreateEveryTable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		for _, table := range []string{"users", "invitations", "refresh_tokens", "workspaces", "agent_tokens", "tasks", "tickets", "goose_db_version"} {
+		for _, table := range []string{"users", "invitations", "refresh_tokens", "workspaces", "agent_tokens", "tasks", "tickets", "sign_ins", "goose_db_version"} {
 			if !db.Migrator().HasTable(table) {
 				t.Errorf("table %s missing after migrations", table)
 			}
@@ -225,6 +225,70 @@ func TestAuditLogIsScopedAndFiltered(t *testing.T) {
 		older, _ := db.AuditLog(ctx, a.ID, store.AuditFilter{Before: all[0].ID})
 		if len(search) != 2 || len(okOnly) != 1 || len(older) != 2 {
 			t.Fatalf("filters: search=%d ok=%d older=%d", len(search), len(okOnly), len(older))
+		}
+	})
+}
+
+func TestSignInsListEndAndPasswordChange(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u, err := db.CreateOwner(ctx, "o@example.com", "Owner", "hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := db.CreateUser(ctx, "p@example.com", "Other", "hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokA, famA, err := db.IssueRefreshFor(ctx, u.ID, "Mozilla/5.0 Chrome/131", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, famB, _ := db.IssueRefreshFor(ctx, u.ID, "Mozilla/5.0 Firefox/133", time.Hour)
+		_, famC, _ := db.IssueRefreshFor(ctx, u.ID, "curl/8", time.Hour)
+		_, famOther, _ := db.IssueRefreshFor(ctx, other.ID, "x", time.Hour)
+		if _, _, _, err := db.RotateRefresh(ctx, tokA, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		list, err := db.SignIns(ctx, u.ID)
+		if err != nil || len(list) != 3 {
+			t.Fatalf("sign-ins = %+v, %v; want three", list, err)
+		}
+		if list[0].ID != famA || list[0].UserAgent != "Mozilla/5.0 Chrome/131" || list[0].LastUsedAt.Before(list[0].CreatedAt) {
+			t.Fatalf("the refreshed sign-in is not first with its browser: %+v", list[0])
+		}
+		// Another person's sign-in is not theirs to end; an ended one is gone from the list.
+		if err := db.EndSignIn(ctx, u.ID, famOther); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("ending another person's sign-in: %v, want ErrNotFound", err)
+		}
+		if err := db.EndSignIn(ctx, u.ID, famB); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.EndSignIn(ctx, u.ID, famB); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("ending it twice: %v", err)
+		}
+		if ok, _ := db.FamilyActive(ctx, famB); ok {
+			t.Fatal("ended sign-in still active")
+		}
+		// A new password ends every other sign-in, and keeps the one that set it.
+		ended, err := db.SetPassword(ctx, u.ID, "new-hash", famA)
+		if err != nil || len(ended) != 1 || ended[0] != famC {
+			t.Fatalf("set password ended %v, %v; want [%s]", ended, err, famC)
+		}
+		if got, _ := db.UserByID(ctx, u.ID); got.PasswordHash != "new-hash" {
+			t.Fatal("password hash not replaced")
+		}
+		if list, _ := db.SignIns(ctx, u.ID); len(list) != 1 || list[0].ID != famA {
+			t.Fatalf("after the change: %+v, want only the current sign-in", list)
+		}
+		if ok, _ := db.FamilyActive(ctx, famOther); !ok {
+			t.Fatal("another person's sign-in ended by a password change")
+		}
+		if _, err := db.SweepRefreshTokens(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := db.SignIns(ctx, u.ID); len(list) != 1 {
+			t.Fatalf("sweep changed the live list: %+v", list)
 		}
 	})
 }

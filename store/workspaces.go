@@ -91,6 +91,9 @@ func (db *DB) RevokeAgentToken(ctx context.Context, ownerID, workspaceID, id str
 type AgentIdentity struct {
 	TokenID   string
 	Workspace Workspace
+	// FirstUse is true on the answer to the token's first request ever, for
+	// the operator's log; cached answers never carry it.
+	FirstUse bool
 }
 
 // agentTouchEvery is how stale a token's last-used time may get: recording
@@ -127,6 +130,7 @@ func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdenti
 	w := Workspace{ID: row.WorkspaceID, OwnerID: row.WOwnerID, Name: row.WName, CreatedAt: row.WCreatedAt, UpdatedAt: row.WUpdatedAt}
 	id := AgentIdentity{TokenID: row.ID, Workspace: w}
 	db.agents.put(hash, id)
+	id.FirstUse = row.LastUsedAt == nil
 	return &id, nil
 }
 

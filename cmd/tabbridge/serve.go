@@ -254,10 +254,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	return serveUntilDone(ctx, srv, ln, log, cfg, db.Postgres, ready)
+	has, err := db.HasUsers(ctx)
+	if err != nil {
+		return err
+	}
+	return serveUntilDone(ctx, srv, ln, log, cfg, db.Postgres, !has, ready)
 }
 
-func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, log *slog.Logger, cfg *serveConfig, pg bool, ready chan<- string) error {
+// serveUntilDone serves until ctx ends. On a first start (needsOwner: no
+// account yet) it says which address to open to create the owner account:
+// the first thing a person who just started the server must do.
+func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, log *slog.Logger, cfg *serveConfig, pg, needsOwner bool, ready chan<- string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	dbKind := "sqlite"
@@ -265,6 +272,9 @@ func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, lo
 		dbKind = "postgres"
 	}
 	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind, "gc", cfg.gc.String())
+	if needsOwner {
+		log.Info("first start: open "+cfg.publicURL+"/setup to create the owner account", "url", cfg.publicURL+"/setup")
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,5 +135,96 @@ func TestPublicURLDefaultsToAnAddressABrowserCanUse(t *testing.T) {
 	}
 	if _, err := parseServe([]string{"--listen", "8080"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "want host:port") {
 		t.Errorf("--listen 8080: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the server's goroutines may write while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFirstStartSaysWhereToCreateTheOwner: with no account yet the console
+// says, at info level, which address to open; once there is one it does not.
+func TestFirstStartSaysWhereToCreateTheOwner(t *testing.T) {
+	dir := t.TempDir()
+	start := func(create bool) string {
+		var logs syncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		args := []string{"serve", "--listen", "127.0.0.1:0", "--public-url", "http://tabbridge.test:8080"}
+		go func() {
+			done <- run(ctx, args, func(k string) string { return map[string]string{"TABBRIDGE_DATA_DIR": dir}[k] }, &logs, ready)
+		}()
+		select {
+		case addr := <-ready:
+			// A request first: shutting down before Serve has started would leave it serving.
+			if got := getStatus(t, "http://"+addr+"/readyz"); got != 200 {
+				t.Fatalf("readyz: %d", got)
+			}
+			if create {
+				createOwner(t, "http://"+addr)
+			}
+		case err := <-done:
+			t.Fatalf("serve failed to start: %v", err)
+		case <-time.After(60 * time.Second):
+			t.Fatal("serve did not start within 60s")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+		return logs.String()
+	}
+	first := start(true)
+	if !strings.Contains(first, "first start: open http://tabbridge.test:8080/setup to create the owner account") {
+		t.Fatalf("first start logs lack the setup address:\n%s", first)
+	}
+	if !strings.Contains(first, `msg="account created"`) {
+		t.Fatalf("creating the owner was not logged:\n%s", first)
+	}
+	if again := start(false); strings.Contains(again, "/setup") {
+		t.Fatalf("with an owner the console still points at setup:\n%s", again)
+	}
+}
+
+// createOwner creates the owner account through the JSON API, as the setup page would.
+func createOwner(t *testing.T, base string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Transport: &http.Transport{DisableKeepAlives: true}} // an idle keep-alive would hold up the shutdown
+	resp, err := c.Get(base + "/api/auth/csrf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		CSRFToken string `json:"csrfToken"`
+	}
+	json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	req, _ := http.NewRequest("POST", base+"/api/setup", strings.NewReader(`{"email":"o@example.com","name":"Owner","password":"correct horse"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", tok.CSRFToken)
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("setup: %d", resp.StatusCode)
 	}
 }

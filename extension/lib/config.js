@@ -31,3 +31,10 @@ export async function getServer() {
 export async function setServer(origin) {
   await chrome.storage.local.set({ [KEY]: origin });
 }
+
+// getSavedServer is the address the person saved, or '' before they saved one (the welcome page
+// asks for it rather than showing the default as if chosen).
+export async function getSavedServer() {
+  const { [KEY]: server = '' } = await chrome.storage.local.get(KEY);
+  return server;
+}

@@ -1,14 +1,38 @@
 // options.js: the server address (its host permission asked for on save, the previous one's
-// given back) and the detection switch.
+// given back), whether that server answers and who is signed in to it, and the detection switch.
+// Opened by the worker on install with ?welcome=1: then it greets the person and asks for the
+// address instead of showing the default as if it had been chosen.
 
-import { getServer, setServer, parseServer, hostPattern } from '../lib/config.js';
+import { getSavedServer, setServer, parseServer, hostPattern } from '../lib/config.js';
 import { wireDetection } from '../lib/ui.js';
+import { serverStatus } from '../lib/status.js';
 
-const form = document.getElementById('server-form');
-const input = document.getElementById('server');
-const note = document.getElementById('server-note');
+const $ = (id) => document.getElementById(id);
+const form = $('server-form');
+const input = $('server');
+const note = $('server-note');
+const welcome = new URLSearchParams(location.search).has('welcome');
 
-getServer().then((s) => (input.value = s));
+// showStatus tests the saved server and says what it found.
+async function showStatus() {
+  const server = await getSavedServer();
+  const el = $('server-status');
+  el.dataset.state = 'checking';
+  el.textContent = server ? `Checking ${server}…` : '';
+  const hasAccess = server ? await chrome.permissions.contains({ origins: [hostPattern(server)] }) : false;
+  const s = await serverStatus(server, { hasAccess });
+  el.dataset.state = s.state;
+  el.textContent = s.text;
+  $('open-app').hidden = !server;
+  if (server) $('open-app').href = `${server}/`;
+}
+
+getSavedServer().then((s) => {
+  input.value = s;
+  $('welcome').hidden = !(welcome || !s);
+  if (!s) input.focus();
+  showStatus();
+});
 
 form.addEventListener('submit', (ev) => {
   ev.preventDefault();
@@ -25,12 +49,14 @@ form.addEventListener('submit', (ev) => {
       note.textContent = `Not saved: Tabbridge needs access to ${origin} to show the app signed in.`;
       return;
     }
-    const previous = await getServer();
+    const previous = await getSavedServer();
     await setServer(origin);
-    if (previous !== origin) await chrome.permissions.remove({ origins: [hostPattern(previous)] }).catch(() => {});
+    if (previous && previous !== origin) await chrome.permissions.remove({ origins: [hostPattern(previous)] }).catch(() => {});
     input.value = origin;
     note.textContent = `Saved. The popup now shows ${origin}.`;
+    showStatus();
   }, (e) => (note.textContent = e.message));
 });
 
-wireDetection(document.getElementById('detection'), document.getElementById('detection-note'));
+$('test').addEventListener('click', () => showStatus());
+wireDetection($('detection'), $('detection-note'));

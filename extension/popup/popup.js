@@ -13,6 +13,7 @@
 import { getServer, hostPattern } from '../lib/config.js';
 import { authed, errorOf, SignedOutError } from '../lib/api.js';
 import { ask, wireDetection } from '../lib/ui.js';
+import { describeTab, originOf as originOfURL } from '../lib/strip.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,12 +25,7 @@ async function theTab() {
 }
 
 function originOf(tab) {
-  try {
-    const u = new URL(tab?.url ?? '');
-    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : '';
-  } catch {
-    return '';
-  }
+  return originOfURL(tab?.url);
 }
 
 const tabReady = theTab();
@@ -38,28 +34,20 @@ const tabReady = theTab();
 let serverNow = '';
 getServer().then((s) => (serverNow = s));
 
+// showSite fills the strip from lib/strip.js: the site, its tools by name (before Share), or in
+// words why there are none. The detection switch stays in the strip whatever the state.
 async function showSite() {
   const tab = await tabReady;
-  const origin = originOf(tab);
-  $('site-name').textContent = origin || 'No site in this tab';
-  $('reload').hidden = true;
   const status = await ask('detection');
-  if (!status.on) {
-    $('detection-row').hidden = false;
-    $('tool-count').textContent = 'Detection is off';
-    return;
-  }
-  const info = tab ? await ask('tabInfo', { tabId: tab.id }) : null;
-  if (info?.needsReload) {
-    // The page was loaded before detection was on: Chrome runs the scripts only in later loads.
-    $('tool-count').textContent = 'Reload this tab to detect its tools';
-    delete $('tool-count').dataset.count;
-    $('reload').hidden = false;
-    return;
-  }
-  const n = info ? info.tools.length : 0;
-  $('tool-count').textContent = n === 1 ? '1 tool' : `${n} tools`;
-  $('tool-count').dataset.count = String(n);
+  const info = tab && status.on && originOf(tab) ? await ask('tabInfo', { tabId: tab.id }) : null;
+  const d = describeTab(tab?.url, info, status.on);
+  $('site-name').textContent = d.site;
+  $('tool-count').textContent = d.count;
+  $('tool-names').textContent = d.tools.join(', ');
+  $('site-detail').title = d.tools.join(', ');
+  if (d.countN === null) delete $('tool-count').dataset.count;
+  else $('tool-count').dataset.count = String(d.countN);
+  $('reload').hidden = !d.reload;
 }
 
 // note shows a line under the strip; kind names a hint the strip takes back once it no longer
@@ -230,6 +218,7 @@ $('reload').addEventListener('click', async () => {
   const tab = await tabReady;
   $('reload').hidden = true;
   $('tool-count').textContent = 'Reloading…';
+  $('tool-names').textContent = '';
   // Count again once the page has loaded (its bridge announces as the page registers tools).
   const loaded = (tabId, change) => {
     if (tabId !== tab.id || change.status !== 'complete') return;

@@ -25,24 +25,23 @@
     history.replaceState(null, '', src);
   }
 
-  // In the popup the navigation scrolls sideways by itself: keep the
-  // current page's entry in view, and fade the edge while more lies beyond.
-  function tidyNav() {
-    var nav = document.getElementById('nav');
-    if (!nav) return;
-    var current = nav.querySelector('[aria-current="page"]');
-    if (current) {
-      var nr = nav.getBoundingClientRect(), cr = current.getBoundingClientRect();
-      if (cr.right > nr.right) nav.scrollLeft += cr.right - nr.right + 32;
-    }
-    var mark = function () { nav.classList.toggle('more', nav.scrollLeft + nav.clientWidth < nav.scrollWidth - 1); };
-    if (!nav.hasAttribute('data-tidy')) {
-      nav.setAttribute('data-tidy', '');
-      nav.addEventListener('scroll', mark, { passive: true });
-    }
-    mark();
-  }
-  tidyNav();
+  // Framed (the extension's popup), the header is one compact row.
+  if (window.top !== window.self) document.documentElement.classList.add('framed');
+
+  // The header's menus (<details class="menu">): one open at a time, closed
+  // by a click outside or Escape (focus goes back to the menu's button).
+  document.addEventListener('click', function (ev) {
+    document.querySelectorAll('details.menu[open]').forEach(function (d) {
+      if (!d.contains(ev.target)) d.open = false;
+    });
+  });
+  document.addEventListener('keydown', function (ev) {
+    if (ev.key !== 'Escape') return;
+    document.querySelectorAll('details.menu[open]').forEach(function (d) {
+      d.open = false;
+      if (d.contains(document.activeElement)) d.querySelector('summary').focus();
+    });
+  });
 
   document.addEventListener('click', function (ev) {
     var btn = ev.target.closest && ev.target.closest('[data-copy]');
@@ -188,7 +187,6 @@
           if (again) again.focus();
         }
       });
-      tidyNav();
       if (src && doc.title) document.title = doc.title;
     }).catch(function () { /* the stream's reconnect will try again */ });
   }

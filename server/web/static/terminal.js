@@ -286,18 +286,22 @@
     };
   }
 
+  // statusOf reads an exit status; the exit message leaves out a zero status
+  // (omitempty), which must read 0, not "undefined".
+  function statusOf(code) { return typeof code === 'number' ? code : 0; }
+
   function control(c) {
     switch (c.type) {
       case 'session':
         exited = !!(c.session && c.session.exited);
-        exitCode = c.session ? c.session.exitCode : 0;
+        exitCode = statusOf(c.session && c.session.exitCode);
         break;
       case 'status':
         online = !!c.online;
         break;
       case 'exit':
         exited = true;
-        exitCode = c.exitCode;
+        exitCode = statusOf(c.exitCode);
         break;
       default:
         return;
