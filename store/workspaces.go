@@ -89,8 +89,9 @@ func (db *DB) RevokeAgentToken(ctx context.Context, ownerID, workspaceID, id str
 
 // AgentIdentity is who an agent token speaks for.
 type AgentIdentity struct {
-	TokenID   string
+	TokenID   string // the pasted token's id, or the OAuth grant's
 	Workspace Workspace
+	Grant     bool // TokenID is an OAuth grant's id
 }
 
 // agentTouchEvery is how stale a token's last-used time may get: recording
