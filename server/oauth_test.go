@@ -3,18 +3,22 @@ package server_test
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/tabbridge/tabbridge/oauth"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -76,7 +80,7 @@ func TestOAuthGoSDKClientFlow(t *testing.T) {
 		env := servertest.Start(t, k, func(o *server.Options) { o.OAuthAccessTTL = 5 * time.Second })
 		alice := env.Person(t, "alice@example.com")
 		ws := alice.Workspace("Alice's")
-		cs, agent, err := env.OAuthMCP(t, alice.Allow(ws))
+		cs, agent, err := env.OAuthMCP(t, "", alice.Allow(ws))
 		if err != nil {
 			t.Fatalf("connect with oauth: %v", err)
 		}
@@ -377,7 +381,7 @@ func TestOAuthTokenIsBoundToItsWorkspace(t *testing.T) {
 	mine := alice.Workspace("Mine")
 	other := alice.Workspace("Other")
 	alice.MustJSON("POST", "/api/sites", map[string]string{"origin": shop, "workspaceId": other}, 201, nil)
-	cs, _, err := env.OAuthMCP(t, alice.Allow(mine))
+	cs, _, err := env.OAuthMCP(t, "", alice.Allow(mine))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,11 +392,84 @@ func TestOAuthTokenIsBoundToItsWorkspace(t *testing.T) {
 		t.Fatalf("listSiteTools shows another workspace's site: %s", servertest.ResultText(res))
 	}
 	// The same person's client for the other workspace does see it.
-	cs2, _, err := env.OAuthMCP(t, alice.Allow(other))
+	cs2, _, err := env.OAuthMCP(t, "", alice.Allow(other))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res := servertest.CallTool(t, cs2, "listSiteTools", map[string]any{}); !strings.Contains(servertest.ResultText(res), shop) {
 		t.Fatalf("listSiteTools for the site's workspace: %s", servertest.ResultText(res))
+	}
+}
+
+// TestOAuthClientIDMetadataDocument: the go-sdk client identifies itself by
+// a metadata document URL (preferred over registration when the server
+// supports it); the server fetches the document from the test's own HTTPS
+// server, the one address the test allows.
+func TestOAuthClientIDMetadataDocument(t *testing.T) {
+	var docURL string
+	var hits atomic.Int64
+	doc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		json.NewEncoder(w).Encode(map[string]any{"client_id": docURL, "client_name": "Metadata client",
+			"redirect_uris": []string{servertest.OAuthRedirect}, "token_endpoint_auth_method": "none",
+			"grant_types": []string{"authorization_code", "refresh_token"}})
+	}))
+	defer doc.Close()
+	docURL = doc.URL + "/client.json"
+	roots := x509.NewCertPool()
+	roots.AddCert(doc.Certificate())
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) {
+		o.OAuthMetadata = &oauth.FetcherOptions{AllowAddrs: []string{doc.Listener.Addr().String()}, RootCAs: roots}
+	})
+	alice := env.Person(t, "alice@example.com")
+	ws := alice.Workspace("Alice's")
+	var shown string
+	cs, _, err := env.OAuthMCP(t, docURL, func(authURL string) (*url.URL, error) {
+		if !strings.Contains(authURL, "client_id="+url.QueryEscape(docURL)) {
+			t.Errorf("the client did not use its metadata URL: %s", authURL)
+		}
+		_, body := alice.Do("GET", strings.TrimPrefix(authURL, env.URL), nil)
+		shown = string(body)
+		return alice.Allow(ws)(authURL)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(shown, "Metadata client") || !strings.Contains(shown, doc.Listener.Addr().String()) {
+		t.Fatalf("consent page does not show the client's name and host:\n%s", shown)
+	}
+	if res := servertest.CallTool(t, cs, "listTasks", map[string]any{}); res.IsError {
+		t.Fatal(servertest.ResultText(res))
+	}
+	var list struct {
+		Clients []struct{ ClientID, ClientHost string } `json:"clients"`
+	}
+	alice.MustJSON("GET", "/api/workspaces/"+ws+"/clients", nil, 200, &list)
+	if len(list.Clients) != 1 || list.Clients[0].ClientID != docURL || list.Clients[0].ClientHost != doc.Listener.Addr().String() {
+		t.Fatalf("clients: %+v", list.Clients)
+	}
+}
+
+// TestOAuthMetadataURLOnAPrivateAddress: with the default protection (no
+// allowance), a client whose metadata URL points at a private address is
+// refused on the consent page, and the server never connects to it.
+func TestOAuthMetadataURLOnAPrivateAddress(t *testing.T) {
+	var hits atomic.Int64
+	doc := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer doc.Close()
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice := env.Person(t, "alice@example.com")
+	ws := alice.Workspace("Alice's")
+	_, port, _ := strings.Cut(doc.Listener.Addr().String(), ":")
+	for _, id := range []string{doc.URL + "/client.json", "https://localhost:" + port + "/client.json"} {
+		q := url.Values{"client_id": {id}, "redirect_uri": {servertest.OAuthRedirect}, "response_type": {"code"},
+			"code_challenge": {challengeOf(verifier)}, "code_challenge_method": {"S256"}}
+		loc, status, body := alice.Consent(env.URL+"/oauth/authorize?"+q.Encode(), ws, "allow")
+		if loc != nil || status != 401 || !strings.Contains(body, "not public") {
+			t.Errorf("%s: %v %d %s", id, loc, status, body)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Fatal("the server fetched from a private address")
 	}
 }

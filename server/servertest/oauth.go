@@ -94,14 +94,24 @@ func (r recordBearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.next.RoundTrip(req)
 }
 
+// OAuthRedirect is the test clients' redirect URI. It is never dialled:
+// the answer function reads the redirect the server sent.
+const OAuthRedirect = "http://127.0.0.1:1/callback"
+
 // OAuthMCP connects the go-sdk client to /mcp with no token: it discovers
-// the authorization server, registers dynamically, and has answer drive
-// the consent page (answer returns the redirect the server sent).
-func (e *Env) OAuthMCP(t testing.TB, answer func(authURL string) (*url.URL, error)) (*mcp.ClientSession, *OAuthAgent, error) {
+// the authorization server, registers (with the client ID metadata document
+// at metadataURL when set, else dynamically), and has answer drive the
+// consent page (answer returns the redirect the server sent).
+func (e *Env) OAuthMCP(t testing.TB, metadataURL string, answer func(authURL string) (*url.URL, error)) (*mcp.ClientSession, *OAuthAgent, error) {
 	t.Helper()
 	a := &OAuthAgent{}
-	const redirect = "http://127.0.0.1:1/callback" // never dialled: answer reads the redirect
+	const redirect = OAuthRedirect
+	var cimd *auth.ClientIDMetadataDocumentConfig
+	if metadataURL != "" {
+		cimd = &auth.ClientIDMetadataDocumentConfig{URL: metadataURL}
+	}
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		ClientIDMetadataDocumentConfig: cimd,
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			ClientName: "Go SDK test agent", RedirectURIs: []string{redirect},
 			GrantTypes: []string{"authorization_code", "refresh_token"}, TokenEndpointAuthMethod: "none"}},
