@@ -38,6 +38,7 @@ type serveConfig struct {
 	shutdownWait time.Duration
 	approvalWait time.Duration
 	mcpIdle      time.Duration
+	oauthAccess  time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
@@ -89,6 +90,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
+	fs.DurationVar(&c.oauthAccess, "oauth-access-ttl", envDuration("TABBRIDGE_OAUTH_ACCESS_TTL", 15*time.Minute), "lifetime of the access tokens MCP clients get by signing in with OAuth; they refresh them (TABBRIDGE_OAUTH_ACCESS_TTL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
@@ -104,7 +106,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
-	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"mcp-session-timeout", c.mcpIdle}} {
+	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"mcp-session-timeout", c.mcpIdle}, {"oauth-access-ttl", c.oauthAccess}} {
 		if d.value <= 0 {
 			return nil, fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)
 		}
@@ -206,7 +208,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv, err := server.New(server.Options{
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
-		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle,
+		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 	})
 	if err != nil {
 		return err
