@@ -164,7 +164,8 @@ func (w *oauthE2E) consent(t *testing.T, authURL, wantClient string) {
 // mcpChallenge posts to /mcp with token and returns the status and challenge.
 func (w *oauthE2E) mcpChallenge(t *testing.T, token string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", w.srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req, _ := http.NewRequest("POST", w.srv.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -176,11 +177,12 @@ func (w *oauthE2E) mcpChallenge(t *testing.T, token string) (int, string) {
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
 }
 
-// awaitExpiry waits until the server refuses token (its access TTL passed).
+// awaitExpiry waits until the server refuses token (its access TTL passed),
+// asking the agent endpoint that takes the same tokens as /mcp.
 func (w *oauthE2E) awaitExpiry(t *testing.T, token string) {
 	t.Helper()
 	eventually(t, 10*oauthAccessTTL, "the access token expires", func() bool {
-		st, _ := w.mcpChallenge(t, token)
+		st, _ := w.srv.env.Agent(t, token).Do("GET", "/api/agent/workspace", nil)
 		return st == http.StatusUnauthorized
 	})
 }
@@ -381,11 +383,13 @@ func TestOAuthGoSDKClient(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	}
+	// keep records the newest token the client holds, as a client that
+	// stores its tokens between runs does.
 	keep := func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 		mu.Lock()
 		saved, savedCfg = tok, cfg
 		mu.Unlock()
-		return cfg.TokenSource(ctx, tok), nil
+		return recording{cfg.TokenSource(ctx, tok), func(t *oauth2.Token) { mu.Lock(); saved = t; mu.Unlock() }}, nil
 	}
 	connect := func(initial oauth2.TokenSource) (*mcp.ClientSession, error) {
 		h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
@@ -411,10 +415,10 @@ func TestOAuthGoSDKClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	defer cs.Close()
 	if res, err := call(cs); err != nil || res.IsError || servertest.ResultText(res) != `results for {"q":"tea"}` {
 		t.Fatalf("callSiteTool: %v %+v", err, res)
 	}
+	cs.Close() // the first run ends; its newest token is what it kept
 	mu.Lock()
 	first := saved
 	mu.Unlock()
@@ -441,12 +445,41 @@ func TestOAuthGoSDKClient(t *testing.T) {
 	}
 
 	w.revokeInWebApp(t, "Go SDK agent")
-	if _, err := call(cs2); err == nil {
-		t.Fatal("a call after revocation succeeded")
+	// The newest access token is refused with the challenge that starts the
+	// flow again; the client itself, whose token is always within oauth2's
+	// refresh margin here, finds out on its refresh, which is refused too.
+	mu.Lock()
+	newest := saved.AccessToken
+	mu.Unlock()
+	if st, chal := w.mcpChallenge(t, newest); st != 401 || !strings.Contains(chal, `resource_metadata="`+w.srv.URL+`/.well-known/oauth-protected-resource/mcp"`) {
+		t.Fatalf("revoked client's token: %d %q", st, chal)
+	}
+	// Its open session ended at once.
+	if _, err := call(cs2); err == nil || !strings.Contains(err.Error(), "connection closed") {
+		t.Fatalf("a call on the revoked client's session: %v", err)
+	}
+	// A client still holding the access token meets the challenge, and its
+	// handler runs the flow again (refused here by the person).
+	if _, err := connect(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: newest, TokenType: "Bearer"})); err == nil {
+		t.Fatal("connected with a revoked token")
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if flows != 2 {
-		t.Fatalf("after revocation the client ran the flow %d times in all, want 2 (the challenge starts it again)", flows)
+	if flows < 2 {
+		t.Fatalf("after revocation the client ran the flow %d times in all, want it to start again", flows)
 	}
+}
+
+// recording is a token source that reports every token it hands out.
+type recording struct {
+	ts   oauth2.TokenSource
+	seen func(*oauth2.Token)
+}
+
+func (r recording) Token() (*oauth2.Token, error) {
+	t, err := r.ts.Token()
+	if err == nil {
+		r.seen(t)
+	}
+	return t, err
 }
