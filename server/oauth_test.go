@@ -473,3 +473,35 @@ func TestOAuthMetadataURLOnAPrivateAddress(t *testing.T) {
 		t.Fatal("the server fetched from a private address")
 	}
 }
+
+// TestOAuthIssuerInTheResponse: the server advertises RFC 9207, so the
+// go-sdk client requires the authorization response's iss to be this
+// issuer; a response with another or no iss (a mix-up attack) is refused.
+func TestOAuthIssuerInTheResponse(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice := env.Person(t, "alice@example.com")
+	ws := alice.Workspace("Alice's")
+	for name, tamper := range map[string]func(url.Values){
+		"another issuer": func(q url.Values) { q.Set("iss", "https://attacker.example") },
+		"no issuer":      func(q url.Values) { q.Del("iss") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := env.OAuthMCP(t, "", func(u string) (*url.URL, error) {
+				loc, err := alice.Allow(ws)(u)
+				if err != nil {
+					return nil, err
+				}
+				if loc.Query().Get("iss") != env.Opts.PublicURL {
+					t.Errorf("the server sent iss %q", loc.Query().Get("iss"))
+				}
+				q := loc.Query()
+				tamper(q)
+				loc.RawQuery = q.Encode()
+				return loc, nil
+			})
+			if err == nil || !strings.Contains(err.Error(), "iss") {
+				t.Fatalf("connected with a tampered iss: %v", err)
+			}
+		})
+	}
+}

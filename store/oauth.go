@@ -213,6 +213,9 @@ type OAuthAccess struct {
 // AuthenticateOAuth resolves an access token's hash to its live grant and
 // workspace, and records when the grant was last used (to the minute).
 func (db *DB) AuthenticateOAuth(ctx context.Context, hash string, now time.Time) (*OAuthAccess, error) {
+	if a, ok := db.oauth.get(hash); ok && a.ExpiresAt.After(now) {
+		return &a, nil
+	}
 	var tok OAuthToken
 	err := db.WithContext(ctx).Where("token_hash = ? AND kind = ? AND expires_at > ?", hash, TokenAccess, now).Take(&tok).Error
 	if err != nil {
@@ -232,7 +235,9 @@ func (db *DB) AuthenticateOAuth(ctx context.Context, hash string, now time.Time)
 		}
 		g.LastUsedAt = &now
 	}
-	return &OAuthAccess{Agent: AgentIdentity{TokenID: g.ID, Workspace: w, Grant: true}, Grant: g, ExpiresAt: tok.ExpiresAt}, nil
+	a := OAuthAccess{Agent: AgentIdentity{TokenID: g.ID, Workspace: w, Grant: true}, Grant: g, ExpiresAt: tok.ExpiresAt}
+	db.oauth.put(hash, a)
+	return &a, nil
 }
 
 // OAuthGrants lists a workspace's live grants; the workspace must be the person's.
@@ -282,6 +287,7 @@ func (db *DB) RevokeOAuthGrantOfToken(ctx context.Context, hash, clientID string
 }
 
 func (db *DB) revokeGrant(ctx context.Context, id string, now time.Time) error {
+	defer db.oauth.clear()
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Model(&OAuthGrant{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
 			return err

@@ -50,6 +50,7 @@ func (db *DB) RenameWorkspace(ctx context.Context, ownerID, id, name string) (*W
 func (db *DB) DeleteWorkspace(ctx context.Context, ownerID, id string) error {
 	defer db.agents.clear()
 	defer db.sites.clear()
+	defer db.oauth.clear()
 	return affectedOne(db.WithContext(ctx).Where("id = ? AND owner_id = ?", id, ownerID).Delete(&Workspace{}))
 }
 
