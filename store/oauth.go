@@ -313,7 +313,15 @@ func (db *DB) SweepOAuth(ctx context.Context) (int64, error) {
 	if toks.Error != nil {
 		return 0, fmt.Errorf("sweep oauth tokens: %w", toks.Error)
 	}
-	return codes.RowsAffected + toks.RowsAffected, nil
+	// Anyone may register a client, so registrations that no live grant
+	// uses go after a day; a client that comes back meets invalid_client
+	// and registers again (the SDKs do this themselves).
+	clients := db.WithContext(ctx).Where("created_at <= ? AND id NOT IN (?)", now.Add(-24*time.Hour),
+		db.Model(&OAuthGrant{}).Select("client_id").Where("revoked_at IS NULL")).Delete(&OAuthClient{})
+	if clients.Error != nil {
+		return 0, fmt.Errorf("sweep oauth clients: %w", clients.Error)
+	}
+	return codes.RowsAffected + toks.RowsAffected + clients.RowsAffected, nil
 }
 
 // Table names: gorm would spell "OAuth" as "o_auth".

@@ -101,3 +101,40 @@ func TestOAuthRefreshRotationAndReuse(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuthSweep deletes expired tokens and day-old registrations no live
+// grant uses, and keeps the rest.
+func TestOAuthSweep(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := store.Now()
+		old := now.Add(-48 * time.Hour)
+		for _, id := range []string{"c", "unused", "fresh"} {
+			at := old
+			if id == "fresh" {
+				at = now
+			}
+			if err := db.CreateOAuthClient(ctx, &store.OAuthClient{ID: id, Name: id, RedirectURIs: "http://127.0.0.1/cb", CreatedAt: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		oauthCode(t, db, "code3", now)
+		toks := newTokens(0, now)
+		toks.AccessExpires = now.Add(-time.Second)
+		if _, err := db.ExchangeOAuthCode(ctx, "code3", now, func(*store.OAuthCode) error { return nil }, toks); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SweepOAuth(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]bool{"c": true, "unused": false, "fresh": true} {
+			_, err := db.OAuthClientByID(ctx, id)
+			if (err == nil) != want {
+				t.Errorf("client %s kept %v, want %v", id, err == nil, want)
+			}
+		}
+		if _, err := db.RotateOAuthRefresh(ctx, "ra", "c", now, newTokens(1, now)); err != nil {
+			t.Errorf("the live refresh token was swept: %v", err)
+		}
+	})
+}
