@@ -30,14 +30,15 @@ type TokenResponse struct {
 var verifierRE = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
 
 // Token handles a token request's form: the authorization_code and
-// refresh_token grants of public clients. Failures are *Error.
-func (s *Server) Token(ctx context.Context, form url.Values) (*TokenResponse, error) {
+// refresh_token grants of public clients, and returns the tokens with the
+// grant they belong to. Failures are *Error.
+func (s *Server) Token(ctx context.Context, form url.Values) (*TokenResponse, *store.OAuthGrant, error) {
 	clientID := form.Get("client_id")
 	if clientID == "" {
-		return nil, oauthErr(http.StatusUnauthorized, "invalid_client", "Send client_id: every client here is public and identifies itself with it.")
+		return nil, nil, oauthErr(http.StatusUnauthorized, "invalid_client", "Send client_id: every client here is public and identifies itself with it.")
 	}
 	if r := form.Get("resource"); r != "" && !s.isResource(r) {
-		return nil, badRequest("invalid_target", "This server issues tokens only for %s, not %q.", s.Resource(), short(r))
+		return nil, nil, badRequest("invalid_target", "This server issues tokens only for %s, not %q.", s.Resource(), short(r))
 	}
 	switch form.Get("grant_type") {
 	case "authorization_code":
@@ -45,22 +46,22 @@ func (s *Server) Token(ctx context.Context, form url.Values) (*TokenResponse, er
 	case "refresh_token":
 		return s.refresh(ctx, clientID, form)
 	case "":
-		return nil, badRequest("invalid_request", "Send grant_type: authorization_code or refresh_token.")
+		return nil, nil, badRequest("invalid_request", "Send grant_type: authorization_code or refresh_token.")
 	default:
-		return nil, badRequest("unsupported_grant_type", "Grant type %q is not supported; use authorization_code or refresh_token.", form.Get("grant_type"))
+		return nil, nil, badRequest("unsupported_grant_type", "Grant type %q is not supported; use authorization_code or refresh_token.", form.Get("grant_type"))
 	}
 }
 
-func (s *Server) exchangeCode(ctx context.Context, clientID string, form url.Values) (*TokenResponse, error) {
+func (s *Server) exchangeCode(ctx context.Context, clientID string, form url.Values) (*TokenResponse, *store.OAuthGrant, error) {
 	code, verifier, redirect := form.Get("code"), form.Get("code_verifier"), form.Get("redirect_uri")
 	if code == "" {
-		return nil, badRequest("invalid_request", "Send the authorization code as code.")
+		return nil, nil, badRequest("invalid_request", "Send the authorization code as code.")
 	}
 	if verifier == "" {
-		return nil, badRequest("invalid_request", "PKCE is required: send the code_verifier whose S256 challenge the authorization request carried.")
+		return nil, nil, badRequest("invalid_request", "PKCE is required: send the code_verifier whose S256 challenge the authorization request carried.")
 	}
 	if !verifierRE.MatchString(verifier) {
-		return nil, badRequest("invalid_request", "code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9 and -._~ (RFC 7636).")
+		return nil, nil, badRequest("invalid_request", "code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9 and -._~ (RFC 7636).")
 	}
 	access, refresh, toks := s.newTokens()
 	check := func(c *store.OAuthCode) error {
@@ -79,31 +80,31 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, form url.Val
 	g, err := s.opts.DB.ExchangeOAuthCode(ctx, secret.Hash(code), s.now(), check, toks)
 	switch {
 	case errors.Is(err, store.ErrReused):
-		return nil, badRequest("invalid_grant", "This code was already used; the tokens it gave are revoked. Start the authorization again.")
+		return nil, nil, badRequest("invalid_grant", "This code was already used; the tokens it gave are revoked. Start the authorization again.")
 	case errors.Is(err, store.ErrNotFound):
-		return nil, badRequest("invalid_grant", "The code is unknown or expired; start the authorization again.")
+		return nil, nil, badRequest("invalid_grant", "The code is unknown or expired; start the authorization again.")
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	}
-	return s.response(access, refresh, g.Scope), nil
+	return s.response(access, refresh, g.Scope), g, nil
 }
 
-func (s *Server) refresh(ctx context.Context, clientID string, form url.Values) (*TokenResponse, error) {
+func (s *Server) refresh(ctx context.Context, clientID string, form url.Values) (*TokenResponse, *store.OAuthGrant, error) {
 	rt := form.Get("refresh_token")
 	if rt == "" {
-		return nil, badRequest("invalid_request", "Send the refresh token as refresh_token.")
+		return nil, nil, badRequest("invalid_request", "Send the refresh token as refresh_token.")
 	}
 	access, refresh, toks := s.newTokens()
 	g, err := s.opts.DB.RotateOAuthRefresh(ctx, secret.Hash(rt), clientID, s.now(), toks)
 	switch {
 	case errors.Is(err, store.ErrReused):
-		return nil, badRequest("invalid_grant", "This refresh token was already used, so the grant is revoked; authorize again.")
+		return nil, nil, badRequest("invalid_grant", "This refresh token was already used, so the grant is revoked; authorize again.")
 	case errors.Is(err, store.ErrNotFound):
-		return nil, badRequest("invalid_grant", "The refresh token is unknown, expired or revoked; authorize again.")
+		return nil, nil, badRequest("invalid_grant", "The refresh token is unknown, expired or revoked; authorize again.")
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	}
-	return s.response(access, refresh, g.Scope), nil
+	return s.response(access, refresh, g.Scope), g, nil
 }
 
 func (s *Server) newTokens() (access, refresh string, toks store.NewTokens) {

@@ -97,9 +97,12 @@ func (s *Server) postToken(c *fiber.Ctx) error {
 		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request",
 			Description: "Send the token request as application/x-www-form-urlencoded (RFC 6749 §4.1.3)."})
 	}
-	resp, err := s.oauth.Token(c.Context(), form)
+	resp, g, err := s.oauth.Token(c.Context(), form)
 	if err != nil {
 		return s.oauthError(c, err)
+	}
+	if form.Get("grant_type") == "authorization_code" { // a new connected app: the workspace page shows it
+		s.publish(g.UserID, evTokenCreated, fiber.Map{"token": fiber.Map{"id": g.ID, "workspaceId": g.WorkspaceID}})
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(resp)

@@ -80,10 +80,13 @@ func TestOAuthGoSDKClientFlow(t *testing.T) {
 		env := servertest.Start(t, k, func(o *server.Options) { o.OAuthAccessTTL = 5 * time.Second })
 		alice := env.Person(t, "alice@example.com")
 		ws := alice.Workspace("Alice's")
+		events := openStream(t, env, alice, nil)
 		cs, agent, err := env.OAuthMCP(t, "", alice.Allow(ws))
 		if err != nil {
 			t.Fatalf("connect with oauth: %v", err)
 		}
+		// The workspace page's live region hears of the new connected app.
+		created := awaitEvent(t, events, "token.created")
 		res := servertest.CallTool(t, cs, "createTask", map[string]any{"title": "From an OAuth agent"})
 		if res.IsError {
 			t.Fatalf("createTask: %s", servertest.ResultText(res))
@@ -109,12 +112,16 @@ func TestOAuthGoSDKClientFlow(t *testing.T) {
 		if len(list.Clients) != 1 || list.Clients[0].ClientName != "Go SDK test agent" || list.Clients[0].ClientHost != "127.0.0.1" || list.Clients[0].LastUsedAt == nil {
 			t.Fatalf("connected clients: %+v", list.Clients)
 		}
+		if !strings.Contains(created, list.Clients[0].ID) {
+			t.Errorf("token.created %s does not name the grant %s", created, list.Clients[0].ID)
+		}
 		if _, body := alice.Do("GET", "/workspaces/"+ws, nil); !strings.Contains(string(body), "Go SDK test agent") ||
 			!strings.Contains(string(body), "claude mcp add --transport http tabbridge "+env.Opts.PublicURL+"/mcp") {
 			t.Fatalf("workspace page does not list the client or the command")
 		}
 		last := agent.LastToken()
 		alice.MustJSON("DELETE", "/api/workspaces/"+ws+"/clients/"+list.Clients[0].ID, nil, 204, nil)
+		awaitEvent(t, events, "token.revoked")
 		// Its MCP session ends at once: the server closes it, and the
 		// client sees its event stream end.
 		ended := make(chan error, 1)
@@ -503,5 +510,15 @@ func TestOAuthIssuerInTheResponse(t *testing.T) {
 				t.Fatalf("connected with a tampered iss: %v", err)
 			}
 		})
+	}
+}
+
+// awaitEvent returns the data of the next event of type typ on the stream.
+func awaitEvent(t *testing.T, s *stream, typ string) string {
+	t.Helper()
+	for {
+		if e := s.next(t, false); e.typ == typ {
+			return e.data
+		}
 	}
 }
