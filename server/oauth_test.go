@@ -298,6 +298,17 @@ func TestOAuthAuthorizationRequestsAreChecked(t *testing.T) {
 	if loc != nil || st != 400 {
 		t.Errorf("foreign workspace: %v %d", loc, st)
 	}
+	// The page may be framed by the extension's popup (and nobody else), and
+	// its form may lead to this client's redirect URI only.
+	resp0, err := w.alice.HTTP.Get(w.authURL(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp0.Body.Close()
+	csp := resp0.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "frame-ancestors 'self' chrome-extension://"+servertest.ExtensionID) || !strings.Contains(csp, "form-action 'self' http://127.0.0.1:7777;") {
+		t.Errorf("consent page CSP %q", csp)
+	}
 	// The consent form is CSRF-protected like every form.
 	form := url.Values{"client_id": {w.clientID}, "redirect_uri": {testRedirect}, "response_type": {"code"},
 		"code_challenge": {challengeOf(verifier)}, "code_challenge_method": {"S256"}, "decision": {"allow"}, "workspace": {w.ws}}
