@@ -3,11 +3,13 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -25,7 +27,10 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/oauth"
+	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
 // oauthAccessTTL is the server's access-token lifetime in these tests: short,
@@ -93,8 +98,8 @@ type oauthE2E struct {
 
 const oauthSite = "https://shop.example"
 
-func newOAuthE2E(t *testing.T) *oauthE2E {
-	w := &oauthE2E{srv: startBinary(t), site: oauthSite}
+func newOAuthE2E(t *testing.T, srv *binaryServer) *oauthE2E {
+	w := &oauthE2E{srv: srv, site: oauthSite}
 	w.person = w.srv.env.Person(t, "alice@example.com")
 	w.person.Workspace("Side project")
 	w.ws = w.person.Workspace("Shopping")
@@ -135,6 +140,11 @@ func newOAuthE2E(t *testing.T) *oauthE2E {
 // workspace, allow; it returns once the browser reached the client's
 // loopback callback.
 func (w *oauthE2E) consent(t *testing.T, authURL, wantClient string) {
+	w.consentFrom(t, authURL, wantClient, "127.0.0.1")
+}
+
+// consentFrom is consent for a client the page should show as from wantHost.
+func (w *oauthE2E) consentFrom(t *testing.T, authURL, wantClient, wantHost string) {
 	t.Helper()
 	run(t, w.ctx, "open the authorization URL in the popup's size", viewport(440, 600, "light"), chromedp.Navigate(authURL))
 	if !w.signed {
@@ -151,7 +161,7 @@ func (w *oauthE2E) consent(t *testing.T, authURL, wantClient string) {
 	if name := get(t, w.ctx, "read the client", chromedp.Text(chromedp.ID("consent-client"))); name != wantClient {
 		t.Fatalf("consent page names %q, want %q", name, wantClient)
 	}
-	if host := get(t, w.ctx, "read the host", chromedp.Text(chromedp.ID("consent-host"))); host != "127.0.0.1" {
+	if host := get(t, w.ctx, "read the host", chromedp.Text(chromedp.ID("consent-host"))); host != wantHost {
 		t.Fatalf("consent page shows host %q", host)
 	}
 	run(t, w.ctx, "pick the workspace and allow",
@@ -228,11 +238,11 @@ type tsRun struct {
 
 // tsClient runs oauth.mjs; onAuthorize handles an {"authorize"} line and
 // says whether to go on (false kills the client).
-func (w *oauthE2E) tsClient(t *testing.T, state string, onAuthorize func(string) bool) *tsRun {
+func (w *oauthE2E) tsClient(t *testing.T, state string, onAuthorize func(string) bool, extra ...string) *tsRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "oauth.mjs", w.srv.URL, state, w.site, "search", `{"q":"tea"}`)
+	cmd := exec.CommandContext(ctx, "node", append([]string{"oauth.mjs", w.srv.URL, state, w.site, "search", `{"q":"tea"}`}, extra...)...)
 	cmd.Dir = repoPath(t, "e2e/mcpclient")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -275,7 +285,7 @@ func TestOAuthTypeScriptSDKClient(t *testing.T) {
 		}
 		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
 	}
-	w := newOAuthE2E(t)
+	w := newOAuthE2E(t, startBinary(t))
 	state := filepath.Join(t.TempDir(), "state.json")
 	first := w.tsClient(t, state, func(u string) bool {
 		q, _ := url.Parse(u)
@@ -360,7 +370,7 @@ func newCallback(t *testing.T) *callbackServer {
 // client built from the saved token refreshes it after it expired; revoking
 // in the web app makes the next call start the flow again.
 func TestOAuthGoSDKClient(t *testing.T) {
-	w := newOAuthE2E(t)
+	w := newOAuthE2E(t, startBinary(t))
 	cb := newCallback(t)
 	var mu sync.Mutex
 	var saved *oauth2.Token
@@ -482,4 +492,48 @@ func (r recording) Token() (*oauth2.Token, error) {
 		r.seen(t)
 	}
 	return t, err
+}
+
+// TestOAuthTypeScriptSDKClientMetadataDocument: the TypeScript SDK client
+// identifies itself by a client ID metadata document (the specification's
+// preferred way) that the test serves over HTTPS; the server fetches it —
+// from the one address the test allows — and the consent page names the
+// document's host. The document's loopback redirect URI has no port, and
+// matches the client's listener on whatever port it got (RFC 8252 §7.3).
+func TestOAuthTypeScriptSDKClientMetadataDocument(t *testing.T) {
+	if _, err := os.Stat(repoPath(t, "e2e/mcpclient/node_modules/@modelcontextprotocol/sdk")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the TypeScript SDK is not installed: scripts/test runs 'npm ci' in e2e/mcpclient")
+		}
+		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
+	}
+	var docURL string
+	doc := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(rw).Encode(map[string]any{"client_id": docURL, "client_name": "TypeScript SDK (metadata document)",
+			"redirect_uris": []string{"http://127.0.0.1/callback"}, "token_endpoint_auth_method": "none",
+			"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
+	}))
+	defer doc.Close()
+	docURL = doc.URL + "/client.json"
+	roots := x509.NewCertPool()
+	roots.AddCert(doc.Certificate())
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) {
+		o.OAuthMetadata = &oauth.FetcherOptions{AllowAddrs: []string{doc.Listener.Addr().String()}, RootCAs: roots}
+	})
+	w := newOAuthE2E(t, &binaryServer{URL: env.URL, env: env})
+	got := w.tsClient(t, filepath.Join(t.TempDir(), "state.json"), func(u string) bool {
+		if q, _ := url.Parse(u); q.Query().Get("client_id") != docURL {
+			t.Errorf("the client did not use its metadata document: %s", u)
+		}
+		w.consentFrom(t, u, "TypeScript SDK (metadata document)", doc.Listener.Addr().String())
+		return true
+	}, docURL)
+	w.checkRun(t, got, 1)
+	var list struct {
+		Clients []struct{ ClientID string } `json:"clients"`
+	}
+	w.person.MustJSON("GET", "/api/workspaces/"+w.ws+"/clients", nil, 200, &list)
+	if len(list.Clients) != 1 || list.Clients[0].ClientID != docURL {
+		t.Fatalf("clients %+v", list.Clients)
+	}
 }

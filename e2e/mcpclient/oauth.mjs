@@ -1,11 +1,12 @@
 // Connects to a Tabbridge server's /mcp with no token, as Claude Code does,
 // through the official TypeScript SDK's OAuth client provider:
-//   node oauth.mjs <server url> <state file> <site> <tool> <arguments json>
+//   node oauth.mjs <server url> <state file> <site> <tool> <arguments json> [client metadata URL]
 // It listens for the authorization response on a loopback port, prints
 // {"authorize": url} for the test to open in the browser, exchanges the code
 // (checking state and the RFC 9207 iss), then lists tools, calls
 // listSiteTools and callSiteTool and prints one JSON object with what it saw.
-// Registration and tokens are kept in the state file, so a second run
+// With a client metadata URL it identifies itself by that document instead
+// of registering. Registration and tokens are kept in the state file, so a second run
 // reuses them: with an expired access token it refreshes, with no browser.
 import fs from "node:fs";
 import http from "node:http";
@@ -13,7 +14,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 
-const [url, stateFile, site, tool, args] = process.argv.slice(2);
+const [url, stateFile, site, tool, args, metadataUrl] = process.argv.slice(2);
 const state = fs.existsSync(stateFile) ? JSON.parse(fs.readFileSync(stateFile, "utf8")) : {};
 const save = () => fs.writeFileSync(stateFile, JSON.stringify(state));
 const out = (o) => process.stdout.write(JSON.stringify(o) + "\n");
@@ -36,6 +37,7 @@ let flows = 0;
 let sentState;
 const provider = {
   get redirectUrl() { return redirectUrl; },
+  get clientMetadataUrl() { return metadataUrl || undefined; },
   get clientMetadata() {
     return {
       client_name: "TypeScript SDK test agent",
