@@ -79,6 +79,10 @@ var (
 	ErrNotPending = errors.New("approvals: request is no longer pending")
 	// ErrBadAnswer is returned for an answer that is not once, always or deny.
 	ErrBadAnswer = errors.New("approvals: answer must be once, always or deny")
+
+	// ErrNoStandingGrant is returned for "Always allow" on a request of a
+	// tool the site marks consequentialHint: each of its calls must be asked.
+	ErrNoStandingGrant = errors.New("approvals: the site asks for every call of this tool to be confirmed, so it cannot be always allowed")
 )
 
 // Call is a validated tool call asking to run.
@@ -90,6 +94,9 @@ type Call struct {
 	Tool        string
 	Arguments   json.RawMessage
 	ReadOnly    bool // the site annotates the tool readOnlyHint
+	// Consequential is set for a tool annotated consequentialHint: it always
+	// asks, whatever grants exist, and cannot be answered "Always allow".
+	Consequential bool
 }
 
 // Decision is the gate's verdict on a call.
@@ -175,7 +182,7 @@ func (g *Gate) Window() time.Duration { return g.opts.Window }
 // It returns ctx's error if the caller gives up first; the request is then
 // withdrawn once no other identical call waits on it.
 func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
-	if call.ReadOnly {
+	if call.ReadOnly && !call.Consequential {
 		askAll, err := g.AskAll(ctx, call.OwnerID, call.Site)
 		if err != nil {
 			return Decision{}, err
@@ -192,6 +199,9 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 			return Decision{}, ErrNoSuchTask
 		}
 		return Decision{}, fmt.Errorf("decide: %w", err)
+	}
+	if call.Consequential {
+		return g.ask(ctx, call)
 	}
 	if gr, err := g.liveGrant(ctx, call.WorkspaceID, call.Site, call.Tool); err != nil {
 		return Decision{}, err
@@ -245,7 +255,7 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 	req := Request{
 		ID: store.NewID(), UserID: call.OwnerID, WorkspaceID: call.WorkspaceID, TaskID: call.TaskID,
 		Site: call.Site, Tool: call.Tool, Arguments: pretty, ArgsHash: hash, Status: StatusPending,
-		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window),
+		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window), Consequential: call.Consequential,
 	}
 	// Inserted under the lock so two identical calls never open two requests.
 	if err := g.opts.DB.WithContext(context.WithoutCancel(ctx)).Create(&req).Error; err != nil {
@@ -341,6 +351,9 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	g.mu.Unlock()
 	if w == nil || req.UserID != ownerID {
 		return Request{}, g.whyNotPending(ctx, ownerID, requestID)
+	}
+	if a == AlwaysAllow && req.Consequential {
+		return Request{}, ErrNoStandingGrant
 	}
 	d := Decision{Allowed: a != Deny, Source: SourceAsked, Answer: a, DecidedBy: ownerID}
 	status := StatusAllowed

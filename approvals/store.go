@@ -29,9 +29,12 @@ type Request struct {
 	// WithdrawnReason says why a withdrawn request was withdrawn ("" for
 	// other statuses, and for rows withdrawn before it was recorded).
 	WithdrawnReason WithdrawReason `json:"withdrawnReason,omitempty"`
-	Waiters         int            `json:"-"`
-	CreatedAt       time.Time      `json:"createdAt"`
-	ExpiresAt       time.Time      `json:"expiresAt"`
+	// Consequential marks a tool annotated consequentialHint: it always
+	// asks, and "Always allow" is refused (ErrNoStandingGrant).
+	Consequential bool      `json:"consequential,omitempty"`
+	Waiters       int       `json:"-"`
+	CreatedAt     time.Time `json:"createdAt"`
+	ExpiresAt     time.Time `json:"expiresAt"`
 }
 
 // TableName is approval_requests.

@@ -38,13 +38,16 @@ func (h *Hub) Invoke(ctx context.Context, userID string, inv sitetools.Invocatio
 	if c == nil {
 		return nil, sitetools.ErrOffline
 	}
+	frame, err := encodeCall(callMsg{Type: TypeCall, ID: inv.ID, Site: inv.Site, Tool: inv.Tool, Arguments: inv.Arguments,
+		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli()})
+	if err != nil {
+		return nil, err
+	}
 	p := &pendingCall{id: inv.ID, done: make(chan callOutcome, 1)}
 	if !c.addCall(p) {
 		return nil, sitetools.ErrBrowserGone
 	}
-	msg := callMsg{Type: TypeCall, ID: inv.ID, Site: inv.Site, Tool: inv.Tool, Arguments: inv.Arguments,
-		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli()}
-	if !c.enqueue(encode(msg)) {
+	if !c.enqueue(frame) {
 		c.takeCall(inv.ID)
 		return nil, sitetools.ErrBrowserGone
 	}
@@ -154,8 +157,8 @@ func (c *conn) result(in *Inbound) {
 // outcomeOf turns a call.result into what Invoke returns.
 func outcomeOf(r *CallResult) callOutcome {
 	if r.OK {
-		if len(r.Result) > sitetools.MaxResultBytes {
-			return callOutcome{err: &sitetools.TooLargeError{Size: len(r.Result)}}
+		if size := sitetools.ResultSize(r.Result); size > sitetools.MaxResultBytes {
+			return callOutcome{err: &sitetools.TooLargeError{Size: size}}
 		}
 		return callOutcome{result: r.Result}
 	}

@@ -360,6 +360,11 @@ func TestExtensionThroughServer(t *testing.T) {
 		wantErrorResult(t, w.await(ch), `the page refuses to add "fail"`)
 	})
 
+	t.Run("an argument that is not UTF-8 is refused, and the next call runs on the same socket", func(t *testing.T) {
+		w.enter(t)
+		badUTF8ThenGood(t, w)
+	})
+
 	t.Run("a result over 256 KiB is refused with its size", func(t *testing.T) {
 		w.enter(t)
 		var r string
@@ -371,6 +376,15 @@ func TestExtensionThroughServer(t *testing.T) {
 		ch, cancel := w.callAsync(w.agent, "big", map[string]any{}, false)
 		defer cancel()
 		wantErrorResult(t, w.await(ch), fmt.Sprintf("returned %d bytes", 300*1024+len(`{"text":""}`)), "never truncated")
+		// A string of exactly the cap passes the extension and the server: its quotes do not count.
+		b.eval(t, tab, `window.testsite.registerExact()`, &r)
+		if r != "registered" {
+			t.Fatalf("register exact: %s", r)
+		}
+		w.waitOnline(w.agent, "exact")
+		if text := w.call(w.agent, "exact", map[string]any{}, false); text != strings.Repeat("y", 256<<10) {
+			t.Fatalf("a result of exactly 256 KiB came back as %d bytes: %.80s", len(text), text)
+		}
 	})
 
 	t.Run("writes ask: allow once, always allow, deny", func(t *testing.T) {

@@ -60,6 +60,8 @@ func approvalError(err error) error {
 	switch {
 	case errors.Is(err, approvals.ErrBadAnswer):
 		return badRequest("invalid_field", "Field \"answer\" must be \"once\", \"always\" or \"deny\".")
+	case errors.Is(err, approvals.ErrNoStandingGrant):
+		return badRequest("no_standing_grant", "The site marks this tool as consequential: every call must be confirmed, so it cannot be always allowed. Answer \"once\" or \"deny\".")
 	case errors.Is(err, approvals.ErrNotFound):
 		return notFound("approval request")
 	case errors.Is(err, approvals.ErrNotPending):
