@@ -164,6 +164,10 @@ type Error struct {
 	Status      int    `json:"-"`
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+	// Revoked is the grant a spent code or refresh token presented again
+	// revoked ("" when none): a sign of a stolen token. The server logs it
+	// and ends the grant's sessions.
+	Revoked string `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }

@@ -80,7 +80,11 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, form url.Val
 	g, err := s.opts.DB.ExchangeOAuthCode(ctx, secret.Hash(code), s.now(), check, toks)
 	switch {
 	case errors.Is(err, store.ErrReused):
-		return nil, nil, badRequest("invalid_grant", "This code was already used; the tokens it gave are revoked. Start the authorization again.")
+		e := badRequest("invalid_grant", "This code was already used; the tokens it gave are revoked. Start the authorization again.")
+		if g != nil {
+			e.Revoked = g.ID
+		}
+		return nil, nil, e
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil, badRequest("invalid_grant", "The code is unknown or expired; start the authorization again.")
 	case err != nil:
@@ -98,7 +102,11 @@ func (s *Server) refresh(ctx context.Context, clientID string, form url.Values) 
 	g, err := s.opts.DB.RotateOAuthRefresh(ctx, secret.Hash(rt), clientID, s.now(), toks)
 	switch {
 	case errors.Is(err, store.ErrReused):
-		return nil, nil, badRequest("invalid_grant", "This refresh token was already used, so the grant is revoked; authorize again.")
+		e := badRequest("invalid_grant", "This refresh token was already used, so the grant is revoked; authorize again.")
+		if g != nil {
+			e.Revoked = g.ID
+		}
+		return nil, nil, e
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil, badRequest("invalid_grant", "The refresh token is unknown, expired or revoked; authorize again.")
 	case err != nil:

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/tabbridge/tabbridge/oauth"
@@ -31,12 +32,12 @@ func (s *Server) newOAuth() (*oauth.Server, error) {
 // that list and revoke a workspace's connected clients.
 func (s *Server) mountOAuth() {
 	open := guard{s.app, []fiber.Handler{s.oauthCORS}}
-	for _, p := range []string{oauth.PathResourceMetadata, oauth.PathResourceMetadata + oauth.PathMCP,
-		oauth.PathServerMetadata, oauth.PathOpenIDMetadata, oauth.PathRegister, oauth.PathToken, oauth.PathRevoke} {
+	for _, p := range []string{oauth.PathServerMetadata, oauth.PathOpenIDMetadata, oauth.PathRegister, oauth.PathToken, oauth.PathRevoke} {
 		s.app.Options(p, s.oauthCORS)
 	}
-	open.Get(oauth.PathResourceMetadata, s.getResourceMetadata(s.opts.PublicURL))
-	open.Get(oauth.PathResourceMetadata+oauth.PathMCP, s.getResourceMetadata(s.oauth.Resource()))
+	// The protected-resource documents are served by the go-sdk's own handler.
+	s.app.All(oauth.PathResourceMetadata, adaptor.HTTPHandler(auth.ProtectedResourceMetadataHandler(s.oauth.ResourceMetadata(s.opts.PublicURL))))
+	s.app.All(oauth.PathResourceMetadata+oauth.PathMCP, adaptor.HTTPHandler(auth.ProtectedResourceMetadataHandler(s.oauth.ResourceMetadata(s.oauth.Resource()))))
 	open.Get(oauth.PathServerMetadata, s.getServerMetadata)
 	open.Get(oauth.PathOpenIDMetadata, s.getServerMetadata)
 	open.Post(oauth.PathRegister, s.authLimit, s.postRegister)
@@ -63,10 +64,6 @@ func (s *Server) oauthCORS(c *fiber.Ctx) error {
 		return c.SendStatus(http.StatusNoContent)
 	}
 	return c.Next()
-}
-
-func (s *Server) getResourceMetadata(resource string) fiber.Handler {
-	return func(c *fiber.Ctx) error { return c.JSON(s.oauth.ResourceMetadata(resource)) }
 }
 
 func (s *Server) getServerMetadata(c *fiber.Ctx) error { return c.JSON(s.oauth.ServerMetadata()) }
@@ -98,6 +95,11 @@ func (s *Server) postToken(c *fiber.Ctx) error {
 			Description: "Send the token request as application/x-www-form-urlencoded (RFC 6749 §4.1.3)."})
 	}
 	resp, g, err := s.oauth.Token(c.Context(), form)
+	var oe *oauth.Error
+	if errors.As(err, &oe) && oe.Revoked != "" {
+		s.opts.Logger.Warn("oauth code or refresh token presented again; its grant is revoked", "grant", oe.Revoked, "grant_type", form.Get("grant_type"))
+		s.grantRevoked(oe.Revoked)
+	}
 	if err != nil {
 		return s.oauthError(c, err)
 	}

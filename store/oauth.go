@@ -113,8 +113,9 @@ func (db *DB) CreateOAuthCode(ctx context.Context, c *OAuthCode) error {
 // a first pair of tokens, in one transaction. check runs on the spent code
 // before the grant is made (client, redirect URI, PKCE); its error is
 // returned as is, and the code stays spent. A code presented a second time
-// revokes the grant it produced and gives ErrReused; an unknown or expired
-// code gives ErrNotFound.
+// revokes the grant it produced and gives ErrReused (with that grant, so
+// the caller can end its sessions); an unknown or expired code gives
+// ErrNotFound.
 func (db *DB) ExchangeOAuthCode(ctx context.Context, hash string, now time.Time, check func(*OAuthCode) error, toks NewTokens) (*OAuthGrant, error) {
 	res := db.WithContext(ctx).Model(&OAuthCode{}).
 		Where("code_hash = ? AND used_at IS NULL AND expires_at > ?", hash, now).Update("used_at", now)
@@ -129,12 +130,13 @@ func (db *DB) ExchangeOAuthCode(ctx context.Context, hash string, now time.Time,
 		if code.UsedAt == nil {
 			return nil, ErrNotFound // expired
 		}
-		if code.GrantID != "" {
-			if err := db.revokeGrant(ctx, code.GrantID, now); err != nil {
-				return nil, err
-			}
+		if code.GrantID == "" {
+			return nil, ErrReused // spent a moment ago, its grant not yet made
 		}
-		return nil, ErrReused
+		if err := db.revokeGrant(ctx, code.GrantID, now); err != nil {
+			return nil, err
+		}
+		return &OAuthGrant{ID: code.GrantID}, ErrReused
 	}
 	if err := check(&code); err != nil {
 		return nil, err
@@ -165,7 +167,7 @@ func insertTokens(tx *gorm.DB, grantID string, now time.Time, toks NewTokens) er
 
 // RotateOAuthRefresh spends a refresh token of clientID's live grant and
 // issues the next pair. A spent token presented again revokes the whole
-// grant (its family) and gives ErrReused; an unknown, expired or revoked
+// grant (its family) and gives ErrReused with the grant; an unknown, expired or revoked
 // one, or one of another client, gives ErrNotFound.
 func (db *DB) RotateOAuthRefresh(ctx context.Context, hash, clientID string, now time.Time, toks NewTokens) (*OAuthGrant, error) {
 	var tok OAuthToken
@@ -195,7 +197,7 @@ func (db *DB) RotateOAuthRefresh(ctx context.Context, hash, clientID string, now
 		if err := db.revokeGrant(ctx, g.ID, now); err != nil {
 			return nil, err
 		}
-		return nil, ErrReused
+		return &g, ErrReused
 	}
 	if err != nil {
 		return nil, notFound(err)
