@@ -170,7 +170,7 @@ func (s *Server) answerAuthorize(c *fiber.Ctx, req *oauth.AuthRequest) error {
 	if c.FormValue("decision") != "allow" {
 		return s.redirectToClient(c, s.oauth.DenyURL(req))
 	}
-	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.FormValue("workspace"))
+	w, err := s.consentWorkspace(c)
 	if errors.Is(err, store.ErrNotFound) {
 		return badRequest("invalid_field", "Choose one of your workspaces for %s to act for.", req.Client.Name)
 	}
@@ -183,6 +183,24 @@ func (s *Server) answerAuthorize(c *fiber.Ctx, req *oauth.AuthRequest) error {
 	}
 	s.opts.Logger.Info("oauth client allowed", "client", req.Client.Name, "host", req.ClientHost, "workspace", w.ID)
 	return s.redirectToClient(c, to)
+}
+
+// consentWorkspace is the workspace the person picked on the consent form,
+// or the one they named there when they had none.
+func (s *Server) consentWorkspace(c *fiber.Ctx) (*store.Workspace, error) {
+	if id := c.FormValue("workspace"); id != "" || c.FormValue("newWorkspace") == "" {
+		return s.opts.DB.Workspace(c.Context(), userID(c), id)
+	}
+	name, err := cleanName("name", c.FormValue("newWorkspace"))
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.opts.DB.CreateWorkspace(c.Context(), userID(c), name)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
+	return w, nil
 }
 
 // postAuthorize reads the consent form, which carries the authorization

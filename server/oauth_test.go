@@ -533,3 +533,35 @@ func awaitEvent(t *testing.T, s *stream, typ string) string {
 		}
 	}
 }
+
+// TestOAuthConsentWithoutAWorkspace: a person who has no workspace yet
+// names one on the consent page, and the client acts for it.
+func TestOAuthConsentWithoutAWorkspace(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice := env.Person(t, "alice@example.com")
+	reg, err := oauthex.RegisterClient(context.Background(), env.URL+"/oauth/register", &oauthex.ClientRegistrationMetadata{
+		ClientName: "Codex", RedirectURIs: []string{testRedirect}}, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := url.Values{"client_id": {reg.ClientID}, "redirect_uri": {testRedirect}, "response_type": {"code"},
+		"code_challenge": {challengeOf(verifier)}, "code_challenge_method": {"S256"}}
+	authURL := env.URL + "/oauth/authorize?" + q.Encode()
+	if _, body := alice.Do("GET", strings.TrimPrefix(authURL, env.URL), nil); !strings.Contains(string(body), `name="newWorkspace"`) {
+		t.Fatalf("no way to name a workspace on the consent page:\n%s", body)
+	}
+	if loc, st, _ := alice.ConsentForm(authURL, url.Values{"decision": {"allow"}, "newWorkspace": {"  "}}); loc != nil || st != 400 {
+		t.Fatalf("blank workspace name: %v %d", loc, st)
+	}
+	loc, st, body := alice.ConsentForm(authURL, url.Values{"decision": {"allow"}, "newWorkspace": {"Codex on the build box"}})
+	if loc == nil || loc.Query().Get("code") == "" {
+		t.Fatalf("consent with a new workspace: %v %d %s", loc, st, body)
+	}
+	var ws struct {
+		Workspaces []struct{ ID, Name string } `json:"workspaces"`
+	}
+	alice.MustJSON("GET", "/api/workspaces", nil, 200, &ws)
+	if len(ws.Workspaces) != 1 || ws.Workspaces[0].Name != "Codex on the build box" {
+		t.Fatalf("workspaces %+v", ws.Workspaces)
+	}
+}

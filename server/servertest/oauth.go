@@ -27,6 +27,13 @@ var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([
 // and body of a page that did not redirect (an error shown to the person).
 func (c *Client) Consent(authURL, workspaceID, decision string) (*url.URL, int, string) {
 	c.t.Helper()
+	return c.ConsentForm(authURL, url.Values{"decision": {decision}, "workspace": {workspaceID}})
+}
+
+// ConsentForm is Consent with the answer's fields given whole (decision,
+// workspace or newWorkspace).
+func (c *Client) ConsentForm(authURL string, answer url.Values) (*url.URL, int, string) {
+	c.t.Helper()
 	noFollow := *c.HTTP
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := noFollow.Get(authURL)
@@ -46,8 +53,9 @@ func (c *Client) Consent(authURL, workspaceID, decision string) (*url.URL, int, 
 	for _, m := range hiddenRE.FindAllStringSubmatch(string(body), -1) {
 		form.Set(html.UnescapeString(m[1]), html.UnescapeString(m[2]))
 	}
-	form.Set("decision", decision)
-	form.Set("workspace", workspaceID)
+	for k, v := range answer {
+		form[k] = v
+	}
 	u, _ := url.Parse(authURL)
 	req, _ := http.NewRequest("POST", u.Scheme+"://"+u.Host+"/oauth/authorize", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
