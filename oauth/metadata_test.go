@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -46,6 +47,9 @@ func newDocServer(t *testing.T) *docServer {
 	})
 	mux.HandleFunc("/big.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"client_id":"` + strings.Repeat("x", 70<<10) + `"}`))
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers: the fetcher's deadline must end it
 	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
@@ -175,4 +179,17 @@ func FuzzClientMetadata(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestMetadataFetchHasADeadline(t *testing.T) {
+	srv := newDocServer(t)
+	f := NewMetadataFetcher(FetcherOptions{AllowAddrs: []string{srv.Listener.Addr().String()}, RootCAs: srv.rootCAs(), Timeout: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := f.Client(context.Background(), srv.URL+"/slow")
+	if err == nil || !strings.Contains(err.Error(), "fetching it failed") {
+		t.Fatalf("slow document: %v", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the fetch took %s despite a 300ms limit", took)
+	}
 }
