@@ -169,6 +169,9 @@ func redirectMatches(registered, got string) bool {
 // (cached), anything else a dynamic registration.
 func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	if strings.HasPrefix(id, "https://") {
+		if s.opts.NoMetadataDocuments {
+			return nil, oauthErr(http.StatusUnauthorized, "invalid_client", "This server does not fetch client metadata documents; the client must register (dynamic client registration) instead.")
+		}
 		return s.opts.Metadata.Client(ctx, id)
 	}
 	if id == "" {

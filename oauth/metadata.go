@@ -177,7 +177,8 @@ func (f *MetadataFetcher) Client(ctx context.Context, id string) (*Client, error
 	}
 	c, err := f.fetch(ctx, id)
 	if err != nil {
-		return nil, oauthErr(http.StatusUnauthorized, "invalid_client", "The client metadata document at %q cannot be used: %v.", short(id), err)
+		return nil, oauthErr(http.StatusUnauthorized, "invalid_client", "The client metadata document at %q cannot be used: %v. "+
+			"(A server that cannot reach the internet can turn metadata documents off, --oauth-metadata-documents=false, so that clients register instead.)", short(id), err)
 	}
 	f.mu.Lock()
 	if len(f.cache) > 1000 {

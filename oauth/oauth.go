@@ -52,6 +52,10 @@ type Options struct {
 	// Metadata fetches client ID metadata documents; nil uses a fetcher with
 	// the default SSRF protection and no exceptions.
 	Metadata *MetadataFetcher
+	// NoMetadataDocuments stops advertising client ID metadata documents and
+	// refuses URL client ids, for a server that cannot reach the internet:
+	// clients then register dynamically.
+	NoMetadataDocuments bool
 }
 
 // Server is the authorization server. It is safe for concurrent use.
@@ -139,7 +143,7 @@ func (s *Server) ServerMetadata() *oauthex.AuthServerMeta {
 		TokenEndpointAuthMethodsSupported:          []string{"none"},
 		RevocationEndpointAuthMethodsSupported:     []string{"none"},
 		CodeChallengeMethodsSupported:              []string{"S256"},
-		ClientIDMetadataDocumentSupported:          true,
+		ClientIDMetadataDocumentSupported:          !s.opts.NoMetadataDocuments,
 		AuthorizationResponseIssParameterSupported: true,
 	}
 }

@@ -23,7 +23,7 @@ func (s *Server) newOAuth() (*oauth.Server, error) {
 		fetcher = oauth.NewMetadataFetcher(*s.opts.OAuthMetadata)
 	}
 	return oauth.New(oauth.Options{Issuer: s.opts.PublicURL, DB: s.opts.DB, Now: s.opts.Now,
-		AccessTTL: s.opts.OAuthAccessTTL, RefreshTTL: s.opts.RefreshTTL, Metadata: fetcher})
+		AccessTTL: s.opts.OAuthAccessTTL, RefreshTTL: s.opts.RefreshTTL, Metadata: fetcher, NoMetadataDocuments: s.opts.OAuthNoMetadataDocuments})
 }
 
 // mountOAuth serves discovery, registration, the token and revocation

@@ -565,3 +565,35 @@ func TestOAuthConsentWithoutAWorkspace(t *testing.T) {
 		t.Fatalf("workspaces %+v", ws.Workspaces)
 	}
 }
+
+// TestOAuthMetadataDocumentsTurnedOff: a server that cannot reach the
+// internet turns metadata documents off; the metadata stops offering them,
+// URL client ids are refused, and a client that has both registers instead.
+func TestOAuthMetadataDocumentsTurnedOff(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.OAuthNoMetadataDocuments = true })
+	asm, err := oauthex.GetAuthServerMeta(context.Background(), env.URL+"/.well-known/oauth-authorization-server", env.Opts.PublicURL, http.DefaultClient)
+	if err != nil || asm.ClientIDMetadataDocumentSupported {
+		t.Fatalf("metadata %+v %v", asm, err)
+	}
+	alice := env.Person(t, "alice@example.com")
+	ws := alice.Workspace("Alice's")
+	cs, _, err := env.OAuthMCP(t, "https://client.example/client.json", alice.Allow(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := servertest.CallTool(t, cs, "listTasks", map[string]any{}); res.IsError {
+		t.Fatal(servertest.ResultText(res))
+	}
+	var list struct {
+		Clients []struct{ ClientID string } `json:"clients"`
+	}
+	alice.MustJSON("GET", "/api/workspaces/"+ws+"/clients", nil, 200, &list)
+	if len(list.Clients) != 1 || !strings.HasPrefix(list.Clients[0].ClientID, "tbcl_") {
+		t.Fatalf("clients %+v", list.Clients)
+	}
+	q := url.Values{"client_id": {"https://client.example/client.json"}, "redirect_uri": {servertest.OAuthRedirect}, "response_type": {"code"},
+		"code_challenge": {challengeOf(verifier)}, "code_challenge_method": {"S256"}}
+	if loc, st, body := alice.Consent(env.URL+"/oauth/authorize?"+q.Encode(), ws, "allow"); loc != nil || st != 401 || !strings.Contains(body, "register") {
+		t.Fatalf("URL client id: %v %d %s", loc, st, body)
+	}
+}

@@ -86,6 +86,9 @@ type Options struct {
 	// OAuthMetadata configures fetching client ID metadata documents (tests
 	// allow their own server's address); nil is the default protection.
 	OAuthMetadata *oauth.FetcherOptions
+	// OAuthNoMetadataDocuments turns client ID metadata documents off (for a
+	// server without internet access); clients then register dynamically.
+	OAuthNoMetadataDocuments bool
 }
 
 // Server holds the Fiber app and the long-lived state behind it.

@@ -39,6 +39,7 @@ type serveConfig struct {
 	approvalWait time.Duration
 	mcpIdle      time.Duration
 	oauthAccess  time.Duration
+	oauthCIMD    bool
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
@@ -62,6 +63,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 			envErrs = append(envErrs, fmt.Errorf("%s=%q: want true or false", name, v))
 		}
 		return b
+	}
+	envBoolDefault := func(name string, def bool) bool {
+		if getenv(name) == "" {
+			return def
+		}
+		return envBool(name)
 	}
 	envDuration := func(name string, def time.Duration) time.Duration {
 		v := getenv(name)
@@ -91,6 +98,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
 	fs.DurationVar(&c.oauthAccess, "oauth-access-ttl", envDuration("TABBRIDGE_OAUTH_ACCESS_TTL", 15*time.Minute), "lifetime of the access tokens MCP clients get by signing in with OAuth; they refresh them (TABBRIDGE_OAUTH_ACCESS_TTL)")
+	fs.BoolVar(&c.oauthCIMD, "oauth-metadata-documents", envBoolDefault("TABBRIDGE_OAUTH_METADATA_DOCUMENTS", true), "accept MCP clients identified by a client ID metadata document URL, which the server fetches from the internet; false makes them register instead (TABBRIDGE_OAUTH_METADATA_DOCUMENTS)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
@@ -209,6 +217,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
 		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
+		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
 	})
 	if err != nil {
 		return err
