@@ -15,8 +15,11 @@ import (
 // AuthRequest is a checked authorization request, waiting for the person's
 // answer on the consent page.
 type AuthRequest struct {
-	Client      *Client
-	ClientHost  string // what the consent page shows beside the name
+	Client     *Client
+	ClientHost string // what the consent page shows beside the name
+	// Local is true when the answer goes to a loopback address: to an app
+	// on the computer the browser runs on.
+	Local       bool
 	RedirectURI string // as the client sent it (the token request must repeat it)
 	State       string
 	Challenge   string // PKCE S256 code_challenge
@@ -55,6 +58,9 @@ func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*AuthRequest
 			"The client must register this redirect URI first.", short(redirect), c.Name)
 	}
 	req := &AuthRequest{Client: c, ClientHost: c.Host(redirect), RedirectURI: redirect, State: q.Get("state"), Params: keep(q)}
+	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && isLoopbackHost(u.Hostname()) {
+		req.Local = true
+	}
 	fail := func(code, format string, args ...any) error {
 		e := badRequest(code, format, args...)
 		return &RedirectError{Err: e, URL: req.errorURL(s.opts.Issuer, e)}
