@@ -17,9 +17,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/tabbridge/tabbridge/store"
 )
@@ -61,6 +63,11 @@ type Options struct {
 // Server is the authorization server. It is safe for concurrent use.
 type Server struct {
 	opts Options // static after New
+
+	// rotations collapses concurrent refreshes with one refresh token, and
+	// recent keeps each rotation's answer for rotationGrace (see refresh).
+	rotations singleflight.Group
+	recent    sync.Map // refresh-token hash → rotation
 }
 
 // New returns a Server with defaults filled in.

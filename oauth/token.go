@@ -93,13 +93,80 @@ func (s *Server) exchangeCode(ctx context.Context, clientID string, form url.Val
 	return s.response(access, refresh, g.Scope), g, nil
 }
 
+// rotationGrace is how long a just-rotated refresh token still yields the
+// answer its rotation gave: a client's requests that refreshed at once (each
+// saw the access token expire) are not a stolen token being replayed. After
+// it, presenting the spent token revokes the grant.
+const rotationGrace = 10 * time.Second
+
+// rotation is one refresh's answer, kept for rotationGrace.
+type rotation struct {
+	clientID string
+	resp     *TokenResponse
+	grant    *store.OAuthGrant
+	at       time.Time
+}
+
+// refresh rotates a refresh token. Requests presenting the same token at
+// once, or within rotationGrace of its rotation, share that one rotation.
 func (s *Server) refresh(ctx context.Context, clientID string, form url.Values) (*TokenResponse, *store.OAuthGrant, error) {
 	rt := form.Get("refresh_token")
 	if rt == "" {
 		return nil, nil, badRequest("invalid_request", "Send the refresh token as refresh_token.")
 	}
+	hash := secret.Hash(rt)
+	v, err, _ := s.rotations.Do(hash, func() (any, error) {
+		if r, ok := s.recentRotation(hash); ok {
+			return r, nil
+		}
+		resp, g, err := s.rotate(context.WithoutCancel(ctx), hash, clientID)
+		if err != nil {
+			return nil, err
+		}
+		r := rotation{clientID: clientID, resp: resp, grant: g, at: s.now()}
+		s.recent.Store(hash, r)
+		return r, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	r := v.(rotation)
+	if r.clientID != clientID {
+		return nil, nil, badRequest("invalid_grant", "The refresh token is unknown, expired or revoked; authorize again.")
+	}
+	return r.resp, r.grant, nil
+}
+
+// recentRotation finds a rotation within rotationGrace, dropping older ones.
+func (s *Server) recentRotation(hash string) (rotation, bool) {
+	now := s.now()
+	s.recent.Range(func(k, v any) bool {
+		if now.Sub(v.(rotation).at) > rotationGrace {
+			s.recent.Delete(k)
+		}
+		return true
+	})
+	v, ok := s.recent.Load(hash)
+	if !ok {
+		return rotation{}, false
+	}
+	return v.(rotation), true
+}
+
+// GrantRevoked drops the kept answers of a revoked grant's rotations, so
+// its spent refresh tokens yield nothing more, not even within the grace.
+func (s *Server) GrantRevoked(grantID string) {
+	s.recent.Range(func(k, v any) bool {
+		if v.(rotation).grant.ID == grantID {
+			s.recent.Delete(k)
+		}
+		return true
+	})
+}
+
+func (s *Server) rotate(ctx context.Context, hash, clientID string) (*TokenResponse, *store.OAuthGrant, error) {
 	access, refresh, toks := s.newTokens()
-	g, err := s.opts.DB.RotateOAuthRefresh(ctx, secret.Hash(rt), clientID, s.now(), toks)
+	g, err := s.opts.DB.RotateOAuthRefresh(ctx, hash, clientID, s.now(), toks)
 	switch {
 	case errors.Is(err, store.ErrReused):
 		e := badRequest("invalid_grant", "This refresh token was already used, so the grant is revoked; authorize again.")

@@ -329,6 +329,7 @@ func (s *Server) liveGrantSessions() map[string]string {
 
 // grantRevoked closes the MCP sessions a revoked grant opened.
 func (s *Server) grantRevoked(grantID string) {
+	s.oauth.GrantRevoked(grantID)
 	s.grants.mu.Lock()
 	var ids []string
 	for sid, g := range s.grants.byID {

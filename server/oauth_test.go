@@ -157,13 +157,20 @@ type oauthWorld struct {
 	alice    *servertest.Client
 	ws       string
 	clientID string
+	offset   *atomic.Int64 // added to the server's clock
 }
+
+// advance moves the server's clock on.
+func (w *oauthWorld) advance(d time.Duration) { w.offset.Add(int64(d)) }
 
 const testRedirect = "http://127.0.0.1:7777/callback"
 
 func newOAuthWorld(t *testing.T, k storetest.Kind) *oauthWorld {
-	env := servertest.Start(t, k, nil)
-	w := &oauthWorld{env: env, alice: env.Person(t, "alice@example.com")}
+	offset := new(atomic.Int64)
+	env := servertest.Start(t, k, func(o *server.Options) {
+		o.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	w := &oauthWorld{env: env, alice: env.Person(t, "alice@example.com"), offset: offset}
 	w.ws = w.alice.Workspace("Alice's")
 	reg, err := oauthex.RegisterClient(context.Background(), env.URL+"/oauth/register", &oauthex.ClientRegistrationMetadata{
 		ClientName: "Hand client", RedirectURIs: []string{testRedirect}, TokenEndpointAuthMethod: "none"}, http.DefaultClient)
@@ -365,6 +372,13 @@ func TestOAuthCodesAndRefreshTokens(t *testing.T) {
 		if out := w.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {next.RefreshToken}, "client_id": {"tbcl_other"}}); out.Error != "invalid_grant" {
 			t.Errorf("refresh by another client: %+v", out)
 		}
+		// Presented again at once (requests that refreshed together), the
+		// spent token gets its rotation's answer; after the grace, it is a
+		// replay and revokes the grant.
+		if again := w.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}); again.AccessToken != next.AccessToken || again.RefreshToken != next.RefreshToken {
+			t.Errorf("refresh within the grace: %+v, want the same answer %+v", again, next)
+		}
+		w.advance(11 * time.Second)
 		if out := w.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}); out.Error != "invalid_grant" {
 			t.Errorf("reused refresh token: %+v", out)
 		}
@@ -373,6 +387,26 @@ func TestOAuthCodesAndRefreshTokens(t *testing.T) {
 		}
 		if out := w.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {next.RefreshToken}}); out.Error != "invalid_grant" {
 			t.Errorf("newest refresh token after reuse: %+v", out)
+		}
+		// Concurrent refreshes with one token (a client's requests that all
+		// saw the access token expire) share one rotation; the grant lives.
+		tok = w.exchange(t, w.code(t, nil), verifier)
+		answers := make(chan tokenOut, 5)
+		for i := 0; i < 5; i++ {
+			go func() {
+				answers <- w.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}})
+			}()
+		}
+		var shared string
+		for i := 0; i < 5; i++ {
+			a := <-answers
+			if a.status != 200 || (shared != "" && a.AccessToken != shared) {
+				t.Fatalf("concurrent refresh %d: %+v", i, a)
+			}
+			shared = a.AccessToken
+		}
+		if st := w.mcpStatus(t, shared); st != 200 {
+			t.Fatalf("after concurrent refreshes: %d", st)
 		}
 		// RFC 7009 revocation by the client.
 		tok = w.exchange(t, w.code(t, nil), verifier)
