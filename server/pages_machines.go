@@ -110,10 +110,9 @@ func (s *Server) pageRevokeMachine(c *fiber.Ctx) error {
 
 // postPageRevokeMachine revokes the token and closes the daemon's socket.
 func (s *Server) postPageRevokeMachine(c *fiber.Ctx) error {
-	if err := s.opts.DB.RevokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
-		return storeError(err, "machine")
+	if err := s.revokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
+		return err
 	}
-	s.relay.Disconnect(c.Params("id"))
 	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.Redirect("/machines", http.StatusSeeOther)
 }

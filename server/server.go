@@ -105,8 +105,10 @@ type Server struct {
 	mcpPosts sync.WaitGroup
 	public   *url.URL  // parsed PublicURL, static
 	live     *live.Hub // per-person events for the web app's streams; static
-	signins  *signIns  // what each sign-in opened, ended with it; static
 	pages    *pages    // parsed web app templates; static
+	// signins is sign-in family → what it opened, ended with it; machines is
+	// machine id → its daemon's socket, ended when it is revoked. Static.
+	signins, machines *followers
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
@@ -142,8 +144,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Relay.Logger == nil {
 		opts.Relay.Logger = opts.Logger
 	}
-	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newSignIns(),
+	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newFollowers(opts.DB.FamilyActive),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
+	s.machines = newFollowers(opts.DB.MachineActive)
 	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err

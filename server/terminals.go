@@ -101,12 +101,23 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 
 // deleteMachine revokes the machine's token and closes its socket at once.
 func (s *Server) deleteMachine(c *fiber.Ctx) error {
-	if err := s.opts.DB.RevokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
-		return storeError(err, "machine")
+	if err := s.revokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
+		return err
 	}
-	s.relay.Disconnect(c.Params("id"))
 	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// revokeMachine revokes one of a person's machines and ends its daemon's
+// socket: the linked one (Disconnect) and one admitted before the revoke but
+// not linked yet (the follower ends it, or it finds the machine revoked).
+func (s *Server) revokeMachine(ctx context.Context, uid, id string) error {
+	if err := s.opts.DB.RevokeMachine(ctx, uid, id); err != nil {
+		return storeError(err, "machine")
+	}
+	s.machines.end(id)
+	s.relay.Disconnect(id)
+	return nil
 }
 
 func (s *Server) getMachineSessions(c *fiber.Ctx) error {
@@ -164,13 +175,16 @@ func (s *Server) daemonGate(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket; connect with the tabbridge daemon.")
 	}
+	daemonAdmitted(m.ID)
 	c.Locals(localMachine, relay.Machine{ID: m.ID, UserID: m.UserID})
 	return c.Next()
 }
 
 func (s *Server) daemonSocket(conn *websocket.Conn) {
 	m, _ := conn.Locals(localMachine).(relay.Machine)
-	err := s.relay.ServeDaemon(m, conn.Conn)
+	ctx, stop := s.machines.follow(context.Background(), m.ID) // revoking the machine ends the link
+	defer stop()
+	err := s.relay.ServeDaemon(ctx, m, conn.Conn)
 	s.opts.Logger.Debug("daemon socket closed", "machine", m.ID, "err", err)
 	if err := s.opts.DB.TouchMachine(s.ctx, m.ID); err != nil && s.ctx.Err() == nil {
 		s.opts.Logger.Warn("touch machine", "err", err)
@@ -178,8 +192,14 @@ func (s *Server) daemonSocket(conn *websocket.Conn) {
 }
 
 // viewerGate admits a viewer by its ticket, from the server's own origin or
-// a trusted extension's.
+// a trusted extension's. The upgrade and the Origin are checked before the
+// ticket is redeemed, so only a real dial spends it: a plain GET, or a page
+// that may not open the socket, leaves it for the dial that follows.
 func (s *Server) viewerGate(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return errorf(http.StatusUpgradeRequired, "websocket_required",
+			"This endpoint is a WebSocket: dial it with ?ticket=…; only a dial that upgrades spends the ticket.")
+	}
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin != s.publicOrigin() && !s.extensionOrigin(origin) {
 		return errorf(http.StatusForbidden, "origin_not_allowed",
@@ -190,15 +210,16 @@ func (s *Server) viewerGate(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, "ticket_invalid",
 			"This viewer ticket is unknown, used or expired; ask for a new one (POST /api/sessions/:id/viewer-ticket) and connect within a minute.")
 	}
+	if errors.Is(err, tickets.ErrSignedOut) {
+		return errTicketSignedOut()
+	}
 	if err != nil {
 		return err
 	}
+	redeemed()
 	sid, mode, _ := strings.Cut(t.Subject, ":")
 	if _, err := s.relay.Session(t.UserID, sid); err != nil {
 		return notFound("session")
-	}
-	if !websocket.IsWebSocketUpgrade(c) {
-		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket.")
 	}
 	c.Locals(localViewer, viewerGrant{userID: t.UserID, family: t.FamilyID, sessionID: sid, watchOnly: mode != modeType})
 	return c.Next()

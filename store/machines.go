@@ -54,6 +54,15 @@ func (db *DB) RevokeMachine(ctx context.Context, userID, id string) error {
 		Where("id = ? AND user_id = ? AND revoked_at IS NULL", id, userID).Update("revoked_at", Now()))
 }
 
+// MachineActive reports whether a machine's token is still good (not
+// revoked): a daemon's socket admitted just before a revoke is closed when
+// this says false.
+func (db *DB) MachineActive(ctx context.Context, id string) (bool, error) {
+	var ids []string
+	err := db.WithContext(ctx).Model(&Machine{}).Where("id = ? AND revoked_at IS NULL", id).Limit(1).Pluck("id", &ids).Error
+	return len(ids) > 0, err
+}
+
 // AuthenticateMachine resolves a presented machine token to its machine and
 // records when it was last seen.
 func (db *DB) AuthenticateMachine(ctx context.Context, token string) (*Machine, error) {
