@@ -124,6 +124,10 @@ type Options struct {
 	// Notify, when set, is called after each change, outside every lock.
 	Notify func(ownerID string, e Event)
 	Logger *slog.Logger
+	// MaxPending and MaxPendingBytes limit the requests one workspace has
+	// waiting (defaults DefaultMaxPending, DefaultMaxPendingBytes; limits.go).
+	MaxPending      int
+	MaxPendingBytes int
 }
 
 // Gate decides calls. It keeps the requests being waited on in memory; the
@@ -161,6 +165,12 @@ func New(o Options) *Gate {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxPendingBytes == 0 {
+		o.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	return &Gate{opts: o, byKey: map[string]*waiting{}, byID: map[string]*waiting{}}
 }
@@ -250,6 +260,9 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 	if w := g.byKey[key]; w != nil {
 		w.waiters++
 		return w, nil, nil
+	}
+	if err := g.admit(call.WorkspaceID, len(pretty)); err != nil {
+		return nil, nil, err
 	}
 	now := store.Now()
 	req := Request{

@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// outbound builds one of every message the server sends a browser, with s in each string field
-// and raw (when it is JSON) where a message carries JSON through.
-func outbound(s string, raw json.RawMessage) []any {
+// everyMessage builds one of every message the server sends a browser, with s in each string
+// field (the call, which carries JSON through, is checkEncodeCall's).
+func everyMessage(s string) []any {
 	site := Site{ID: s, Origin: s, WorkspaceID: s, WorkspaceName: s}
 	msgs := []any{
 		welcomeMsg{Type: TypeWelcome, ID: s, Protocol: 1, BrowserID: s, Name: s, SharedSites: []Site{site}},
@@ -19,10 +19,7 @@ func outbound(s string, raw json.RawMessage) []any {
 		errorMsg{Type: TypeError, Code: s, Message: s, Ref: s},
 		toolsAccepted{Type: TypeToolsAccepted, Ref: s, DocumentID: s, Accepted: []string{s}, Refused: []refusedOut{{Tool: s, Reason: s}}},
 		cancelMsg{Type: TypeCallCancel, CallID: s, Reason: s},
-		ApprovalsMsg{Type: TypeApprovals, Event: s, Request: map[string]any{"tool": s}},
-	}
-	if json.Valid(raw) {
-		msgs = append(msgs, ApprovalsMsg{Type: TypeApprovals, Request: raw})
+		ApprovalsMsg{Type: TypeApprovals, Event: s, Request: &ApprovalRef{ID: s, Tool: s, Site: s, TaskID: s}},
 	}
 	return msgs
 }
@@ -37,7 +34,7 @@ func FuzzEncode(f *testing.F) {
 	f.Add("</script>\u2028", []byte(`"\u0000"`))
 	f.Add("", []byte("not json \xff"))
 	f.Fuzz(func(t *testing.T, s string, raw []byte) {
-		for _, m := range outbound(s, raw) {
+		for _, m := range everyMessage(s) {
 			b := encode(m)
 			if !utf8.Valid(b) || !json.Valid(b) {
 				t.Fatalf("encode %T gave a frame that is not UTF-8 JSON text: %q", m, b)

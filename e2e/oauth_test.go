@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,42 +42,20 @@ type binaryServer struct {
 	env *servertest.Env // for the person's API client
 }
 
-// startBinary builds cmd/tabbridge and serves it on a fresh data directory
-// until the test ends.
-func startBinary(t *testing.T) *binaryServer {
+// startOAuthServer runs `tabbridge serve` (the real binary) with a short
+// OAuth access-token lifetime, until the test ends.
+func startOAuthServer(t *testing.T) *binaryServer {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "tabbridge")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/tabbridge")
-	build.Dir = repoPath(t, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the server: %v\n%s", err, out)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--data-dir", filepath.Join(dir, "data"),
-		"--extension-ids", servertest.ExtensionID, "--oauth-access-ttl", oauthAccessTTL.String(), "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
+	srv := startBinary(t, "", nil, "serve", "--listen", addr, "--data-dir", t.TempDir(),
+		"--extension-ids", servertest.ExtensionID, "--oauth-access-ttl", oauthAccessTTL.String())
+	srv.log.waitFor(t, "tabbridge listening", srv.exited)
 	base := "http://" + addr
-	eventually(t, 30*time.Second, "the server answers /healthz", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
 	env := &servertest.Env{URL: base}
 	env.Opts.PublicURL = base
 	return &binaryServer{URL: base, env: env}
@@ -285,7 +262,7 @@ func TestOAuthTypeScriptSDKClient(t *testing.T) {
 		}
 		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
 	}
-	w := newOAuthE2E(t, startBinary(t))
+	w := newOAuthE2E(t, startOAuthServer(t))
 	state := filepath.Join(t.TempDir(), "state.json")
 	first := w.tsClient(t, state, func(u string) bool {
 		q, _ := url.Parse(u)
@@ -370,7 +347,7 @@ func newCallback(t *testing.T) *callbackServer {
 // client built from the saved token refreshes it after it expired; revoking
 // in the web app makes the next call start the flow again.
 func TestOAuthGoSDKClient(t *testing.T) {
-	w := newOAuthE2E(t, startBinary(t))
+	w := newOAuthE2E(t, startOAuthServer(t))
 	cb := newCallback(t)
 	var mu sync.Mutex
 	var saved *oauth2.Token

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
@@ -35,9 +36,9 @@ const password = "correct horse battery"
 
 // newWorld starts the server, the browser and the test site; saves the server address on the
 // options page; turns detection on; and signs in through the web app's first-run page in a tab of the same browser,
-// so the worker's fetches carry the cookie.
-func newWorld(t *testing.T) *world {
-	w := &world{t: t, root: t, live: startLive(t)}
+// so the worker's fetches carry the cookie. tweak, if given, adjusts the server's options.
+func newWorld(t *testing.T, tweak ...func(*server.Options)) *world {
+	w := &world{t: t, root: t, live: startLive(t, tweak...)}
 	w.b = startExtensionBrowser(t, ChromiumOptions{})
 	w.site = serveTestSite(t)
 	w.worker = w.b.Worker(t)

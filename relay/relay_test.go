@@ -598,7 +598,7 @@ func TestBadAnnouncementIsIgnoredAlone(t *testing.T) {
 	}
 	r.person.MustJSON("POST", "/api/machines", map[string]string{"name": "other"}, 201, &m)
 	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(r.env.URL, "http")+"/ws/daemon",
-		http.Header{"Authorization": {"Bearer " + m.Token}})
+		http.Header{"Authorization": {"Bearer " + m.Token}, wire.InstallHeader: {"relay-test-install-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,8 +97,8 @@ func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	s.publish(ownerID, e.Type, e.Request)
 	if msg, ok := s.badge(ownerID); ok {
 		msg.Event = e.Type
-		msg.Request = map[string]string{"id": e.Request.ID, "tool": e.Request.Tool, "site": e.Request.Site, "taskId": e.Request.TaskID}
-		s.hub.Broadcast(ownerID, msg)
+		msg.Request = &bridge.ApprovalRef{ID: e.Request.ID, Tool: e.Request.Tool, Site: e.Request.Site, TaskID: e.Request.TaskID}
+		s.hub.PushApprovals(ownerID, msg)
 	}
 }
 
@@ -106,7 +106,7 @@ func (s *Server) onApproval(ownerID string, e approvals.Event) {
 // approvals message is otherwise sent only when a request changes.
 func (s *Server) sendApprovalCount(ownerID, browserID string) {
 	if msg, ok := s.badge(ownerID); ok {
-		s.hub.Send(ownerID, browserID, msg)
+		s.hub.SendApprovals(ownerID, browserID, msg)
 	}
 }
 

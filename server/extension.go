@@ -18,6 +18,7 @@ import (
 func (s *Server) startHub() {
 	s.hub = bridge.NewHub(bridge.Options{
 		DB: s.opts.DB, Logger: s.opts.Logger, Idle: s.opts.ExtensionIdle, QueueSize: s.opts.ExtensionQueue,
+		MaxCalls:   s.opts.ExtensionMaxCalls,
 		MaxMessage: s.opts.ExtensionMaxMessage, CloseGrace: s.opts.ExtensionCloseGrace, Catalog: s.catalog,
 		OnChange: s.hubChanged,
 	})

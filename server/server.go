@@ -58,6 +58,9 @@ type Options struct {
 	// MCPSessionTimeout ends MCP sessions idle this long (default 1 hour);
 	// a client then opens a new session.
 	MCPSessionTimeout time.Duration
+	// MCPSessionsPerToken caps the MCP sessions one agent token holds open
+	// (default DefaultMCPSessionsPerToken); an initialize beyond it is refused.
+	MCPSessionsPerToken int
 	// CallTimeout bounds a tool call in the browser (default 60 s).
 	CallTimeout time.Duration
 	// ProgressInterval is the pace of MCP progress notifications while a
@@ -65,6 +68,11 @@ type Options struct {
 	ProgressInterval time.Duration
 	// ApprovalWindow is how long a request waits for the person (default 5 minutes).
 	ApprovalWindow time.Duration
+	// ApprovalMaxPending and ApprovalMaxPendingBytes limit the requests one
+	// workspace has waiting for the person, by count and by bytes of
+	// arguments (defaults approvals.DefaultMaxPending, DefaultMaxPendingBytes).
+	ApprovalMaxPending      int
+	ApprovalMaxPendingBytes int
 	// Now is the clock for tokens and tickets; time.Now when nil.
 	Now func() time.Time
 	// ExtensionIdle closes an extension socket silent for longer (default
@@ -73,6 +81,9 @@ type Options struct {
 	// ExtensionQueue bounds each extension socket's outbound queue (default
 	// 64 messages); a browser that lets it fill is closed as a slow consumer.
 	ExtensionQueue int
+	// ExtensionMaxCalls is how many calls one browser runs at once (default
+	// bridge.DefaultMaxCalls); a call beyond it is refused as browser_busy.
+	ExtensionMaxCalls int
 	// ExtensionMaxMessage is the largest frame an extension may send (default 1 MiB).
 	ExtensionMaxMessage int64
 	// ExtensionCloseGrace is how long a closing socket waits for the
@@ -100,6 +111,8 @@ type Server struct {
 	catalog *sitetools.Catalog // live and persisted tools of shared sites
 	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
 	mcp     *mcp.Server        // set while routes are mounted, then static
+	// sessions counts each agent token's open MCP sessions; set with mcp.
+	sessions *sessionCap
 	// mcpPosts counts MCP POST requests in flight (each ends once its answer
 	// is written), so shutdown lets them answer before connections close.
 	mcpPosts sync.WaitGroup
@@ -154,7 +167,8 @@ func New(opts Options) (*Server, error) {
 	if s.oauth, err = s.newOAuth(); err != nil {
 		return nil, err
 	}
-	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger})
+	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger,
+		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes})
 	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	} else if n > 0 {
@@ -213,6 +227,9 @@ func fillDefaults(o *Options) error {
 	}
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 5 * time.Second
+	}
+	if o.MCPSessionsPerToken == 0 {
+		o.MCPSessionsPerToken = DefaultMCPSessionsPerToken
 	}
 	if o.MCPSessionTimeout == 0 {
 		o.MCPSessionTimeout = time.Hour

@@ -263,6 +263,10 @@ func (s *Server) agentFacing(op string, err error) error {
 }
 
 func (s *Server) internal(op string, err error) error {
+	if s.databaseDown() {
+		s.opts.Logger.Warn("mcp operation met a database outage", "op", op, "err", err)
+		return errors.New(outageMessage)
+	}
 	s.opts.Logger.Error("mcp operation failed", "op", op, "err", err)
 	return errors.New("Tabbridge hit an internal error and did not finish this request; try again, and tell the person if it keeps happening.")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/relay"
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -77,13 +78,15 @@ func (s *Server) postMachine(c *fiber.Ctx) error {
 	}
 	s.publish(userID(c), evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
-		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(plain),
+		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(),
 	})
 }
 
-// daemonCommand is the exact line that connects a machine's daemon.
-func (s *Server) daemonCommand(token string) string {
-	return "tabbridge daemon --server " + shellWord(s.opts.PublicURL) + " --token " + shellWord(token)
+// daemonCommand is the line that enrols a machine's daemon: it asks for the
+// token on standard input and saves it in a file only this user can read,
+// so the token is never on a command line (where any local user reads it).
+func (s *Server) daemonCommand() string {
+	return "tabbridge daemon enroll --server " + shellWord(s.opts.PublicURL)
 }
 
 func (s *Server) patchMachine(c *fiber.Ctx) error {
@@ -156,6 +159,9 @@ func (s *Server) postViewerTicket(c *fiber.Ctx) error {
 	})
 }
 
+var errMachineTokenInvalid = errorf(http.StatusUnauthorized, "machine_token_invalid",
+	"This machine token is unknown or revoked; create a new machine in the web app and enroll the daemon with its token.")
+
 // daemonGate admits a daemon by its machine token before the upgrade, so a
 // refused token gets a plain 401 the daemon can tell apart from an outage.
 func (s *Server) daemonGate(c *fiber.Ctx) error {
@@ -166,14 +172,31 @@ func (s *Server) daemonGate(c *fiber.Ctx) error {
 	}
 	m, err := s.opts.DB.AuthenticateMachine(c.Context(), strings.TrimSpace(tok))
 	if errors.Is(err, store.ErrNotFound) {
-		return errorf(http.StatusUnauthorized, "machine_token_invalid",
-			"This machine token is unknown or revoked; create a new one in the web app and restart the daemon with it.")
+		return errMachineTokenInvalid
 	}
 	if err != nil {
 		return err
 	}
+	// Nothing but a real dial claims the machine for an install.
 	if !websocket.IsWebSocketUpgrade(c) {
 		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket; connect with the tabbridge daemon.")
+	}
+	install := c.Get(wire.InstallHeader)
+	if !wire.ValidInstallID(install) {
+		return errorf(http.StatusBadRequest, "install_id_required",
+			"Send this install's id as '%s' (%d to %d printable characters); 'tabbridge daemon enroll' writes one beside the token.",
+			wire.InstallHeader, wire.MinInstallID, wire.MaxInstallID)
+	}
+	switch err := s.opts.DB.ClaimMachine(c.Context(), m, install); {
+	case errors.Is(err, store.ErrOtherInstall):
+		s.publish(m.UserID, evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
+		return errorf(http.StatusConflict, "machine_other_install",
+			"This machine token is already used by the daemon of another install, so this one was not linked, and the person is told on the Machines page. "+
+				"To connect this computer, create a new machine in the web app and enroll with its token.")
+	case errors.Is(err, store.ErrNotFound):
+		return errMachineTokenInvalid
+	case err != nil:
+		return err
 	}
 	daemonAdmitted(m.ID)
 	c.Locals(localMachine, relay.Machine{ID: m.ID, UserID: m.UserID})

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // costly is a schema that makes gojsonschema work hard, and arguments of n values for it.
@@ -144,12 +142,6 @@ func largestAccepted(s *Schema, c costly) (int, string) {
 		}
 	}
 	return lo, c.args(lo)
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkValidateCostliest runs Validate on the largest arguments the budget accepts for each

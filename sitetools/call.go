@@ -153,7 +153,10 @@ func offlineError(origin string) error {
 }
 
 func (o *Ops) gateError(err error, origin, tool string, ctx context.Context) error {
+	var limit *approvals.LimitError
 	switch {
+	case errors.As(err, &limit):
+		return agentErr("approvals_full", "%s on %s was not asked or run: %s", tool, origin, limit.Message)
 	case errors.Is(err, approvals.ErrTaskRequired):
 		return agentErr("task_required", "%s changes something on %s, so the person approves it inside a task: pass taskId (open a task with createTask, or find yours with listTasks) and call again.", tool, origin)
 	case errors.Is(err, approvals.ErrNoSuchTask):
@@ -208,7 +211,11 @@ func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args
 func (o *Ops) invokeError(err error, origin, tool string) error {
 	var tl *TooLargeError
 	var pe *PageError
+	var busy *BusyError
 	switch {
+	case errors.As(err, &busy):
+		return agentErr("browser_busy", "The person's Chrome is already running %d tool calls, the most one browser runs at once, so %s on %s was not sent. Wait for some of your calls to finish (or cancel those you no longer need), then call again.",
+			busy.Limit, tool, origin)
 	case errors.As(err, &tl):
 		return agentErr("result_too_large", "%s on %s returned %d bytes; results are limited to %d bytes and are never truncated. Ask for less (narrower arguments) and call again.",
 			tool, origin, tl.Size, MaxResultBytes)
@@ -246,7 +253,8 @@ func outcomeOf(res *CallResult, err error) (outcome, message string) {
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "needs_person", "tool_not_offered":
+		case "not_shared", "site_not_shared", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "needs_person", "tool_not_offered",
+			"browser_busy", "approvals_full":
 			return OutcomeRefused, ae.Message
 		}
 		return OutcomeFailed, ae.Message

@@ -59,6 +59,14 @@ type TooLargeError struct{ Size int }
 
 func (e *TooLargeError) Error() string { return fmt.Sprintf("sitetools: result of %d bytes", e.Size) }
 
+// BusyError is a call refused because the browser that would run it already
+// runs Limit calls (the in-flight cap, docs/DECISIONS.md).
+type BusyError struct{ Limit int }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("sitetools: the browser already runs %d calls", e.Limit)
+}
+
 // PageError is the error the page's own tool reported, in its own words.
 type PageError struct{ Code, Message string }
 

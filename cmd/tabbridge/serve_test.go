@@ -100,6 +100,10 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		{map[string]string{"TABBRIDGE_MCP_SESSION_TIMEOUT": "-1s"}, nil, "TABBRIDGE_MCP_SESSION_TIMEOUT"},
 		{nil, []string{"--approval-window", "-5s"}, "--approval-window -5s: want a positive duration"},
 		{nil, []string{"--mcp-session-timeout", "0s"}, "--mcp-session-timeout"},
+		{map[string]string{"TABBRIDGE_MCP_SESSIONS_PER_TOKEN": "many"}, nil, `TABBRIDGE_MCP_SESSIONS_PER_TOKEN="many": want a positive whole number`},
+		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_MAX": "0"}, nil, "TABBRIDGE_APPROVALS_PENDING_MAX"},
+		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_BYTES": "4MiB"}, nil, "TABBRIDGE_APPROVALS_PENDING_BYTES"},
+		{nil, []string{"--browser-calls-max", "0"}, "--browser-calls-max 0: want a positive whole number"},
 	}
 	for _, c := range cases {
 		env := map[string]string{"TABBRIDGE_DATA_DIR": t.TempDir()}

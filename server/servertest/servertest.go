@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +89,10 @@ type Client struct {
 	CSRF   string
 	Bearer string // when set, sent as Authorization: Bearer
 	Origin string // when set, sent as Origin
+
+	// mu guards CSRF while requests run: concurrent Do calls each read it
+	// and follow the cookie into it. A test sets it only between requests.
+	mu sync.Mutex
 }
 
 // NewClient returns a client with an empty cookie jar and a CSRF token.
@@ -147,8 +152,11 @@ func (c *Client) Do(method, path string, body any) (int, []byte) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.CSRF != "" {
-		req.Header.Set("X-CSRF-Token", c.CSRF)
+	c.mu.Lock()
+	csrf := c.CSRF
+	c.mu.Unlock()
+	if csrf != "" {
+		req.Header.Set("X-CSRF-Token", csrf)
 	}
 	if c.Bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Bearer)
@@ -156,14 +164,18 @@ func (c *Client) Do(method, path string, body any) (int, []byte) {
 	if c.Origin != "" {
 		req.Header.Set("Origin", c.Origin)
 	}
-	following := c.CSRF == c.Cookie("tb_csrf")
+	following := csrf == c.Cookie("tb_csrf")
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	if now := c.Cookie("tb_csrf"); following && now != "" {
-		c.CSRF = now
+		c.mu.Lock()
+		if c.CSRF == csrf {
+			c.CSRF = now
+		}
+		c.mu.Unlock()
 	}
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, out
