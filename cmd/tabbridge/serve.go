@@ -42,6 +42,7 @@ type serveConfig struct {
 	mcpIdle      time.Duration
 	oauthAccess  time.Duration
 	oauthCIMD    bool
+	gc           gcConfig
 	// caps on what one agent token can hold (issue 11; docs/DECISIONS.md)
 	mcpSessions     int
 	pendingMax      int
@@ -118,6 +119,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
 	fs.DurationVar(&c.oauthAccess, "oauth-access-ttl", envDuration("TABBRIDGE_OAUTH_ACCESS_TTL", 15*time.Minute), "lifetime of the access tokens MCP clients get by signing in with OAuth; they refresh them (TABBRIDGE_OAUTH_ACCESS_TTL)")
 	fs.BoolVar(&c.oauthCIMD, "oauth-metadata-documents", envBoolDefault("TABBRIDGE_OAUTH_METADATA_DOCUMENTS", true), "accept MCP clients identified by a client ID metadata document URL, which the server fetches from the internet; false makes them register instead (TABBRIDGE_OAUTH_METADATA_DOCUMENTS)")
+	checkGC := gcFlags(fs, getenv, &c.gc)
 	fs.IntVar(&c.mcpSessions, "mcp-sessions-per-token", envInt("TABBRIDGE_MCP_SESSIONS_PER_TOKEN", server.DefaultMCPSessionsPerToken), "most MCP sessions one agent token holds open (TABBRIDGE_MCP_SESSIONS_PER_TOKEN)")
 	fs.IntVar(&c.pendingMax, "approvals-pending-max", envInt("TABBRIDGE_APPROVALS_PENDING_MAX", approvals.DefaultMaxPending), "most requests one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_MAX)")
 	fs.IntVar(&c.pendingBytes, "approvals-pending-bytes", envInt("TABBRIDGE_APPROVALS_PENDING_BYTES", approvals.DefaultMaxPendingBytes), "most bytes of arguments one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_BYTES)")
@@ -130,6 +132,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkGC(); err != nil {
+		envErrs = append(envErrs, err)
 	}
 	if len(envErrs) > 0 {
 		return nil, errors.Join(envErrs...)
@@ -235,6 +240,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
+	cfg.gc.apply()
 	key, err := cfg.signingKey()
 	if err != nil {
 		return err
@@ -269,7 +275,7 @@ func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, lo
 	if pg {
 		dbKind = "postgres"
 	}
-	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind)
+	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind, "gc", cfg.gc.String())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
