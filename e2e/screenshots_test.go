@@ -122,6 +122,7 @@ func TestScreenshots(t *testing.T) {
 			chromedp.WaitVisible(chromedp.ID("mcp-command")),
 		}
 	}})
+	oauthShots(t, env, owner, ws, capture)
 	approvalShots(t, ctx, env, owner, ws, task.Task.ID, capture)
 	sitesShots(t, ctx, env, owner, ws, billingWS, capture)
 	capture(shot{"workspace-delete", "Deleting a workspace asks first", visit(env.URL+"/workspaces/"+ws+"/delete", `.btn-danger-solid`)})

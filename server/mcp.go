@@ -50,7 +50,7 @@ func (s *Server) newMCPHandler() http.Handler {
 		}
 		return &auth.TokenInfo{UserID: id.TokenID, Extra: map[string]any{"agent": id}}, nil
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.trackGrantSessions(h))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			s.mcpPosts.Add(1)
@@ -85,7 +85,7 @@ func ownContext(r *http.Request) (*http.Request, func()) {
 // once and refuses cookies with a clear error before the SDK sees the request.
 func (s *Server) mountMCP() {
 	h := adaptor.HTTPHandler(s.newMCPHandler())
-	s.app.All("/mcp", s.agent, h)
+	s.app.All("/mcp", s.mcpChallenge, s.agent, h)
 }
 
 // agentOf returns the workspace identity of the token behind an MCP request.

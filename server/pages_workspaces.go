@@ -72,8 +72,13 @@ func (s *Server) workspaceView(c *fiber.Ctx) (view, error) {
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
+	clients, err := s.opts.DB.OAuthGrants(c.Context(), uid, w.ID)
+	if err != nil {
+		return view{}, storeError(err, "workspace")
+	}
 	return view{Title: w.Name, Nav: "workspaces", Src: "/workspaces/" + w.ID, User: s.pageUser(c),
-		Data: fiber.Map{"Workspace": w, "Tokens": toks, "Tasks": tasks, "Statuses": store.TaskStatuses}}, nil
+		Data: fiber.Map{"Workspace": w, "Tokens": toks, "Tasks": tasks, "Statuses": store.TaskStatuses,
+			"Clients": clients, "Connect": s.mcpOAuthCommands()}}, nil
 }
 
 func (s *Server) pageWorkspace(c *fiber.Ctx) error {

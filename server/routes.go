@@ -34,6 +34,7 @@ func (s *Server) routes() {
 
 	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)
+	s.mountOAuth()
 	s.mountMCP()
 	s.app.Use(s.notFoundPage)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/live"
+	"github.com/tabbridge/tabbridge/oauth"
 	"github.com/tabbridge/tabbridge/relay"
 	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
@@ -90,6 +91,15 @@ type Options struct {
 	ExtensionCloseGrace time.Duration
 	// Relay configures the terminal relay (watermarks, queues, heartbeat).
 	Relay relay.Options
+	// OAuthAccessTTL is the lifetime of the access tokens MCP clients get
+	// through OAuth (default 15 minutes); their refresh tokens live RefreshTTL.
+	OAuthAccessTTL time.Duration
+	// OAuthMetadata configures fetching client ID metadata documents (tests
+	// allow their own server's address); nil is the default protection.
+	OAuthMetadata *oauth.FetcherOptions
+	// OAuthNoMetadataDocuments turns client ID metadata documents off (for a
+	// server without internet access); clients then register dynamically.
+	OAuthNoMetadataDocuments bool
 }
 
 // Server holds the Fiber app and the long-lived state behind it.
@@ -115,8 +125,10 @@ type Server struct {
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
-	hub       *bridge.Hub // connected browsers; closed when ctx ends
-	relay     *relay.Hub  // terminal daemons, sessions and viewers
+	hub       *bridge.Hub   // connected browsers; closed when ctx ends
+	relay     *relay.Hub    // terminal daemons, sessions and viewers
+	oauth     *oauth.Server // the authorization server for /mcp; static
+	grants    grantSessions // MCP sessions opened by OAuth grants
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
@@ -152,6 +164,9 @@ func New(opts Options) (*Server, error) {
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}
+	if s.oauth, err = s.newOAuth(); err != nil {
+		return nil, err
+	}
 	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger,
 		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes})
 	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
@@ -180,6 +195,7 @@ func New(opts Options) (*Server, error) {
 	s.routes()
 	s.sweepEvery(time.Minute, "tickets", s.tickets.Sweep)
 	s.sweepEvery(time.Hour, "refresh tokens", s.opts.DB.SweepRefreshTokens) // one row per rotation, about every 15 minutes
+	s.sweepEvery(time.Hour, "oauth tokens", s.opts.DB.SweepOAuth)
 	return s, nil
 }
 

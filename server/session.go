@@ -156,7 +156,7 @@ func (s *Server) agent(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, "agent_token_required",
 			"Send a workspace's agent token as 'Authorization: Bearer <token>'; a person creates one in the Tabbridge web app.")
 	}
-	id, err := s.opts.DB.AuthenticateAgent(c.Context(), strings.TrimSpace(tok))
+	id, err := s.authenticateAgent(c.Context(), strings.TrimSpace(tok))
 	if errors.Is(err, store.ErrNotFound) {
 		return errorf(http.StatusUnauthorized, "agent_token_invalid",
 			"This agent token is unknown or revoked; ask the person to create a new one in the Tabbridge web app.")

@@ -60,6 +60,7 @@ type DB struct {
 	// agents and sites cache the two reads on every agent call (hotTTL).
 	agents ttlCache[AgentIdentity]
 	sites  ttlCache[[]SharedSite]
+	oauth  ttlCache[OAuthAccess] // OAuth access tokens, by hash
 }
 
 // Open connects and applies every pending migration before returning.

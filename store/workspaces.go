@@ -50,6 +50,7 @@ func (db *DB) RenameWorkspace(ctx context.Context, ownerID, id, name string) (*W
 func (db *DB) DeleteWorkspace(ctx context.Context, ownerID, id string) error {
 	defer db.agents.clear()
 	defer db.sites.clear()
+	defer db.oauth.clear()
 	return affectedOne(db.WithContext(ctx).Where("id = ? AND owner_id = ?", id, ownerID).Delete(&Workspace{}))
 }
 
@@ -89,11 +90,12 @@ func (db *DB) RevokeAgentToken(ctx context.Context, ownerID, workspaceID, id str
 
 // AgentIdentity is who an agent token speaks for.
 type AgentIdentity struct {
-	TokenID   string
+	TokenID   string // the pasted token's id, or the OAuth grant's
 	Workspace Workspace
 	// FirstUse is true on the answer to the token's first request ever, for
 	// the operator's log; cached answers never carry it.
 	FirstUse bool
+	Grant    bool // TokenID is an OAuth grant's id
 }
 
 // agentTouchEvery is how stale a token's last-used time may get: recording

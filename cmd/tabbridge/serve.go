@@ -40,6 +40,8 @@ type serveConfig struct {
 	shutdownWait time.Duration
 	approvalWait time.Duration
 	mcpIdle      time.Duration
+	oauthAccess  time.Duration
+	oauthCIMD    bool
 	gc           gcConfig
 	// caps on what one agent token can hold (issue 11; docs/DECISIONS.md)
 	mcpSessions     int
@@ -69,6 +71,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 			envErrs = append(envErrs, fmt.Errorf("%s=%q: want true or false", name, v))
 		}
 		return b
+	}
+	envBoolDefault := func(name string, def bool) bool {
+		if getenv(name) == "" {
+			return def
+		}
+		return envBool(name)
 	}
 	envDuration := func(name string, def time.Duration) time.Duration {
 		v := getenv(name)
@@ -109,6 +117,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
+	fs.DurationVar(&c.oauthAccess, "oauth-access-ttl", envDuration("TABBRIDGE_OAUTH_ACCESS_TTL", 15*time.Minute), "lifetime of the access tokens MCP clients get by signing in with OAuth; they refresh them (TABBRIDGE_OAUTH_ACCESS_TTL)")
+	fs.BoolVar(&c.oauthCIMD, "oauth-metadata-documents", envBoolDefault("TABBRIDGE_OAUTH_METADATA_DOCUMENTS", true), "accept MCP clients identified by a client ID metadata document URL, which the server fetches from the internet; false makes them register instead (TABBRIDGE_OAUTH_METADATA_DOCUMENTS)")
 	checkGC := gcFlags(fs, getenv, &c.gc)
 	fs.IntVar(&c.mcpSessions, "mcp-sessions-per-token", envInt("TABBRIDGE_MCP_SESSIONS_PER_TOKEN", server.DefaultMCPSessionsPerToken), "most MCP sessions one agent token holds open (TABBRIDGE_MCP_SESSIONS_PER_TOKEN)")
 	fs.IntVar(&c.pendingMax, "approvals-pending-max", envInt("TABBRIDGE_APPROVALS_PENDING_MAX", approvals.DefaultMaxPending), "most requests one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_MAX)")
@@ -132,7 +142,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
-	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"mcp-session-timeout", c.mcpIdle}} {
+	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"mcp-session-timeout", c.mcpIdle}, {"oauth-access-ttl", c.oauthAccess}} {
 		if d.value <= 0 {
 			return nil, fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)
 		}
@@ -243,8 +253,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv, err := server.New(server.Options{
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
-		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle,
-		MCPSessionsPerToken: cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
+		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
+		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
+		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
 		ExtensionMaxCalls: cfg.browserCallsMax,
 	})
 	if err != nil {

@@ -1,0 +1,392 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/tabbridge/tabbridge/oauth"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// newOAuth builds the authorization server for /mcp from the options.
+func (s *Server) newOAuth() (*oauth.Server, error) {
+	var fetcher *oauth.MetadataFetcher
+	if s.opts.OAuthMetadata != nil {
+		fetcher = oauth.NewMetadataFetcher(*s.opts.OAuthMetadata)
+	}
+	return oauth.New(oauth.Options{Issuer: s.opts.PublicURL, DB: s.opts.DB, Now: s.opts.Now,
+		AccessTTL: s.opts.OAuthAccessTTL, RefreshTTL: s.opts.RefreshTTL, Metadata: fetcher, NoMetadataDocuments: s.opts.OAuthNoMetadataDocuments})
+}
+
+// mountOAuth serves discovery, registration, the token and revocation
+// endpoints (open to any origin: clients may run in a browser), the consent
+// page (a signed-in page with CSRF protection), and the API and page actions
+// that list and revoke a workspace's connected clients.
+func (s *Server) mountOAuth() {
+	open := guard{s.app, []fiber.Handler{s.oauthCORS}}
+	for _, p := range []string{oauth.PathServerMetadata, oauth.PathOpenIDMetadata, oauth.PathRegister, oauth.PathToken, oauth.PathRevoke} {
+		s.app.Options(p, s.oauthCORS)
+	}
+	// The protected-resource documents are served by the go-sdk's own handler.
+	s.app.All(oauth.PathResourceMetadata, adaptor.HTTPHandler(auth.ProtectedResourceMetadataHandler(s.oauth.ResourceMetadata(s.opts.PublicURL))))
+	s.app.All(oauth.PathResourceMetadata+oauth.PathMCP, adaptor.HTTPHandler(auth.ProtectedResourceMetadataHandler(s.oauth.ResourceMetadata(s.oauth.Resource()))))
+	open.Get(oauth.PathServerMetadata, s.getServerMetadata)
+	open.Get(oauth.PathOpenIDMetadata, s.getServerMetadata)
+	open.Post(oauth.PathRegister, s.authLimit, s.postRegister)
+	open.Post(oauth.PathToken, s.postToken)
+	open.Post(oauth.PathRevoke, s.postRevoke)
+
+	page := guard{s.app, []fiber.Handler{s.htmlErrors, s.ensureCSRFCookie, s.csrf, s.pageSession}}
+	page.Get(oauth.PathAuthorize, s.pageAuthorize)
+	page.Post(oauth.PathAuthorize, s.postAuthorize)
+	page.Post("/workspaces/:id/clients/:grantId/revoke", s.postPageRevokeClient)
+
+	api := guard{s.app.Group("/api"), []fiber.Handler{s.ensureCSRFCookie, s.csrf, s.person}}
+	api.Get("/workspaces/:id/clients", s.getClients)
+	api.Delete("/workspaces/:id/clients/:grantId", s.deleteClient)
+}
+
+// oauthCORS lets browser-based MCP clients read the public OAuth endpoints.
+// They take no cookies, so any origin is safe.
+func (s *Server) oauthCORS(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	c.Set(fiber.HeaderAccessControlAllowMethods, "GET, POST, OPTIONS")
+	c.Set(fiber.HeaderAccessControlAllowHeaders, "Content-Type, Authorization, MCP-Protocol-Version")
+	if c.Method() == fiber.MethodOptions {
+		return c.SendStatus(http.StatusNoContent)
+	}
+	return c.Next()
+}
+
+func (s *Server) getServerMetadata(c *fiber.Ctx) error { return c.JSON(s.oauth.ServerMetadata()) }
+
+// oauthError answers in the OAuth error shape (RFC 6749 §5.2), not the
+// app's: OAuth clients parse "error" and "error_description".
+func (s *Server) oauthError(c *fiber.Ctx, err error) error {
+	var oe *oauth.Error
+	if !errors.As(err, &oe) {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(oe.Status).JSON(oe)
+}
+
+func (s *Server) postRegister(c *fiber.Ctx) error {
+	resp, err := s.oauth.Register(c.Context(), c.Body())
+	if err != nil {
+		return s.oauthError(c, err)
+	}
+	s.opts.Logger.Info("oauth client registered", "client", resp.ClientName)
+	return c.Status(http.StatusCreated).JSON(resp)
+}
+
+func (s *Server) postToken(c *fiber.Ctx) error {
+	form, err := url.ParseQuery(string(c.Body()))
+	if err != nil || !strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationForm) {
+		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request",
+			Description: "Send the token request as application/x-www-form-urlencoded (RFC 6749 §4.1.3)."})
+	}
+	resp, g, err := s.oauth.Token(c.Context(), form)
+	var oe *oauth.Error
+	if errors.As(err, &oe) && oe.Revoked != "" {
+		s.opts.Logger.Warn("oauth code or refresh token presented again; its grant is revoked", "grant", oe.Revoked, "grant_type", form.Get("grant_type"))
+		s.grantRevoked(oe.Revoked)
+	}
+	if err != nil {
+		return s.oauthError(c, err)
+	}
+	if form.Get("grant_type") == "authorization_code" { // a new connected app: the workspace page shows it
+		s.publish(g.UserID, evTokenCreated, fiber.Map{"token": fiber.Map{"id": g.ID, "workspaceId": g.WorkspaceID}})
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(resp)
+}
+
+func (s *Server) postRevoke(c *fiber.Ctx) error {
+	form, err := url.ParseQuery(string(c.Body()))
+	if err != nil {
+		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request", Description: "Send the revocation as a form."})
+	}
+	id, err := s.oauth.Revoke(c.Context(), form)
+	if err != nil {
+		return s.oauthError(c, err)
+	}
+	if id != "" {
+		s.grantRevoked(id)
+	}
+	return c.SendStatus(http.StatusOK)
+}
+
+// pageAuthorize is the consent page: which client asks (name and host),
+// for which workspace, allow or deny. A request whose client or redirect URI
+// is wrong is shown as an error here and never redirected.
+func (s *Server) pageAuthorize(c *fiber.Ctx) error {
+	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
+	if err != nil {
+		return badRequest("invalid_request", "The authorization request's parameters cannot be read.")
+	}
+	return s.authorizeFrom(c, q)
+}
+
+func (s *Server) authorizeFrom(c *fiber.Ctx, q url.Values) error {
+	req, err := s.oauth.ParseAuthorize(c.Context(), q)
+	var re *oauth.RedirectError
+	if errors.As(err, &re) {
+		return s.redirectToClient(c, re.URL)
+	}
+	var oe *oauth.Error
+	if errors.As(err, &oe) {
+		return errorf(oe.Status, oe.Code, "This sign-in request from an app cannot go on: %s", oe.Description)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Method() == fiber.MethodPost {
+		return s.answerAuthorize(c, req)
+	}
+	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	if err != nil {
+		return err
+	}
+	v := view{Title: "Allow " + req.Client.Name, Nav: "workspaces", User: s.pageUser(c),
+		Data: fiber.Map{"Req": req, "Workspaces": ws, "Params": req.Params, "Target": redirectShown(req.RedirectURI)}}
+	if err := s.render(c, http.StatusOK, "oauth_consent", v); err != nil {
+		return err
+	}
+	s.allowFormTarget(c, req.RedirectURI)
+	return nil
+}
+
+// answerAuthorize applies the person's answer on the consent form.
+func (s *Server) answerAuthorize(c *fiber.Ctx, req *oauth.AuthRequest) error {
+	if c.FormValue("decision") != "allow" {
+		return s.redirectToClient(c, s.oauth.DenyURL(req))
+	}
+	w, err := s.consentWorkspace(c)
+	if errors.Is(err, store.ErrNotFound) {
+		return badRequest("invalid_field", "Choose one of your workspaces for %s to act for.", req.Client.Name)
+	}
+	if err != nil {
+		return err
+	}
+	to, err := s.oauth.Approve(c.Context(), req, userID(c), w.ID)
+	if err != nil {
+		return err
+	}
+	s.opts.Logger.Info("oauth client allowed", "client", req.Client.Name, "host", req.ClientHost, "workspace", w.ID)
+	return s.redirectToClient(c, to)
+}
+
+// consentWorkspace is the workspace the person picked on the consent form,
+// or the one they named there when they had none.
+func (s *Server) consentWorkspace(c *fiber.Ctx) (*store.Workspace, error) {
+	if id := c.FormValue("workspace"); id != "" || c.FormValue("newWorkspace") == "" {
+		return s.opts.DB.Workspace(c.Context(), userID(c), id)
+	}
+	name, err := cleanName("name", c.FormValue("newWorkspace"))
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.opts.DB.CreateWorkspace(c.Context(), userID(c), name)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
+	return w, nil
+}
+
+// postAuthorize reads the consent form, which carries the authorization
+// request's parameters back, and checks the request again from scratch.
+func (s *Server) postAuthorize(c *fiber.Ctx) error {
+	q := url.Values{}
+	for _, k := range []string{"client_id", "redirect_uri", "response_type", "state", "code_challenge", "code_challenge_method", "scope", "resource"} {
+		if v := c.FormValue(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return s.authorizeFrom(c, q)
+}
+
+// redirectToClient sends the browser to the client's redirect URI. The
+// consent form's CSP allowed that target (form-action applies to the
+// redirect after a form post).
+func (s *Server) redirectToClient(c *fiber.Ctx, to string) error {
+	s.pageHeaders(c)
+	s.allowFormTarget(c, to)
+	return c.Redirect(to, http.StatusSeeOther)
+}
+
+// allowFormTarget widens the page's CSP form-action to the client's
+// redirect URI (scheme, host and port), so the consent form may post here
+// and be redirected there.
+func (s *Server) allowFormTarget(c *fiber.Ctx, redirect string) {
+	src := "'self'"
+	if u, err := url.Parse(redirect); err == nil && u.Scheme != "" {
+		if u.Host != "" {
+			src += " " + u.Scheme + "://" + u.Host
+		} else {
+			src += " " + u.Scheme + ":"
+		}
+	}
+	csp := string(c.Response().Header.Peek(fiber.HeaderContentSecurityPolicy))
+	c.Set(fiber.HeaderContentSecurityPolicy, strings.Replace(csp, "form-action 'self'", "form-action "+src, 1))
+}
+
+// redirectShown is the redirect URI as the consent page prints it: scheme,
+// host and port, which is what decides who receives the code.
+func redirectShown(r string) string {
+	u, err := url.Parse(r)
+	if err != nil {
+		return r
+	}
+	if u.Host == "" {
+		return u.Scheme + ":"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// authenticateAgent resolves a bearer token of either kind: an OAuth access
+// token (its grant is the agent) or a pasted workspace token.
+func (s *Server) authenticateAgent(ctx context.Context, tok string) (*store.AgentIdentity, error) {
+	if !oauth.IsAccessToken(tok) {
+		return s.opts.DB.AuthenticateAgent(ctx, tok)
+	}
+	a, err := s.oauth.Authenticate(ctx, tok)
+	if errors.Is(err, oauth.ErrInvalidToken) {
+		return nil, errorf(http.StatusUnauthorized, "access_token_invalid",
+			"This access token is expired or revoked; refresh it, or authorize again (your MCP client does this when it reconnects).")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a.Agent, nil
+}
+
+// mcpChallenge adds the WWW-Authenticate challenge to every 401 from /mcp,
+// so a standard MCP client finds the authorization server and starts the
+// OAuth flow with no token configured (RFC 9728 §5.1).
+func (s *Server) mcpChallenge(c *fiber.Ctx) error {
+	err := c.Next()
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+		code := ""
+		if c.Get(fiber.HeaderAuthorization) != "" {
+			code = "invalid_token"
+		}
+		c.Set(fiber.HeaderWWWAuthenticate, s.oauth.Challenge(code, ""))
+	}
+	return err
+}
+
+// grantSessions remembers which MCP sessions each OAuth grant opened, so
+// revoking the grant closes them at once.
+type grantSessions struct {
+	mu   sync.Mutex
+	byID map[string]string // session id → grant id; guarded by mu
+}
+
+// trackGrantSessions wraps the MCP handler (inside the bearer check) and
+// records the session an OAuth grant's initialize request opened.
+func (s *Server) trackGrantSessions(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		ti := auth.TokenInfoFromContext(r.Context())
+		sid := w.Header().Get("Mcp-Session-Id")
+		if ti == nil || sid == "" {
+			return
+		}
+		if id, _ := ti.Extra["agent"].(*store.AgentIdentity); id == nil || !id.Grant {
+			return
+		}
+		s.grants.mu.Lock()
+		defer s.grants.mu.Unlock()
+		if s.grants.byID == nil || len(s.grants.byID) > 10000 {
+			s.grants.byID = s.liveGrantSessions()
+		}
+		s.grants.byID[sid] = ti.UserID
+	})
+}
+
+// liveGrantSessions keeps only the entries of sessions still open; called
+// with grants.mu held.
+func (s *Server) liveGrantSessions() map[string]string {
+	out := map[string]string{}
+	for ss := range s.mcp.Sessions() {
+		if g, ok := s.grants.byID[ss.ID()]; ok {
+			out[ss.ID()] = g
+		}
+	}
+	return out
+}
+
+// grantRevoked closes the MCP sessions a revoked grant opened.
+func (s *Server) grantRevoked(grantID string) {
+	s.oauth.GrantRevoked(grantID)
+	s.grants.mu.Lock()
+	var ids []string
+	for sid, g := range s.grants.byID {
+		if g == grantID {
+			ids = append(ids, sid)
+			delete(s.grants.byID, sid)
+		}
+	}
+	s.grants.mu.Unlock()
+	for ss := range s.mcp.Sessions() {
+		for _, id := range ids {
+			if ss.ID() == id {
+				ss.Close()
+			}
+		}
+	}
+}
+
+func (s *Server) getClients(c *fiber.Ctx) error {
+	gs, err := s.opts.DB.OAuthGrants(c.Context(), userID(c), c.Params("id"))
+	if err != nil {
+		return storeError(err, "workspace")
+	}
+	return c.JSON(fiber.Map{"clients": gs})
+}
+
+func (s *Server) deleteClient(c *fiber.Ctx) error {
+	if err := s.revokeClient(c); err != nil {
+		return err
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (s *Server) postPageRevokeClient(c *fiber.Ctx) error {
+	if err := s.revokeClient(c); err != nil {
+		return err
+	}
+	return c.Redirect("/workspaces/"+c.Params("id"), http.StatusSeeOther)
+}
+
+// revokeClient revokes a connected client's grant: its tokens stop working
+// and its MCP sessions end at once.
+func (s *Server) revokeClient(c *fiber.Ctx) error {
+	uid, ws, id := userID(c), c.Params("id"), c.Params("grantId")
+	if err := s.opts.DB.RevokeOAuthGrant(c.Context(), uid, ws, id); err != nil {
+		return storeError(err, "connected client")
+	}
+	s.grantRevoked(id)
+	s.publish(uid, evTokenRevoked, fiber.Map{"token": fiber.Map{"id": id, "workspaceId": ws}})
+	return nil
+}
+
+// mcpOAuthCommands are the no-token ways to connect, for the workspace page.
+func (s *Server) mcpOAuthCommands() fiber.Map {
+	u := s.opts.PublicURL + oauth.PathMCP
+	return fiber.Map{
+		"Claude": "claude mcp add --transport http tabbridge " + shellWord(u),
+		"Codex":  "codex mcp add tabbridge --url " + shellWord(u) + " && codex mcp login tabbridge",
+	}
+}
