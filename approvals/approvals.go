@@ -47,6 +47,10 @@ const (
 	WithdrawShutdown  WithdrawReason = "shutdown"  // the server is shutting down
 	WithdrawUnshared  WithdrawReason = "unshared"  // the site stopped being shared with the workspace
 	WithdrawRestart   WithdrawReason = "restart"   // left pending by an earlier run of the server (WithdrawStale)
+	// WithdrawGone: every call waiting on it went away (its connection or
+	// session closed) and none came back within the grace, or the person
+	// answered while none waited.
+	WithdrawGone WithdrawReason = "gone"
 )
 
 // Answer is what the person chose.
@@ -79,6 +83,12 @@ var (
 	ErrNotPending = errors.New("approvals: request is no longer pending")
 	// ErrBadAnswer is returned for an answer that is not once, always or deny.
 	ErrBadAnswer = errors.New("approvals: answer must be once, always or deny")
+	// ErrAgentGone is the cancellation cause a caller gives Decide's context
+	// when the agent went away (its connection or session closed) rather than
+	// cancelling: the request then stays open for the grace, so a retry of
+	// the same call rejoins it. Answer returns it for an answer given while no
+	// call waited: nothing ran, and the request is withdrawn.
+	ErrAgentGone = errors.New("approvals: the agent stopped waiting")
 )
 
 // Call is a validated tool call asking to run.
@@ -114,6 +124,10 @@ type Options struct {
 	DB *store.DB
 	// Window is how long a request waits for an answer (default 5 minutes).
 	Window time.Duration
+	// Grace is how long a request whose callers all went away stays open,
+	// marked as such, for an identical call to rejoin (default 30 s): many
+	// clients time out at 60 s and retry the same call.
+	Grace time.Duration
 	// Notify, when set, is called after each change, outside every lock.
 	Notify func(ownerID string, e Event)
 	Logger *slog.Logger
@@ -138,6 +152,9 @@ type waiting struct {
 	req   Request
 	key   string
 	timer *time.Timer
+	// grace, set while no caller waits (req.AgentGoneAt set), withdraws the
+	// request when it fires; guarded by Gate.mu.
+	grace *time.Timer
 	// waiters counts callers still waiting; guarded by Gate.mu.
 	waiters int
 	// settled is set once, under Gate.mu, when the request leaves the maps.
@@ -151,6 +168,9 @@ type waiting struct {
 func New(o Options) *Gate {
 	if o.Window == 0 {
 		o.Window = 5 * time.Minute
+	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -171,9 +191,17 @@ func (g *Gate) Waiters(requestID string) int {
 // Window is how long a request waits for an answer.
 func (g *Gate) Window() time.Duration { return g.opts.Window }
 
+// DefaultGrace is Options.Grace's default: half of the 60 s after which
+// common clients give up, so a retry that follows at once finds the request.
+const DefaultGrace = 30 * time.Second
+
+// Grace is how long a request nobody waits on stays open for a retry.
+func (g *Gate) Grace() time.Duration { return g.opts.Grace }
+
 // Decide returns whether call may run, waiting for the person when it must.
 // It returns ctx's error if the caller gives up first; the request is then
-// withdrawn once no other identical call waits on it.
+// withdrawn once no other identical call waits on it — at once when the
+// caller cancelled, after the grace when ctx's cause is ErrAgentGone.
 func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 	if call.ReadOnly {
 		askAll, err := g.AskAll(ctx, call.OwnerID, call.Site)
@@ -214,7 +242,11 @@ func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
 	case <-w.done:
 		return w.decision, nil
 	case <-ctx.Done():
-		g.leave(w)
+		if errors.Is(context.Cause(ctx), ErrAgentGone) {
+			g.abandon(w)
+		} else {
+			g.leave(w)
+		}
 		return Decision{}, ctx.Err()
 	}
 }
@@ -239,6 +271,11 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 	defer g.mu.Unlock()
 	if w := g.byKey[key]; w != nil {
 		w.waiters++
+		if w.grace != nil { // a retry of a call that went away: it waits again
+			w.grace.Stop()
+			w.grace, w.req.AgentGoneAt = nil, nil
+		}
+		g.saveWaiters(w)
 		return w, nil, nil
 	}
 	now := store.Now()
@@ -264,9 +301,55 @@ func (g *Gate) leave(w *waiting) {
 	g.mu.Lock()
 	w.waiters--
 	last := w.waiters == 0 && g.detach(w)
+	if !last && !w.settled {
+		g.saveWaiters(w)
+	}
 	g.mu.Unlock()
 	if last {
 		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
+	}
+}
+
+// abandon drops one waiter whose agent went away. The last one to go leaves
+// the request open for the grace, marked "the agent stopped waiting", so an
+// identical retry rejoins it; when the grace ends it is withdrawn.
+func (g *Gate) abandon(w *waiting) {
+	g.mu.Lock()
+	if w.settled {
+		g.mu.Unlock()
+		return
+	}
+	w.waiters--
+	if w.waiters == 0 {
+		now := store.Now()
+		w.req.AgentGoneAt = &now
+		w.grace = time.AfterFunc(g.opts.Grace, func() { g.graceOver(w) })
+	}
+	g.saveWaiters(w)
+	r := w.req
+	g.mu.Unlock()
+	g.notify(r.UserID, "approval.updated", r)
+}
+
+// graceOver withdraws a request no call came back to.
+func (g *Gate) graceOver(w *waiting) {
+	g.mu.Lock()
+	ok := w.waiters == 0 && g.detach(w)
+	g.mu.Unlock()
+	if ok {
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn")
+	}
+}
+
+// saveWaiters writes how many calls wait on a request, and whether its
+// agent went away, to its row, so every screen can say so. The caller holds
+// g.mu, so rows take the counts in the order they happened.
+func (g *Gate) saveWaiters(w *waiting) {
+	w.req.Waiters = w.waiters
+	err := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", w.req.ID, StatusPending).
+		Updates(map[string]any{"waiters": w.waiters, "agent_gone_at": w.req.AgentGoneAt}).Error
+	if err != nil {
+		g.opts.Logger.Error("save approval waiters", "request", w.req.ID, "err", err)
 	}
 }
 
@@ -297,6 +380,9 @@ func (g *Gate) detach(w *waiting) bool {
 	delete(g.byKey, w.key)
 	delete(g.byID, w.req.ID)
 	w.timer.Stop()
+	if w.grace != nil {
+		w.grace.Stop()
+	}
 	return true
 }
 
@@ -338,9 +424,14 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	if w != nil {
 		req = w.req
 	}
+	gone := w != nil && req.UserID == ownerID && w.waiters == 0 && g.detach(w)
 	g.mu.Unlock()
 	if w == nil || req.UserID != ownerID {
 		return Request{}, g.whyNotPending(ctx, ownerID, requestID)
+	}
+	if gone { // nobody would receive the result: nothing runs
+		ended := g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn")
+		return ended, ErrAgentGone
 	}
 	d := Decision{Allowed: a != Deny, Source: SourceAsked, Answer: a, DecidedBy: ownerID}
 	status := StatusAllowed

@@ -29,7 +29,12 @@ type Request struct {
 	// WithdrawnReason says why a withdrawn request was withdrawn ("" for
 	// other statuses, and for rows withdrawn before it was recorded).
 	WithdrawnReason WithdrawReason `json:"withdrawnReason,omitempty"`
-	Waiters         int            `json:"-"`
+	// Waiters counts the identical calls waiting on a pending request: Allow
+	// once runs each of them.
+	Waiters int `json:"waiters"`
+	// AgentGoneAt is when the last call waiting on a pending request went
+	// away; it is withdrawn a grace later unless an identical call rejoins.
+	AgentGoneAt *time.Time `json:"agentGoneAt,omitempty"`
 	CreatedAt       time.Time      `json:"createdAt"`
 	ExpiresAt       time.Time      `json:"expiresAt"`
 }

@@ -52,6 +52,7 @@ func (s *Server) newMCPHandler() http.Handler {
 		if r.Method == http.MethodPost {
 			s.mcpPosts.Add(1)
 			defer s.mcpPosts.Done()
+			defer s.gone.watch(r)()
 		}
 		authed.ServeHTTP(w, r)
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/sitetools"
 )
 
@@ -176,10 +177,8 @@ func (s *Server) mcpCallSiteTool(ctx context.Context, req *mcp.CallToolRequest) 
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := s.callContext(ctx, req)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel) // shutdown ends the call
-	defer stop()
 	defer s.progress(ctx, req)()
 	res, err := s.ops.Call(ctx, a, sitetools.CallRequest{Site: in.Site, Tool: in.Tool, Arguments: in.Arguments, TaskID: in.TaskID})
 	if err != nil {
@@ -189,6 +188,53 @@ func (s *Server) mcpCallSiteTool(ctx context.Context, req *mcp.CallToolRequest) 
 		return errorResult(s.agentFacing("callSiteTool", err).Error()), nil
 	}
 	return pageResult(res.Result), nil
+}
+
+// cancelSettle is how long a call whose connection closed waits for the
+// client's cancel notification before it counts the agent as gone; with the
+// connection watch's own latency it keeps the drop well within a second.
+const cancelSettle = 300 * time.Millisecond
+
+// callContext is the context a call runs under. It ends with context.Canceled
+// when the agent cancels (notifications/cancelled) or the server shuts down,
+// and with the cause approvals.ErrAgentGone when the agent went away without
+// a word: the connection carrying the call closed, or its MCP session ended
+// (deleted, expired, or its streams failed). The gate keeps a request open a
+// grace for the latter, for a retry of the same call to rejoin.
+func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	stopParent := context.AfterFunc(parent, func() {
+		if errors.Is(context.Cause(parent), context.Canceled) {
+			cancel(context.Canceled)
+		} else {
+			cancel(approvals.ErrAgentGone)
+		}
+	})
+	stopShutdown := context.AfterFunc(s.ctx, func() { cancel(context.Canceled) })
+	var gone <-chan struct{}
+	if req.Extra != nil {
+		gone = s.gone.gone(req.Extra.Header.Get(goneHeader))
+	}
+	if gone != nil {
+		go func() {
+			select {
+			case <-gone:
+			case <-ctx.Done():
+				return
+			}
+			// A client that cancels also drops its connection, and its
+			// notifications/cancelled may come just after: a cancel withdraws
+			// the request at once, so give it a moment to arrive.
+			t := time.NewTimer(cancelSettle)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cancel(approvals.ErrAgentGone)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, func() { stopParent(); stopShutdown(); cancel(context.Canceled) }
 }
 
 // progress sends a progress notification at a steady pace while a call waits

@@ -37,6 +37,7 @@ type serveConfig struct {
 	logLevel     string
 	shutdownWait time.Duration
 	approvalWait time.Duration
+	goneGrace    time.Duration
 	mcpIdle      time.Duration
 }
 
@@ -88,6 +89,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.logLevel, "log-level", env("TABBRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (TABBRIDGE_LOG_LEVEL)")
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
+	fs.DurationVar(&c.goneGrace, "approval-grace", envDuration("TABBRIDGE_APPROVAL_GRACE", 30*time.Second), "how long a request stays open after every call waiting on it went away, for a retry of the same call to rejoin it (TABBRIDGE_APPROVAL_GRACE)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -104,7 +106,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
-	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"mcp-session-timeout", c.mcpIdle}} {
+	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"approval-grace", c.goneGrace}, {"mcp-session-timeout", c.mcpIdle}} {
 		if d.value <= 0 {
 			return nil, fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)
 		}
@@ -206,7 +208,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv, err := server.New(server.Options{
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
-		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle,
+		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, MCPSessionTimeout: cfg.mcpIdle,
 	})
 	if err != nil {
 		return err
