@@ -35,8 +35,8 @@ type Request struct {
 	// AgentGoneAt is when the last call waiting on a pending request went
 	// away; it is withdrawn a grace later unless an identical call rejoins.
 	AgentGoneAt *time.Time `json:"agentGoneAt,omitempty"`
-	CreatedAt       time.Time      `json:"createdAt"`
-	ExpiresAt       time.Time      `json:"expiresAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ExpiresAt   time.Time  `json:"expiresAt"`
 }
 
 // TableName is approval_requests.

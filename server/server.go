@@ -97,11 +97,11 @@ type Server struct {
 	// is written), so shutdown lets them answer before connections close.
 	mcpPosts sync.WaitGroup
 	// gone tells a waiting call that the client behind its MCP POST went away.
-	gone goneWatches
-	public   *url.URL  // parsed PublicURL, static
-	live     *live.Hub // per-person events for the web app's streams; static
-	signins  *signIns  // what each sign-in opened, ended with it; static
-	pages    *pages    // parsed web app templates; static
+	gone    goneWatches
+	public  *url.URL  // parsed PublicURL, static
+	live    *live.Hub // per-person events for the web app's streams; static
+	signins *signIns  // what each sign-in opened, ended with it; static
+	pages   *pages    // parsed web app templates; static
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler

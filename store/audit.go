@@ -14,20 +14,20 @@ import (
 // ends; a refused call is recorded ended. Rows are never deleted, and an
 // ended row never changes.
 type AuditEntry struct {
-	ID          string    `json:"id"`
-	UserID      string    `json:"-"`
-	WorkspaceID string    `json:"workspaceId"`
-	TokenID     string    `json:"tokenId"`
-	TaskID      string    `json:"taskId"`
-	Site        string    `json:"site"`
-	Tool        string    `json:"tool"`
-	ArgsBytes   int64     `json:"argsBytes"`
-	ResultBytes int64     `json:"resultBytes"`
-	Decision    string    `json:"decision"`
-	DecidedBy   string    `json:"decidedBy"`
-	Outcome     string    `json:"outcome"`
-	Error       string    `json:"error"`
-	DurationMS  int64     `json:"durationMs"`
+	ID          string `json:"id"`
+	UserID      string `json:"-"`
+	WorkspaceID string `json:"workspaceId"`
+	TokenID     string `json:"tokenId"`
+	TaskID      string `json:"taskId"`
+	Site        string `json:"site"`
+	Tool        string `json:"tool"`
+	ArgsBytes   int64  `json:"argsBytes"`
+	ResultBytes int64  `json:"resultBytes"`
+	Decision    string `json:"decision"`
+	DecidedBy   string `json:"decidedBy"`
+	Outcome     string `json:"outcome"`
+	Error       string `json:"error"`
+	DurationMS  int64  `json:"durationMs"`
 	// RequestID is the approval request the call waited on ("" when it
 	// asked nobody); Result is the page's result of such a call, so the
 	// person who allowed it sees what it did.
@@ -89,7 +89,7 @@ func (db *DB) FinishAudit(ctx context.Context, e *AuditEntry) error {
 // anything.
 func (db *DB) InterruptRunning(ctx context.Context) (int64, error) {
 	res := db.WithContext(ctx).Model(&AuditEntry{}).Where("outcome = '" + OutcomeRunning + "'"). // literal: matches audit_log_running
-		Updates(map[string]any{"outcome": OutcomeInterrupted,
+													Updates(map[string]any{"outcome": OutcomeInterrupted,
 			"error": "The Tabbridge server stopped while this call was waiting or running; whether it had an effect in the page is unknown."})
 	if res.Error != nil {
 		return 0, fmt.Errorf("interrupt running calls: %w", res.Error)
