@@ -115,7 +115,7 @@ type Decision struct {
 
 // Event tells a person's screens that a request changed.
 type Event struct {
-	Type    string // approval.created, approval.decided, approval.expired, approval.withdrawn
+	Type    string // approval.created, approval.updated (waiters came or went), approval.decided, approval.expired, approval.withdrawn
 	Request Request
 }
 
@@ -231,13 +231,11 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 
 // ask joins or opens the request for call and waits for its end.
 func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
-	w, opened, err := g.join(ctx, call)
+	w, event, req, err := g.join(ctx, call)
 	if err != nil {
 		return Decision{}, err
 	}
-	if opened != nil {
-		g.notify(call.OwnerID, "approval.created", *opened)
-	}
+	g.notify(call.OwnerID, event, req)
 	select {
 	case <-w.done:
 		return w.decision, nil
@@ -258,11 +256,12 @@ func collapseKey(call Call, argsHash string) string {
 }
 
 // join adds the caller to the in-flight request for call, opening one if
-// none exists; it returns the new request's copy when it opened one.
-func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) {
+// none exists; it returns the event to tell (approval.created, or
+// approval.updated for a joined one) and the request's copy.
+func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, error) {
 	canon, pretty, err := canonical(call.Arguments)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", Request{}, err
 	}
 	sum := sha256.Sum256(canon)
 	hash := hex.EncodeToString(sum[:])
@@ -276,7 +275,7 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 			w.grace, w.req.AgentGoneAt = nil, nil
 		}
 		g.saveWaiters(w)
-		return w, nil, nil
+		return w, "approval.updated", w.req, nil
 	}
 	now := store.Now()
 	req := Request{
@@ -286,12 +285,12 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 	}
 	// Inserted under the lock so two identical calls never open two requests.
 	if err := g.opts.DB.WithContext(context.WithoutCancel(ctx)).Create(&req).Error; err != nil {
-		return nil, nil, fmt.Errorf("open approval request: %w", err)
+		return nil, "", Request{}, fmt.Errorf("open approval request: %w", err)
 	}
 	w := &waiting{req: req, key: key, waiters: 1, done: make(chan struct{})}
 	w.timer = time.AfterFunc(g.opts.Window, func() { g.expire(w) })
 	g.byKey[key], g.byID[req.ID] = w, w
-	return w, &req, nil
+	return w, "approval.created", req, nil
 }
 
 // leave drops one waiter; the last one to leave withdraws the request. The
@@ -301,12 +300,16 @@ func (g *Gate) leave(w *waiting) {
 	g.mu.Lock()
 	w.waiters--
 	last := w.waiters == 0 && g.detach(w)
-	if !last && !w.settled {
+	fewer := !last && !w.settled
+	if fewer {
 		g.saveWaiters(w)
 	}
+	r := w.req
 	g.mu.Unlock()
 	if last {
 		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
+	} else if fewer {
+		g.notify(r.UserID, "approval.updated", r)
 	}
 }
 

@@ -56,12 +56,18 @@ func (s *Server) postAnswer(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"approval": r})
 }
 
+// agentGoneNotice tells the person that their answer came when no call
+// waited on the request any more.
+const agentGoneNotice = "The agent stopped waiting for this call (its connection closed), so nothing was run and the request is withdrawn. If the agent calls again, a new request appears."
+
 func approvalError(err error) error {
 	switch {
 	case errors.Is(err, approvals.ErrBadAnswer):
 		return badRequest("invalid_field", "Field \"answer\" must be \"once\", \"always\" or \"deny\".")
 	case errors.Is(err, approvals.ErrNotFound):
 		return notFound("approval request")
+	case errors.Is(err, approvals.ErrAgentGone):
+		return errorf(http.StatusConflict, "agent_gone", agentGoneNotice)
 	case errors.Is(err, approvals.ErrNotPending):
 		return errorf(http.StatusConflict, "not_pending", "This request was already answered, expired, or withdrawn by its caller; nothing waits on it now.")
 	}
@@ -93,6 +99,9 @@ func (s *Server) deleteGrant(c *fiber.Ctx) error {
 func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	s.opts.Logger.Debug("approval event", "type", e.Type, "request", e.Request.ID)
 	s.publish(ownerID, e.Type, e.Request)
+	if e.Type == "approval.updated" {
+		return // the count of waiting requests is unchanged: no badge message
+	}
 	if msg, ok := s.badge(ownerID); ok {
 		msg.Event = e.Type
 		msg.Request = map[string]string{"id": e.Request.ID, "tool": e.Request.Tool, "site": e.Request.Site, "taskId": e.Request.TaskID}

@@ -22,6 +22,57 @@ const goneHeader = "Tabbridge-Conn-Watch"
 // client goes away.
 type goneWatches struct {
 	m sync.Map // watch id → chan struct{}
+
+	mu sync.Mutex
+	// calls maps an MCP session id to the calls running in it, each with
+	// the agent token it came with and what ends it; guarded by mu.
+	calls map[string]map[*sessionCall]struct{}
+}
+
+// sessionCall is one call running in an MCP session.
+type sessionCall struct {
+	tokenID string
+	end     func() // the agent went away
+}
+
+// inSession records a call running in session sid until the returned
+// function is called. The SDK's DELETE waits for running calls before it
+// ends a session, so endSession must end them first.
+func (g *goneWatches) inSession(sid, tokenID string, end func()) (done func()) {
+	c := &sessionCall{tokenID: tokenID, end: end}
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = map[string]map[*sessionCall]struct{}{}
+	}
+	if g.calls[sid] == nil {
+		g.calls[sid] = map[*sessionCall]struct{}{}
+	}
+	g.calls[sid][c] = struct{}{}
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		delete(g.calls[sid], c)
+		if len(g.calls[sid]) == 0 {
+			delete(g.calls, sid)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// endSession ends the calls running in session sid for an agent that asked
+// (DELETE) to end it with the token that opened them.
+func (g *goneWatches) endSession(sid, tokenID string) {
+	g.mu.Lock()
+	var ends []func()
+	for c := range g.calls[sid] {
+		if c.tokenID == tokenID {
+			ends = append(ends, c.end)
+		}
+	}
+	g.mu.Unlock()
+	for _, end := range ends {
+		end()
+	}
 }
 
 // watch starts watching the connection behind r, marks r with the watch's

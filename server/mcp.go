@@ -54,6 +54,9 @@ func (s *Server) newMCPHandler() http.Handler {
 			defer s.mcpPosts.Done()
 			defer s.gone.watch(r)()
 		}
+		if id, _ := r.Context().Value(localAgent).(*store.AgentIdentity); r.Method == http.MethodDelete && id != nil {
+			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
+		}
 		authed.ServeHTTP(w, r)
 	})
 }

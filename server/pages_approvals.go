@@ -177,12 +177,16 @@ func (s *Server) pageInbox(c *fiber.Ctx) error {
 func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 	back := answerBack(c.FormValue("back"))
 	_, err := s.gate.Answer(c.Context(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")))
-	if errors.Is(err, approvals.ErrNotPending) {
+	if errors.Is(err, approvals.ErrNotPending) || errors.Is(err, approvals.ErrAgentGone) {
 		v, verr := s.backView(c, back)
 		if verr != nil {
 			return verr
 		}
-		v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
+		if errors.Is(err, approvals.ErrAgentGone) {
+			v.Data["Notice"] = agentGoneNotice
+		} else {
+			v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
+		}
 		page := "inbox"
 		if back != "/" {
 			page = "task"
@@ -330,6 +334,7 @@ var withdrawnLabels = map[approvals.WithdrawReason]string{
 	approvals.WithdrawUnshared:  "the site is no longer shared with this workspace",
 	approvals.WithdrawShutdown:  "the server shut down",
 	approvals.WithdrawRestart:   "the server restarted",
+	approvals.WithdrawGone:      "the agent stopped waiting",
 }
 
 // outcomes names each outcome a call is recorded with, and colours its
@@ -343,6 +348,10 @@ var outcomes = map[string]struct{ label, class string }{
 	sitetools.OutcomeWithdrawn: {"Withdrawn", "status-notstarted"},
 	sitetools.OutcomeCancelled: {"Cancelled by the agent", "status-notstarted"},
 	sitetools.OutcomeFailed:    {"Failed", "status-rejected"},
+	sitetools.OutcomeGone:      {"Agent went away", "status-notstarted"},
+	sitetools.OutcomeRunning:   {"Running", "status-ongoing"},
+	// A killed server left it running: the person should look at the page.
+	sitetools.OutcomeInterrupted: {"Interrupted", "status-rejected"},
 }
 
 // outcomeLabel names a call's outcome.

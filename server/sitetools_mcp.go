@@ -211,6 +211,10 @@ func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (
 		}
 	})
 	stopShutdown := context.AfterFunc(s.ctx, func() { cancel(context.Canceled) })
+	leaveSession := func() {}
+	if id, err := agentOf(req); err == nil && req.Session != nil && req.Session.ID() != "" {
+		leaveSession = s.gone.inSession(req.Session.ID(), id.TokenID, func() { cancel(approvals.ErrAgentGone) })
+	}
 	var gone <-chan struct{}
 	if req.Extra != nil {
 		gone = s.gone.gone(req.Extra.Header.Get(goneHeader))
@@ -234,7 +238,7 @@ func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (
 			}
 		}()
 	}
-	return ctx, func() { stopParent(); stopShutdown(); cancel(context.Canceled) }
+	return ctx, func() { stopParent(); stopShutdown(); leaveSession(); cancel(context.Canceled) }
 }
 
 // progress sends a progress notification at a steady pace while a call waits

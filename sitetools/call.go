@@ -40,10 +40,11 @@ const (
 	// OutcomeGone: the agent went away (its connection or session closed)
 	// before the call could run or finish.
 	OutcomeGone = "gone"
-	// OutcomeRunning and OutcomeInterrupted are the store's: a call recorded
+	// OutcomeRunning and OutcomeInterrupted are given by the store (equal to
+	// store.OutcomeRunning and store.OutcomeInterrupted): a call recorded
 	// before dispatch, and one a killed server left running.
-	OutcomeRunning     = store.OutcomeRunning
-	OutcomeInterrupted = store.OutcomeInterrupted
+	OutcomeRunning     = "running"
+	OutcomeInterrupted = "interrupted"
 )
 
 // Call validates a call against the page's own schema, passes it through the
@@ -63,7 +64,7 @@ func (o *Ops) Call(ctx context.Context, a Agent, req CallRequest) (*CallResult, 
 	entry.DurationMS = time.Since(start).Milliseconds()
 	entry.Outcome, entry.Error = outcomeOf(ctx, res, err)
 	if entry.RequestID != "" && res != nil {
-		entry.Result = string(res.Result) // the person who allowed it sees what it did
+		entry.Result = resultText(res.Result) // the person who allowed it sees what it did
 	}
 	record := o.opts.DB.AppendAudit // a call refused before begin
 	if !entry.CreatedAt.IsZero() {
@@ -216,6 +217,16 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 		return agentErr("timeout", "%s on %s did not finish within %s, so it was cancelled in the page. It may have had an effect: check before calling again.", tool, origin, o.opts.CallTimeout)
 	}
 	return fmt.Errorf("run %s on %s: %w", tool, origin, err)
+}
+
+// resultText is a page's result as the person reads it: a string's text, any
+// other value's JSON.
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }
 
 // outcomeOf names a call's outcome for the audit log.
