@@ -158,7 +158,7 @@ func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
 		return view{}, err
 	}
 	return view{Title: "Inbox", Nav: "inbox", Src: "/", User: s.pageUser(c),
-		Data: fiber.Map{"Requests": reqs, "Names": n}}, nil
+		Data: fiber.Map{"Requests": reqs, "Names": n, "Grace": s.gate.Grace().String()}}, nil
 }
 
 // pageInbox is the home page: every request waiting for the person, oldest
@@ -228,7 +228,10 @@ func (s *Server) backView(c *fiber.Ctx, back string) (view, error) {
 type timelineItem struct {
 	At       time.Time
 	Approval *approvals.Request
-	Call     *store.AuditEntry
+	// Runs are the calls that waited on Approval, with their outcomes (and
+	// results), so the person who answered sees what their answer did.
+	Runs []*store.AuditEntry
+	Call *store.AuditEntry
 }
 
 // taskTimeline merges a task's requests and calls in time order.
@@ -241,9 +244,15 @@ func (s *Server) taskTimeline(ctx context.Context, uid, taskID string) ([]timeli
 	if err != nil {
 		return nil, err
 	}
+	runs := map[string][]*store.AuditEntry{}
+	for i := len(calls) - 1; i >= 0; i-- { // oldest first
+		if id := calls[i].RequestID; id != "" {
+			runs[id] = append(runs[id], &calls[i])
+		}
+	}
 	out := make([]timelineItem, 0, len(reqs)+len(calls))
 	for i := range reqs {
-		out = append(out, timelineItem{At: reqs[i].CreatedAt, Approval: &reqs[i]})
+		out = append(out, timelineItem{At: reqs[i].CreatedAt, Approval: &reqs[i], Runs: runs[reqs[i].ID]})
 	}
 	for i := range calls {
 		out = append(out, timelineItem{At: calls[i].CreatedAt, Call: &calls[i]})
