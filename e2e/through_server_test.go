@@ -36,8 +36,11 @@ const password = "correct horse battery"
 // newWorld starts the server, the browser and the test site; saves the server address on the
 // options page; turns detection on; and signs in through the web app's first-run page in a tab of the same browser,
 // so the worker's fetches carry the cookie.
-func newWorld(t *testing.T) *world {
-	w := &world{t: t, root: t, live: startLive(t)}
+func newWorld(t *testing.T) *world { return newWorldOn(t, startLive(t)) }
+
+// newWorldOn is newWorld on a server already running (in process, or the real binary).
+func newWorldOn(t *testing.T, live *liveServer) *world {
+	w := &world{t: t, root: t, live: live}
 	w.b = startExtensionBrowser(t, ChromiumOptions{})
 	w.site = serveTestSite(t)
 	w.worker = w.b.Worker(t)
