@@ -1,6 +1,6 @@
 // Package bridge owns the extension side of a tool call's path: the hub of
 // browser sockets each person has connected, what each browser has open, and
-// (in later work) routing a validated call to the right browser and back.
+// routing a validated call to the right browser and back.
 //
 // It speaks the extension socket protocol (docs/PROTOCOL.md) over any Socket
 // (the server hands it an upgraded WebSocket) and reads shared sites and

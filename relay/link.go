@@ -29,8 +29,8 @@ type link struct {
 	// byIndex maps the daemon's session indexes to sessions; owned by the
 	// reader goroutine.
 	byIndex map[uint32]*session
-	// synced lists the session ids announced on this link before "synced";
-	// owned by the reader.
+	// announced lists the session ids announced on this link before
+	// "synced"; owned by the reader.
 	announced map[string]bool
 }
 

@@ -1,6 +1,6 @@
 // Package server is Tabbridge's HTTP face: the JSON API for people, the agent
 // endpoints, sign-in and sessions, and the wiring of the domain packages
-// (store, tickets, and later bridge, sitetools, approvals, terminals) behind
+// (store, tickets, bridge, sitetools, approvals, live, relay) behind
 // Fiber. It owns routes, cookies, CSRF, error shapes and request decoding; the
 // domain packages know nothing of HTTP.
 package server

@@ -20,7 +20,7 @@ type Batch struct {
 	Data   []byte
 }
 
-// CoalescerOptions configure a Coalescer; New fills zero values.
+// CoalescerOptions configure a Coalescer; NewCoalescer fills zero values.
 type CoalescerOptions struct {
 	// Window is the coalescing window; default Window.
 	Window time.Duration
