@@ -249,3 +249,37 @@ func TestWatchedConnectionServesTheNextRequest(t *testing.T) {
 		t.Fatalf("the next request on the connection: %v %v", resp, err)
 	}
 }
+
+// TestAnswerJustAfterTheHangUpRunsNothing: an answer that lands while the
+// server still waits to learn whether the agent cancelled or left (the
+// moment after its connection closed) does not dispatch the call either.
+func TestAnswerJustAfterTheHangUpRunsNothing(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		w := newSiteWorld(t, k, nil, nil)
+		w.announce(t, "d1", time.Now())
+		ev := w.events(t)
+		conn := rawBuy(t, w, "tea")
+		p := w.pending(t, 1)
+		conn.Close()
+		// At once: in the common case the waiter still counts, so the answer is taken.
+		status, body := w.person.Do("POST", "/api/approvals/"+p[0].ID+"/answer", map[string]string{"answer": "once"})
+		if status != http.StatusOK && status != http.StatusConflict {
+			t.Fatalf("answer: %d %s", status, body)
+		}
+		nextEvent(t, ev, "call.finished")
+		if a := w.auditOf(t, "buy"); len(a) != 1 || a[0].Outcome != "gone" {
+			t.Fatalf("audit: %+v (answer %d)", a, status)
+		}
+		// The next call the browser gets is the search: the buy was never sent.
+		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
+		defer cancel()
+		m, err := w.br.Expect("call", wait)
+		if err != nil || m.Tool != "search" {
+			t.Fatalf("the browser got %+v (%v) after an answer to a gone agent (answer %d)", m, err, status)
+		}
+		w.br.Dispatched(m.ID, "d1")
+		w.br.Result(m.ID, "found")
+		awaitCall(t, ch)
+		t.Logf("answer status %d", status)
+	})
+}

@@ -220,6 +220,7 @@ func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (
 		gone = s.gone.gone(req.Extra.Header.Get(goneHeader))
 	}
 	if gone != nil {
+		ctx = sitetools.WithHangup(ctx, gone)
 		go func() {
 			select {
 			case <-gone:

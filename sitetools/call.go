@@ -120,7 +120,8 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 			return nil, err
 		}
 	}
-	if ctx.Err() != nil { // the agent left as the answer came: nothing runs
+	if hungUp(ctx) { // the agent left as the answer came: nothing runs
+		<-ctx.Done() // ends soon, as a cancel or as gone (WithHangup)
 		return nil, ctx.Err()
 	}
 	out, err := o.invoke(ctx, a, site, d, req.Arguments)
@@ -217,6 +218,33 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 		return agentErr("timeout", "%s on %s did not finish within %s, so it was cancelled in the page. It may have had an effect: check before calling again.", tool, origin, o.opts.CallTimeout)
 	}
 	return fmt.Errorf("run %s on %s: %w", tool, origin, err)
+}
+
+type hangupKey struct{}
+
+// WithHangup returns ctx carrying a channel closed as soon as the agent's
+// connection closed. The caller must end ctx shortly after that channel
+// closes (it may first wait to learn whether the agent cancelled or went
+// away); meanwhile a call the person allows is not dispatched.
+func WithHangup(ctx context.Context, hungUp <-chan struct{}) context.Context {
+	return context.WithValue(ctx, hangupKey{}, hungUp)
+}
+
+// hungUp reports whether ctx has ended or its agent's connection closed.
+func hungUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	ch, _ := ctx.Value(hangupKey{}).(<-chan struct{})
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // resultText is a page's result as the person reads it: a string's text, any
