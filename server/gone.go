@@ -1,10 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Under Fiber a client that closes its connection does not cancel the
@@ -21,7 +26,11 @@ const goneHeader = "Tabbridge-Conn-Watch"
 // goneWatches maps each watched MCP POST to the channel closed when its
 // client goes away.
 type goneWatches struct {
-	m sync.Map // watch id → chan struct{}
+	m sync.Map // watch id → *postWatch
+	// byCall maps a session id and a JSON-RPC request id (its raw JSON) to
+	// the watch of the POST carrying that call, so that a client's cancel
+	// saying it timed out marks the call as gone rather than cancelled.
+	byCall sync.Map // callKey → *postWatch
 
 	mu sync.Mutex
 	// calls maps an MCP session id to the calls running in it, each with
@@ -75,40 +84,117 @@ func (g *goneWatches) endSession(sid, tokenID string) {
 	}
 }
 
+// postWatch is what is known of one MCP POST's client.
+type postWatch struct {
+	gone     chan struct{} // closed when its connection closed
+	timedOut atomic.Bool   // its client cancelled a call saying it timed out
+}
+
 // watch starts watching the connection behind r, marks r with the watch's
 // id, and returns the function that stops watching (call it before the
 // handler returns: the connection is the server's again afterwards). A
-// request whose connection cannot be watched gets no id.
+// request whose connection cannot be watched gets no id. A POST that
+// cancels a call because its client timed out marks that call's watch.
 func (g *goneWatches) watch(r *http.Request) (stop func()) {
 	r.Header.Del(goneHeader)
+	msgs := readMessages(r)
+	sid := r.Header.Get("Mcp-Session-Id")
+	g.noteTimeouts(sid, msgs)
+	pw := &postWatch{gone: make(chan struct{})}
 	cg, ok := r.Context().(interface{ Conn() net.Conn })
 	if !ok || cg.Conn() == nil {
 		return func() {}
 	}
-	gone := make(chan struct{})
-	w, ok := watchConn(cg.Conn(), func() { close(gone) })
+	w, ok := watchConn(cg.Conn(), func() { close(pw.gone) })
 	if !ok {
 		return func() {}
 	}
 	id := rand.Text()
-	g.m.Store(id, gone)
+	g.m.Store(id, pw)
+	var keys []string
+	for _, m := range msgs {
+		if m.Method == "tools/call" && len(m.ID) > 0 {
+			k := callKey(sid, m.ID)
+			keys = append(keys, k)
+			g.byCall.Store(k, pw)
+		}
+	}
 	r.Header.Set(goneHeader, id)
 	return func() {
 		w.stop()
 		g.m.Delete(id)
+		for _, k := range keys {
+			g.byCall.CompareAndDelete(k, pw)
+		}
 	}
 }
 
-// gone returns the channel closed when the client behind the watch id goes
-// away, or nil for an unknown id.
-func (g *goneWatches) gone(id string) <-chan struct{} {
+// watchOf returns the watch with id, or nil for an unknown id.
+func (g *goneWatches) watchOf(id string) *postWatch {
 	if id == "" {
 		return nil
 	}
-	if ch, ok := g.m.Load(id); ok {
-		return ch.(chan struct{})
+	if pw, ok := g.m.Load(id); ok {
+		return pw.(*postWatch)
 	}
 	return nil
+}
+
+// rpcMessage is what the watch reads of a JSON-RPC message.
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	} `json:"params"`
+}
+
+// readMessages reads the JSON-RPC messages of an MCP POST (one, or a batch)
+// and puts the body back for the SDK; nil if it is not JSON-RPC. The body
+// is already in memory: the adaptor buffers it, within the body limit.
+func readMessages(r *http.Request) []rpcMessage {
+	if r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	var one rpcMessage
+	if json.Unmarshal(body, &one) == nil {
+		return []rpcMessage{one}
+	}
+	var batch []rpcMessage
+	if json.Unmarshal(body, &batch) == nil {
+		return batch
+	}
+	return nil
+}
+
+// noteTimeouts marks the calls that msgs cancel because the client timed
+// out (the TypeScript SDK, and mcp-remote through it, send
+// notifications/cancelled with the reason "… Request timed out"): such an
+// agent stopped waiting and may retry, unlike one that chose to cancel.
+func (g *goneWatches) noteTimeouts(sid string, msgs []rpcMessage) {
+	for _, m := range msgs {
+		if m.Method != "notifications/cancelled" || len(m.Params.RequestID) == 0 {
+			continue
+		}
+		reason := strings.ToLower(m.Params.Reason)
+		if !strings.Contains(reason, "timed out") && !strings.Contains(reason, "timeout") {
+			continue
+		}
+		if pw, ok := g.byCall.Load(callKey(sid, m.Params.RequestID)); ok {
+			pw.(*postWatch).timedOut.Store(true)
+		}
+	}
+}
+
+// callKey names one call of one session.
+func callKey(sid string, rpcID json.RawMessage) string {
+	return sid + "\x00" + string(bytes.TrimSpace(rpcID))
 }
 
 // connWatch waits for the peer to close one connection without reading

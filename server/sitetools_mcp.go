@@ -197,14 +197,19 @@ const cancelSettle = 300 * time.Millisecond
 
 // callContext is the context a call runs under. It ends with context.Canceled
 // when the agent cancels (notifications/cancelled) or the server shuts down,
-// and with the cause approvals.ErrAgentGone when the agent went away without
-// a word: the connection carrying the call closed, or its MCP session ended
-// (deleted, expired, or its streams failed). The gate keeps a request open a
-// grace for the latter, for a retry of the same call to rejoin.
+// and with the cause approvals.ErrAgentGone when the agent stopped waiting:
+// the connection carrying the call closed, its MCP session ended (deleted,
+// expired, or its streams failed), or its cancel said the client timed out.
+// The gate keeps a request open a grace for the latter, for a retry of the
+// same call to rejoin.
 func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	var pw *postWatch
+	if req.Extra != nil {
+		pw = s.gone.watchOf(req.Extra.Header.Get(goneHeader))
+	}
 	stopParent := context.AfterFunc(parent, func() {
-		if errors.Is(context.Cause(parent), context.Canceled) {
+		if errors.Is(context.Cause(parent), context.Canceled) && (pw == nil || !pw.timedOut.Load()) {
 			cancel(context.Canceled)
 		} else {
 			cancel(approvals.ErrAgentGone)
@@ -215,11 +220,8 @@ func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (
 	if id, err := agentOf(req); err == nil && req.Session != nil && req.Session.ID() != "" {
 		leaveSession = s.gone.inSession(req.Session.ID(), id.TokenID, func() { cancel(approvals.ErrAgentGone) })
 	}
-	var gone <-chan struct{}
-	if req.Extra != nil {
-		gone = s.gone.gone(req.Extra.Header.Get(goneHeader))
-	}
-	if gone != nil {
+	if pw != nil {
+		gone := pw.gone
 		ctx = sitetools.WithHangup(ctx, gone)
 		go func() {
 			select {
