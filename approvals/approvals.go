@@ -235,6 +235,9 @@ func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	if sink, _ := ctx.Value(requestSinkKey{}).(func(string)); sink != nil {
+		sink(req.ID)
+	}
 	g.notify(call.OwnerID, event, req)
 	select {
 	case <-w.done:
@@ -332,6 +335,27 @@ func (g *Gate) abandon(w *waiting) {
 	r := w.req
 	g.mu.Unlock()
 	g.notify(r.UserID, "approval.updated", r)
+}
+
+type requestSinkKey struct{}
+
+// WithRequestSink returns ctx for Decide, which then tells sink the id of
+// the request the call waits on (see CancelAbandoned).
+func WithRequestSink(ctx context.Context, sink func(requestID string)) context.Context {
+	return context.WithValue(ctx, requestSinkKey{}, sink)
+}
+
+// CancelAbandoned withdraws a request, as cancelled, if no call waits on it:
+// a client's cancel may arrive after its connection closed and the call
+// counted as gone; it still means the agent does not want the call.
+func (g *Gate) CancelAbandoned(requestID string) {
+	g.mu.Lock()
+	w := g.byID[requestID]
+	ok := w != nil && w.waiters == 0 && g.detach(w)
+	g.mu.Unlock()
+	if ok {
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
+	}
 }
 
 // graceOver withdraws a request no call came back to.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Under Fiber a client that closes its connection does not cancel the
@@ -88,18 +89,26 @@ func (g *goneWatches) endSession(sid, tokenID string) {
 type postWatch struct {
 	gone     chan struct{} // closed when its connection closed
 	timedOut atomic.Bool   // its client cancelled a call saying it timed out
+	// request is the approval request its call waits on (the last one, for
+	// a batch), so that a cancel arriving after the call counted as gone
+	// still withdraws it.
+	request atomic.Pointer[string]
 }
+
+// lateCancelWindow is how long after its POST ended a call's cancel is
+// still matched to the request it left.
+const lateCancelWindow = 10 * time.Second
 
 // watch starts watching the connection behind r, marks r with the watch's
 // id, and returns the function that stops watching (call it before the
 // handler returns: the connection is the server's again afterwards). A
 // request whose connection cannot be watched gets no id. A POST that
 // cancels a call because its client timed out marks that call's watch.
-func (g *goneWatches) watch(r *http.Request) (stop func()) {
+func (g *goneWatches) watch(r *http.Request, cancelAbandoned func(requestID string)) (stop func()) {
 	r.Header.Del(goneHeader)
 	msgs := readMessages(r)
 	sid := r.Header.Get("Mcp-Session-Id")
-	g.noteTimeouts(sid, msgs)
+	g.noteCancels(sid, msgs, cancelAbandoned)
 	pw := &postWatch{gone: make(chan struct{})}
 	cg, ok := r.Context().(interface{ Conn() net.Conn })
 	if !ok || cg.Conn() == nil {
@@ -123,9 +132,11 @@ func (g *goneWatches) watch(r *http.Request) (stop func()) {
 	return func() {
 		w.stop()
 		g.m.Delete(id)
-		for _, k := range keys {
-			g.byCall.CompareAndDelete(k, pw)
-		}
+		time.AfterFunc(lateCancelWindow, func() {
+			for _, k := range keys {
+				g.byCall.CompareAndDelete(k, pw)
+			}
+		})
 	}
 }
 
@@ -173,21 +184,28 @@ func readMessages(r *http.Request) []rpcMessage {
 	return nil
 }
 
-// noteTimeouts marks the calls that msgs cancel because the client timed
+// noteCancels reads the cancels among msgs. One because the client timed
 // out (the TypeScript SDK, and mcp-remote through it, send
-// notifications/cancelled with the reason "… Request timed out"): such an
-// agent stopped waiting and may retry, unlike one that chose to cancel.
-func (g *goneWatches) noteTimeouts(sid string, msgs []rpcMessage) {
+// notifications/cancelled with the reason "… Request timed out") marks its
+// call: such an agent stopped waiting and may retry, unlike one that chose
+// to cancel. Any other cancel of a call that already counted as gone (its
+// connection closed first) withdraws the request it left, through
+// cancelAbandoned.
+func (g *goneWatches) noteCancels(sid string, msgs []rpcMessage, cancelAbandoned func(requestID string)) {
 	for _, m := range msgs {
 		if m.Method != "notifications/cancelled" || len(m.Params.RequestID) == 0 {
 			continue
 		}
-		reason := strings.ToLower(m.Params.Reason)
-		if !strings.Contains(reason, "timed out") && !strings.Contains(reason, "timeout") {
+		v, ok := g.byCall.Load(callKey(sid, m.Params.RequestID))
+		if !ok {
 			continue
 		}
-		if pw, ok := g.byCall.Load(callKey(sid, m.Params.RequestID)); ok {
-			pw.(*postWatch).timedOut.Store(true)
+		pw := v.(*postWatch)
+		reason := strings.ToLower(m.Params.Reason)
+		if strings.Contains(reason, "timed out") || strings.Contains(reason, "timeout") {
+			pw.timedOut.Store(true)
+		} else if id := pw.request.Load(); id != nil {
+			cancelAbandoned(*id)
 		}
 	}
 }

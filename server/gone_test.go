@@ -283,3 +283,25 @@ func TestAnswerJustAfterTheHangUpRunsNothing(t *testing.T) {
 		t.Logf("answer status %d", status)
 	})
 }
+
+// TestLateCancelStillWithdraws: a client's cancel that arrives after its
+// connection closed and the call counted as gone still withdraws the
+// request at once, as a cancel does.
+func TestLateCancelStillWithdraws(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	ev := w.events(t)
+	conn := rawBuy(t, w, "tea")
+	p := w.pending(t, 1)
+	conn.Close()
+	nextEvent(t, ev, "approval.updated")
+	late := rawPost(t, w, w.agent.ID(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"raw-1","reason":"the person pressed stop"}}`)
+	resp, err := http.ReadResponse(bufio.NewReader(late), nil)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the cancel: %v %v", resp, err)
+	}
+	nextEvent(t, ev, "approval.withdrawn")
+	if rs := w.taskRequests(t); rs[0].ID != p[0].ID || rs[0].Status != "withdrawn" || rs[0].WithdrawnReason != "cancelled" {
+		t.Fatalf("request after the late cancel: %+v", rs[0])
+	}
+}

@@ -52,7 +52,7 @@ func (s *Server) newMCPHandler() http.Handler {
 		if r.Method == http.MethodPost {
 			s.mcpPosts.Add(1)
 			defer s.mcpPosts.Done()
-			defer s.gone.watch(r)()
+			defer s.gone.watch(r, s.gate.CancelAbandoned)()
 		}
 		if id, _ := r.Context().Value(localAgent).(*store.AgentIdentity); r.Method == http.MethodDelete && id != nil {
 			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)

@@ -221,27 +221,31 @@ func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (
 		leaveSession = s.gone.inSession(req.Session.ID(), id.TokenID, func() { cancel(approvals.ErrAgentGone) })
 	}
 	if pw != nil {
-		gone := pw.gone
-		ctx = sitetools.WithHangup(ctx, gone)
-		go func() {
-			select {
-			case <-gone:
-			case <-ctx.Done():
-				return
-			}
-			// A client that cancels also drops its connection, and its
-			// notifications/cancelled may come just after: a cancel withdraws
-			// the request at once, so give it a moment to arrive.
-			t := time.NewTimer(cancelSettle)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				cancel(approvals.ErrAgentGone)
-			case <-ctx.Done():
-			}
-		}()
+		ctx = approvals.WithRequestSink(ctx, func(id string) { pw.request.Store(&id) })
+		ctx = sitetools.WithHangup(ctx, pw.gone)
+		go endOnHangup(ctx, cancel, pw.gone)
 	}
 	return ctx, func() { stopParent(); stopShutdown(); leaveSession(); cancel(context.Canceled) }
+}
+
+// endOnHangup ends ctx as gone once the connection carrying its call closed.
+// A client that cancels also drops its connection, and its
+// notifications/cancelled may come just after: a cancel withdraws the
+// request at once, so it is given cancelSettle to arrive. (One that comes
+// later still withdraws it: goneWatches.noteCancels.)
+func endOnHangup(ctx context.Context, cancel context.CancelCauseFunc, gone <-chan struct{}) {
+	select {
+	case <-gone:
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTimer(cancelSettle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		cancel(approvals.ErrAgentGone)
+	case <-ctx.Done():
+	}
 }
 
 // progress sends a progress notification at a steady pace while a call waits
