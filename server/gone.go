@@ -24,13 +24,14 @@ import (
 // handler reads it from the request headers the SDK passes along.
 const goneHeader = "Tabbridge-Conn-Watch"
 
-// goneWatches maps each watched MCP POST to the channel closed when its
-// client goes away.
+// goneWatches knows, for each MCP POST, whether its client went away, and
+// for each MCP session, the calls running in it.
 type goneWatches struct {
 	m sync.Map // watch id → *postWatch
-	// byCall maps a session id and a JSON-RPC request id (its raw JSON) to
-	// the watch of the POST carrying that call, so that a client's cancel
-	// saying it timed out marks the call as gone rather than cancelled.
+	// byCall maps an agent token, a session id and a JSON-RPC request id
+	// (its raw JSON) to the watch of the POST carrying that call, so that a
+	// client's cancel of it is read (noteCancels); only the token that made
+	// the call can cancel it.
 	byCall sync.Map // callKey → *postWatch
 
 	mu sync.Mutex
@@ -104,10 +105,10 @@ const lateCancelWindow = 10 * time.Second
 // handler returns: the connection is the server's again afterwards). A
 // request whose connection cannot be watched gets no id. A POST that
 // cancels a call because its client timed out marks that call's watch.
-func (g *goneWatches) watch(r *http.Request, cancelAbandoned func(requestID string)) (stop func()) {
+func (g *goneWatches) watch(r *http.Request, tokenID string, cancelAbandoned func(requestID string)) (stop func()) {
 	r.Header.Del(goneHeader)
 	msgs := readMessages(r)
-	sid := r.Header.Get("Mcp-Session-Id")
+	sid := tokenID + "\x00" + r.Header.Get("Mcp-Session-Id")
 	g.noteCancels(sid, msgs, cancelAbandoned)
 	pw := &postWatch{gone: make(chan struct{})}
 	cg, ok := r.Context().(interface{ Conn() net.Conn })
@@ -210,7 +211,7 @@ func (g *goneWatches) noteCancels(sid string, msgs []rpcMessage, cancelAbandoned
 	}
 }
 
-// callKey names one call of one session.
+// callKey names one call of one token's session (sid holds both).
 func callKey(sid string, rpcID json.RawMessage) string {
 	return sid + "\x00" + string(bytes.TrimSpace(rpcID))
 }

@@ -49,12 +49,15 @@ func (s *Server) newMCPHandler() http.Handler {
 	}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := r.Context().Value(localAgent).(*store.AgentIdentity)
 		if r.Method == http.MethodPost {
 			s.mcpPosts.Add(1)
 			defer s.mcpPosts.Done()
-			defer s.gone.watch(r, s.gate.CancelAbandoned)()
 		}
-		if id, _ := r.Context().Value(localAgent).(*store.AgentIdentity); r.Method == http.MethodDelete && id != nil {
+		if r.Method == http.MethodPost && id != nil {
+			defer s.gone.watch(r, id.TokenID, s.gate.CancelAbandoned)()
+		}
+		if r.Method == http.MethodDelete && id != nil {
 			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
 		}
 		authed.ServeHTTP(w, r)
