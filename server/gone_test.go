@@ -305,3 +305,26 @@ func TestLateCancelStillWithdraws(t *testing.T) {
 		t.Fatalf("request after the late cancel: %+v", rs[0])
 	}
 }
+
+// TestAnotherTokensCancelDoesNotTouchTheCall: a cancel naming the call's
+// session and id but sent with another agent token withdraws nothing.
+func TestAnotherTokensCancelDoesNotTouchTheCall(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	ev := w.events(t)
+	conn := rawBuy(t, w, "tea")
+	p := w.pending(t, 1)
+	conn.Close()
+	nextEvent(t, ev, "approval.updated")
+	other := *w
+	other.token = w.person.AgentToken(w.ws, "another agent")
+	late := rawPost(t, &other, w.agent.ID(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"raw-1","reason":"stop"}}`)
+	resp, err := http.ReadResponse(bufio.NewReader(late), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if rs := w.taskRequests(t); rs[0].ID != p[0].ID || rs[0].Status != "pending" {
+		t.Fatalf("another token's cancel changed the request: %+v (HTTP %d)", rs[0], resp.StatusCode)
+	}
+}
