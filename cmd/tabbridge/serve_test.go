@@ -100,6 +100,8 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		{map[string]string{"TABBRIDGE_MCP_SESSION_TIMEOUT": "-1s"}, nil, "TABBRIDGE_MCP_SESSION_TIMEOUT"},
 		{nil, []string{"--approval-window", "-5s"}, "--approval-window -5s: want a positive duration"},
 		{nil, []string{"--mcp-session-timeout", "0s"}, "--mcp-session-timeout"},
+		{map[string]string{"TABBRIDGE_APPROVAL_GRACE": "30"}, nil, `TABBRIDGE_APPROVAL_GRACE="30": want a positive duration`},
+		{nil, []string{"--approval-grace", "0s"}, "--approval-grace 0s: want a positive duration"},
 	}
 	for _, c := range cases {
 		env := map[string]string{"TABBRIDGE_DATA_DIR": t.TempDir()}
@@ -128,5 +130,20 @@ func TestPublicURLDefaultsToAnAddressABrowserCanUse(t *testing.T) {
 	}
 	if _, err := parseServe([]string{"--listen", "8080"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "want host:port") {
 		t.Errorf("--listen 8080: %v", err)
+	}
+}
+
+func TestApprovalGraceFromFlagOrEnvironment(t *testing.T) {
+	c, err := parseServe(nil, func(string) string { return "" }, io.Discard)
+	if err != nil || c.goneGrace != 30*time.Second {
+		t.Fatalf("default grace %v (%v), want 30s", c.goneGrace, err)
+	}
+	c, err = parseServe(nil, func(k string) string { return map[string]string{"TABBRIDGE_APPROVAL_GRACE": "45s"}[k] }, io.Discard)
+	if err != nil || c.goneGrace != 45*time.Second {
+		t.Fatalf("grace from the environment %v (%v), want 45s", c.goneGrace, err)
+	}
+	c, err = parseServe([]string{"--approval-grace", "10s"}, func(k string) string { return map[string]string{"TABBRIDGE_APPROVAL_GRACE": "45s"}[k] }, io.Discard)
+	if err != nil || c.goneGrace != 10*time.Second {
+		t.Fatalf("grace from the flag %v (%v), want 10s", c.goneGrace, err)
 	}
 }
