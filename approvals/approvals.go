@@ -89,6 +89,10 @@ var (
 	// the same call rejoins it. Answer returns it for an answer given while no
 	// call waited: nothing ran, and the request is withdrawn.
 	ErrAgentGone = errors.New("approvals: the agent stopped waiting")
+
+	// ErrNoStandingGrant is returned for "Always allow" on a request of a
+	// tool the site marks consequentialHint: each of its calls must be asked.
+	ErrNoStandingGrant = errors.New("approvals: the site asks for every call of this tool to be confirmed, so it cannot be always allowed")
 )
 
 // Call is a validated tool call asking to run.
@@ -100,6 +104,9 @@ type Call struct {
 	Tool        string
 	Arguments   json.RawMessage
 	ReadOnly    bool // the site annotates the tool readOnlyHint
+	// Consequential is set for a tool annotated consequentialHint: it always
+	// asks, whatever grants exist, and cannot be answered "Always allow".
+	Consequential bool
 }
 
 // Decision is the gate's verdict on a call.
@@ -131,6 +138,10 @@ type Options struct {
 	// Notify, when set, is called after each change, outside every lock.
 	Notify func(ownerID string, e Event)
 	Logger *slog.Logger
+	// MaxPending and MaxPendingBytes limit the requests one workspace has
+	// waiting (defaults DefaultMaxPending, DefaultMaxPendingBytes; limits.go).
+	MaxPending      int
+	MaxPendingBytes int
 }
 
 // Gate decides calls. It keeps the requests being waited on in memory; the
@@ -175,6 +186,12 @@ func New(o Options) *Gate {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.MaxPending == 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxPendingBytes == 0 {
+		o.MaxPendingBytes = DefaultMaxPendingBytes
+	}
 	return &Gate{opts: o, byKey: map[string]*waiting{}, byID: map[string]*waiting{}}
 }
 
@@ -203,7 +220,7 @@ func (g *Gate) Grace() time.Duration { return g.opts.Grace }
 // withdrawn once no other identical call waits on it — at once when the
 // caller cancelled, after the grace when ctx's cause is ErrAgentGone.
 func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
-	if call.ReadOnly {
+	if call.ReadOnly && !call.Consequential {
 		askAll, err := g.AskAll(ctx, call.OwnerID, call.Site)
 		if err != nil {
 			return Decision{}, err
@@ -220,6 +237,9 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 			return Decision{}, ErrNoSuchTask
 		}
 		return Decision{}, fmt.Errorf("decide: %w", err)
+	}
+	if call.Consequential {
+		return g.ask(ctx, call)
 	}
 	if gr, err := g.liveGrant(ctx, call.WorkspaceID, call.Site, call.Tool); err != nil {
 		return Decision{}, err
@@ -280,11 +300,14 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 		g.saveWaiters(w)
 		return w, "approval.updated", w.req, nil
 	}
+	if err := g.admit(call.WorkspaceID, len(pretty)); err != nil {
+		return nil, "", Request{}, err
+	}
 	now := store.Now()
 	req := Request{
 		ID: store.NewID(), UserID: call.OwnerID, WorkspaceID: call.WorkspaceID, TaskID: call.TaskID,
 		Site: call.Site, Tool: call.Tool, Arguments: pretty, ArgsHash: hash, Status: StatusPending,
-		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window),
+		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window), Consequential: call.Consequential,
 	}
 	// Inserted under the lock so two identical calls never open two requests.
 	if err := g.opts.DB.WithContext(context.WithoutCancel(ctx)).Create(&req).Error; err != nil {
@@ -451,11 +474,16 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	if w != nil {
 		req = w.req
 	}
-	gone := w != nil && req.UserID == ownerID && w.waiters == 0 && g.detach(w)
 	g.mu.Unlock()
 	if w == nil || req.UserID != ownerID {
 		return Request{}, g.whyNotPending(ctx, ownerID, requestID)
 	}
+	if a == AlwaysAllow && req.Consequential {
+		return Request{}, ErrNoStandingGrant
+	}
+	g.mu.Lock()
+	gone := w.waiters == 0 && g.detach(w)
+	g.mu.Unlock()
 	if gone { // nobody would receive the result: nothing runs
 		ended := g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn")
 		return ended, ErrAgentGone

@@ -29,6 +29,9 @@ type Request struct {
 	// WithdrawnReason says why a withdrawn request was withdrawn ("" for
 	// other statuses, and for rows withdrawn before it was recorded).
 	WithdrawnReason WithdrawReason `json:"withdrawnReason,omitempty"`
+	// Consequential marks a tool annotated consequentialHint: it always
+	// asks, and "Always allow" is refused (ErrNoStandingGrant).
+	Consequential bool `json:"consequential,omitempty"`
 	// Waiters counts the identical calls waiting on a pending request: Allow
 	// once runs each of them.
 	Waiters int `json:"waiters"`

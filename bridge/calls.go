@@ -38,31 +38,51 @@ func (h *Hub) Invoke(ctx context.Context, userID string, inv sitetools.Invocatio
 	if c == nil {
 		return nil, sitetools.ErrOffline
 	}
-	p := &pendingCall{id: inv.ID, done: make(chan callOutcome, 1)}
-	if !c.addCall(p) {
-		return nil, sitetools.ErrBrowserGone
+	frame, err := encodeCall(callMsg{Type: TypeCall, ID: inv.ID, Site: inv.Site, Tool: inv.Tool, Arguments: inv.Arguments,
+		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli()})
+	if err != nil {
+		return nil, err
 	}
-	msg := callMsg{Type: TypeCall, ID: inv.ID, Site: inv.Site, Tool: inv.Tool, Arguments: inv.Arguments,
-		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli()}
-	if !c.enqueue(encode(msg)) {
-		c.takeCall(inv.ID)
+	p := &pendingCall{id: inv.ID, done: make(chan callOutcome, 1)}
+	if err := c.addCall(p); err != nil {
+		if errors.Is(err, errClosing) {
+			return nil, sitetools.ErrBrowserGone
+		}
+		return nil, err
+	}
+	if !c.put(outbound{data: frame, kind: outCall}) {
+		c.takeCall(inv.ID, true)
 		return nil, sitetools.ErrBrowserGone
 	}
 	select {
 	case out := <-p.done:
 		return out.result, out.err
 	case <-ctx.Done():
-		c.takeCall(inv.ID)
 		reason := "cancelled"
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			reason = "timeout"
 		}
-		c.enqueue(encode(cancelMsg{Type: TypeCallCancel, CallID: inv.ID, Reason: reason}))
+		// The call keeps its slot until its cancel leaves the queue (queue.go).
+		if c.takeCall(inv.ID, false) != nil {
+			c.put(outbound{data: encode(cancelMsg{Type: TypeCallCancel, CallID: inv.ID, Reason: reason}), kind: outCancel})
+		}
 		if reason == "timeout" {
 			return nil, sitetools.ErrTimeout
 		}
 		return nil, ctx.Err()
 	}
+}
+
+// CallsInFlight counts the call slots held in the person's browsers: calls
+// sent and not answered, and cancelled ones whose cancel is still queued.
+func (h *Hub) CallsInFlight(userID string) int {
+	n := 0
+	for _, c := range h.browsersOf(userID) {
+		c.mu.Lock()
+		n += c.inflight
+		c.mu.Unlock()
+	}
+	return n
 }
 
 // route picks the socket and the preferred document for a call.
@@ -85,26 +105,40 @@ func (h *Hub) route(userID string, inv sitetools.Invocation) (*conn, string) {
 	return nil, ""
 }
 
-// addCall registers a pending call; false once the socket is closing.
-func (c *conn) addCall(p *pendingCall) bool {
+// addCall registers a pending call in one of the browser's slots: errClosing
+// once the socket is closing, a *sitetools.BusyError when every slot is held.
+func (c *conn) addCall(p *pendingCall) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.callsClosed {
-		return false
+		return errClosing
+	}
+	if c.inflight >= c.h.opts.MaxCalls {
+		return &sitetools.BusyError{Limit: c.h.opts.MaxCalls}
 	}
 	if c.calls == nil {
 		c.calls = map[string]*pendingCall{}
 	}
 	c.calls[p.id] = p
-	return true
+	c.inflight++
+	return nil
 }
 
 // takeCall removes and returns a pending call, nil if it is not pending.
-func (c *conn) takeCall(id string) *pendingCall {
+// With release, its slot is freed now; otherwise it is being cancelled: its
+// queued call.cancel frees the slot, and an answer that crosses the cancel is
+// expected (recentIDs).
+func (c *conn) takeCall(id string, release bool) *pendingCall {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.calls[id]
 	delete(c.calls, id)
+	switch {
+	case p != nil && release:
+		c.inflight--
+	case p != nil:
+		c.cancelled.add(id, c.h.opts.MaxCalls)
+	}
 	return p
 }
 
@@ -117,6 +151,7 @@ func (c *conn) failCalls(documentID string, err error) {
 		if documentID == "" || p.documentID == documentID {
 			ended = append(ended, p)
 			delete(c.calls, id)
+			c.inflight-- // answered, in effect: its slot is free
 		}
 	}
 	if documentID == "" {
@@ -136,16 +171,27 @@ func (c *conn) dispatched(in *Inbound) {
 		p.documentID = d.DocumentID
 	}
 	c.mu.Unlock()
-	if p == nil {
-		c.sendError(protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(d.CallID)))
+	if p != nil {
+		return
 	}
+	e := protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(d.CallID))
+	if c.cancelledLately(d.CallID, false) {
+		c.offerError(e)
+		return
+	}
+	c.sendError(e)
 }
 
 func (c *conn) result(in *Inbound) {
 	r := in.Result
-	p := c.takeCall(r.CallID)
+	p := c.takeCall(r.CallID, true)
 	if p == nil {
-		c.sendError(protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(r.CallID)))
+		e := protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(r.CallID))
+		if c.cancelledLately(r.CallID, true) {
+			c.offerError(e)
+			return
+		}
+		c.sendError(e)
 		return
 	}
 	p.done <- outcomeOf(r)
@@ -154,8 +200,8 @@ func (c *conn) result(in *Inbound) {
 // outcomeOf turns a call.result into what Invoke returns.
 func outcomeOf(r *CallResult) callOutcome {
 	if r.OK {
-		if len(r.Result) > sitetools.MaxResultBytes {
-			return callOutcome{err: &sitetools.TooLargeError{Size: len(r.Result)}}
+		if size := sitetools.ResultSize(r.Result); size > sitetools.MaxResultBytes {
+			return callOutcome{err: &sitetools.TooLargeError{Size: size}}
 		}
 		return callOutcome{result: r.Result}
 	}
@@ -237,10 +283,18 @@ func (c *conn) documentGone(in *Inbound) {
 	}
 }
 
-// Broadcast queues msg for every connected browser of the person.
-func (h *Hub) Broadcast(userID string, msg any) {
-	b := encode(msg)
+// PushApprovals queues the approvals message for every connected browser of
+// the person, coalesced with one still queued (queue.go): however many
+// requests an agent opens at once, it never fills a socket's queue.
+func (h *Hub) PushApprovals(userID string, msg ApprovalsMsg) {
 	for _, c := range h.browsersOf(userID) {
-		c.enqueue(b)
+		c.pushApprovals(msg)
+	}
+}
+
+// SendApprovals queues the approvals message for one connected browser.
+func (h *Hub) SendApprovals(userID, browserID string, msg ApprovalsMsg) {
+	if c := h.browser(userID, browserID); c != nil {
+		c.pushApprovals(msg)
 	}
 }

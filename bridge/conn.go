@@ -24,7 +24,8 @@ type conn struct {
 	userID, browserID, version string
 	connectedAt                time.Time // static after hello
 
-	out        chan []byte   // bounded outbound queue; drained by writeLoop only
+	out        chan outbound // bounded outbound queue (queue.go); drained by writeLoop only
+	replies    atomic.Int32  // replies and pushes in out, bounded by QueueSize
 	quit       chan struct{} // closed by shut
 	readerDone chan struct{} // closed when the reader has stopped
 	once       sync.Once
@@ -43,6 +44,15 @@ type conn struct {
 	// callsClosed is set (the socket ended) no call is added. Guarded by mu.
 	calls       map[string]*pendingCall
 	callsClosed bool
+	// inflight counts the call slots held: calls pending, and cancelled
+	// calls whose call.cancel is still queued (queue.go). Guarded by mu.
+	inflight int
+	// approvals is the coalesced approvals message waiting in out, nil when
+	// none is queued (queue.go). Guarded by mu.
+	approvals *ApprovalsMsg
+	// cancelled remembers the calls this socket cancelled last (queue.go).
+	// Guarded by mu.
+	cancelled recentIDs
 }
 
 // Serve speaks the extension protocol on sock for userID (already
@@ -53,7 +63,7 @@ type conn struct {
 func (h *Hub) Serve(ctx context.Context, sock Socket, userID string) {
 	c := &conn{
 		h: h, sock: sock, userID: userID,
-		out: make(chan []byte, h.opts.QueueSize), quit: make(chan struct{}), readerDone: make(chan struct{}),
+		out: make(chan outbound, queueCapacity(h.opts)), quit: make(chan struct{}), readerDone: make(chan struct{}),
 	}
 	if !h.enter(c) {
 		sock.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseGoingAway, "server shutting down"), time.Now().Add(h.opts.CloseGrace))
@@ -244,21 +254,10 @@ func (c *conn) sendError(e *ProtocolError) {
 	c.enqueue(encode(errorMsg{Type: TypeError, Code: e.Code, Message: e.Message, Ref: e.Ref}))
 }
 
-// enqueue hands msg to the writer without ever blocking. A full queue means
-// the browser does not read fast enough: it is closed as a slow consumer.
-func (c *conn) enqueue(msg []byte) bool {
-	if c.closing() {
-		return false
-	}
-	select {
-	case c.out <- msg:
-		return true
-	default:
-		c.h.opts.Logger.Warn("closing slow consumer", "user", c.userID, "browser", c.browserID, "queued", len(c.out))
-		c.shut(ClosePolicy, "slow consumer")
-		return false
-	}
-}
+// enqueue hands a reply or push to the writer without ever blocking. A full
+// queue means the browser does not read fast enough: it is closed as a slow
+// consumer.
+func (c *conn) enqueue(msg []byte) bool { return c.put(outbound{data: msg, kind: outReply}) }
 
 // shut starts closing the socket with code; the first call wins.
 func (c *conn) shut(code int, text string) {
@@ -275,8 +274,8 @@ func (c *conn) shut(code int, text string) {
 func (c *conn) writeLoop() {
 	for {
 		select {
-		case msg := <-c.out:
-			if !c.write(msg) {
+		case m := <-c.out:
+			if msg := c.take(m); msg != nil && !c.write(msg) {
 				c.shut(CloseNormal, "write failed")
 			}
 		case <-c.quit:
@@ -316,8 +315,8 @@ func (c *conn) cut() {
 func (c *conn) flush() {
 	for {
 		select {
-		case msg := <-c.out:
-			if !c.write(msg) {
+		case m := <-c.out:
+			if msg := c.take(m); msg != nil && !c.write(msg) {
 				return
 			}
 		default:

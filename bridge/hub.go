@@ -54,9 +54,14 @@ type Options struct {
 	// Idle closes a socket silent for longer (default 60 s; the extension
 	// pings every 20 s).
 	Idle time.Duration
-	// QueueSize bounds each socket's outbound queue (default 64 messages); a
-	// browser that lets it fill is closed as a slow consumer.
+	// QueueSize bounds the replies and pushes queued for each socket
+	// (default 64 messages); a browser that lets them pile up is closed as a
+	// slow consumer. Calls, their cancels and the approvals count have room
+	// of their own (queue.go).
 	QueueSize int
+	// MaxCalls is how many calls one browser runs at once (default
+	// DefaultMaxCalls); Invoke answers a *sitetools.BusyError beyond it.
+	MaxCalls int
 	// MaxMessage is the largest frame a browser may send (default 1 MiB).
 	MaxMessage int64
 	// WriteTimeout bounds one write to a socket (default 10 s).
@@ -85,6 +90,9 @@ func (o *Options) fillDefaults() {
 	if o.QueueSize == 0 {
 		o.QueueSize = 64
 	}
+	if o.MaxCalls == 0 {
+		o.MaxCalls = DefaultMaxCalls
+	}
 	if o.MaxMessage == 0 {
 		o.MaxMessage = 1 << 20
 	}
@@ -98,6 +106,12 @@ func (o *Options) fillDefaults() {
 		o.PingInterval = 20 * time.Second
 	}
 }
+
+// DefaultMaxCalls is how many calls one browser runs at once by default:
+// far more than a person's tabs can usefully run side by side, and small
+// enough that the queue room reserved for them (queue.go) and the calls'
+// arguments held meanwhile stay bounded (docs/DECISIONS.md).
+const DefaultMaxCalls = 32
 
 // Hub holds every connected browser socket, per person.
 type Hub struct {

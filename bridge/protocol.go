@@ -319,10 +319,36 @@ type errorMsg struct {
 	Protocol int    `json:"protocol,omitempty"`
 }
 
+// encode marshals an outbound message. Every frame the server sends a browser is a text frame,
+// and Chromium fails the whole socket (1006) on one that is not UTF-8, dropping every call in
+// flight; so encode holds that invariant for every message. encoding/json already writes U+FFFD
+// for bad bytes in a Go string, but copies a json.RawMessage (a call's arguments, an approval's
+// request) as it is: any bad bytes left are inside its strings (Marshal checked the JSON), and
+// are replaced there. A call's arguments never get that far (see encodeCall).
 func encode(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("bridge: encode %T: %v", v, err)) // only our own types are encoded
 	}
+	if !utf8.Valid(b) {
+		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
 	return b
+}
+
+// ErrArgumentsNotText refuses a call whose arguments are not UTF-8 text. sitetools refuses such
+// arguments before validation, with where; this is the encoder's own guard, so the page never gets
+// arguments other than the ones the server checked.
+var ErrArgumentsNotText = errors.New("bridge: call arguments are not UTF-8 text")
+
+// encodeCall encodes a call for the browser, refusing rather than repairing arguments that are not
+// UTF-8, since repaired ones are not what the agent sent or the server validated.
+func encodeCall(m callMsg) ([]byte, error) {
+	if !utf8.Valid(m.Arguments) {
+		return nil, ErrArgumentsNotText
+	}
+	if !json.Valid(m.Arguments) {
+		return nil, fmt.Errorf("encode call: arguments are not JSON")
+	}
+	return encode(m), nil
 }

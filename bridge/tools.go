@@ -197,13 +197,26 @@ type cancelMsg struct {
 }
 
 // ApprovalsMsg tells a browser how many approvals wait for its person, and
-// what just changed, for the badge and a notification.
+// what just changed, for the badge and a notification. It is coalesced on
+// the socket (see mergeApprovals): a browser may see only the latest of a burst.
 type ApprovalsMsg struct {
 	Type    string `json:"type"`
 	Pending int    `json:"pending"`
 	Event   string `json:"event,omitempty"`
-	// Request is the request that changed: id, tool, site, task title.
-	Request any `json:"request,omitempty"`
+	// Request is the request that changed.
+	Request *ApprovalRef `json:"request,omitempty"`
+}
+
+// EventApprovalCreated is the approvals event of a new request: the one the
+// extension alerts the person for.
+const EventApprovalCreated = "approval.created"
+
+// ApprovalRef names the request an approvals message is about.
+type ApprovalRef struct {
+	ID     string `json:"id"`
+	Tool   string `json:"tool"`
+	Site   string `json:"site"`
+	TaskID string `json:"taskId"`
 }
 
 // announceDocument builds the catalog's Document from an announcement.

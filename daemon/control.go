@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -66,7 +65,7 @@ func ListenControl(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := privateSocket(path); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
@@ -89,13 +88,7 @@ func controlDir(dir string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s is not a directory; choose another --control path", dir)
 	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("directory %s belongs to another user (uid %d); choose a --control path in a directory of your own", dir, st.Uid)
-	}
-	if perm := info.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("directory %s is writable by other users (mode %v); choose a --control path in a directory only you can write to, or run chmod go-w %s", dir, perm, dir)
-	}
-	return nil
+	return privateDir(dir, info)
 }
 
 // ServeControl starts a session for each request on ln until ctx ends.
@@ -162,7 +155,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 func RequestStart(path string, req StartRequest) (string, error) {
 	c, err := net.DialTimeout("unix", path, 5*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("no daemon listens on %s (start one with 'tabbridge daemon --server … --token …'): %w", path, err)
+		return "", fmt.Errorf("no daemon listens on %s (start one with 'tabbridge daemon', after 'tabbridge daemon enroll'): %w", path, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(15 * time.Second))

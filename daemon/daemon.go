@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -41,6 +40,11 @@ const (
 	maxOutputFrame = 64 << 10
 )
 
+// ErrOtherInstall is returned by Serve when the server holds the machine
+// for another install of the daemon: retrying cannot help; this computer
+// needs a machine (and token) of its own.
+var ErrOtherInstall = errors.New("daemon: the machine token belongs to another install")
+
 // ErrRefused is returned by Serve when the server refuses the machine token
 // (unknown or revoked): retrying cannot help; a person must create a new one.
 var ErrRefused = errors.New("daemon: the server refused the machine token")
@@ -51,6 +55,11 @@ type Options struct {
 	Server string
 	// Token is the machine token (tbm_…) a person created in the web app.
 	Token string
+	// InstallID identifies this install to the server (Credentials.Install):
+	// the machine belongs to the first install that links with its token.
+	// Empty means a random one for this Daemon alone (tests; a daemon that
+	// must survive restarts passes the enrolled one).
+	InstallID string
 	// MinBackoff and MaxBackoff bound the wait between reconnects, which
 	// doubles from the first to the second.
 	MinBackoff, MaxBackoff time.Duration
@@ -97,15 +106,19 @@ type Daemon struct {
 
 // New checks the options and returns a Daemon with no sessions.
 func New(o Options) (*Daemon, error) {
-	u, err := url.Parse(strings.TrimRight(o.Server, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("new daemon: server %q must be an http or https URL", o.Server)
+	ws, err := wsURL(o.Server)
+	if err != nil {
+		return nil, fmt.Errorf("new daemon: %w", err)
 	}
 	if !strings.HasPrefix(o.Token, tokenPrefix) {
 		return nil, fmt.Errorf("new daemon: the machine token must start with %s; create one in the web app", tokenPrefix)
 	}
-	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	u.Path += "/ws/daemon"
+	if o.InstallID == "" {
+		o.InstallID = NewInstallID()
+	}
+	if !wire.ValidInstallID(o.InstallID) {
+		return nil, fmt.Errorf("new daemon: the install id must be %d to %d printable characters (enroll writes one)", wire.MinInstallID, wire.MaxInstallID)
+	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = DefaultMinBackoff
 	}
@@ -127,8 +140,19 @@ func New(o Options) (*Daemon, error) {
 	if o.KeepExited <= 0 {
 		o.KeepExited = DefaultKeepExited
 	}
-	return &Daemon{opts: o, wsURL: u.String(), entries: map[uint32]*entry{},
+	return &Daemon{opts: o, wsURL: ws, entries: map[uint32]*entry{},
 		wake: make(chan struct{}, 1), passed: make(chan struct{}, 1)}, nil
+}
+
+// wsURL is the daemon socket's URL on the server at public (http or https).
+func wsURL(public string) (string, error) {
+	u, err := url.Parse(strings.TrimRight(public, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("server %q must be an http or https URL", public)
+	}
+	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	u.Path += "/ws/daemon"
+	return u.String(), nil
 }
 
 func (d *Daemon) signal() {
@@ -188,12 +212,12 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 // daemon's own. Relative PATH entries are skipped, as os/exec refuses them.
 // With no environment, or none with a PATH, the daemon's PATH is used.
 func lookPath(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
+	if strings.ContainsAny(name, pathSeparators) {
 		return name, nil
 	}
 	path, found := "", false
 	for _, kv := range env { // the last PATH wins, as in os/exec
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && sameEnvKey(k, "PATH") {
 			path, found = v, true
 		}
 	}
@@ -204,8 +228,7 @@ func lookPath(name string, env []string) (string, error) {
 		if !filepath.IsAbs(dir) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		if p, ok := executableIn(dir, name, env); ok {
 			return p, nil
 		}
 	}

@@ -14,12 +14,13 @@ import (
 
 // Serve keeps the daemon linked to the server until ctx ends, reconnecting
 // with backoff; sessions run on whether or not it is linked. It returns
-// ErrRefused when the server refuses the token, else ctx's error.
+// ErrRefused when the server refuses the token, ErrOtherInstall when the
+// machine belongs to another install, else ctx's error.
 func (d *Daemon) Serve(ctx context.Context) error {
 	wait := d.opts.MinBackoff
 	for {
 		up, err := d.connect(ctx)
-		if errors.Is(err, ErrRefused) {
+		if errors.Is(err, ErrRefused) || errors.Is(err, ErrOtherInstall) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -47,11 +48,14 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // connect dials once and runs the link until it fails; up is how long the
 // link stayed up (zero when the socket did not open).
 func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
-	hdr := http.Header{"Authorization": {"Bearer " + d.opts.Token}}
+	hdr := http.Header{"Authorization": {"Bearer " + d.opts.Token}, wire.InstallHeader: {d.opts.InstallID}}
 	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	conn, resp, err := dialer.DialContext(ctx, d.wsURL, hdr)
 	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 		return 0, ErrRefused
+	}
+	if resp != nil && resp.StatusCode == http.StatusConflict {
+		return 0, ErrOtherInstall
 	}
 	if err != nil && resp != nil {
 		hint := ""

@@ -157,13 +157,10 @@ type binaryServer struct {
 	cmd  *exec.Cmd
 }
 
-func startBinary(t *testing.T) *binaryServer {
+func startKillableServer(t *testing.T) *binaryServer {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "tabbridge")
-	if out, err := exec.Command("go", "build", "-o", bin, repoPath(t, "cmd/tabbridge")).CombinedOutput(); err != nil {
-		t.Fatalf("build the server: %v\n%s", err, out)
-	}
+	bin := tabbridgeBinary(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +206,7 @@ func (s *binaryServer) kill() {
 // write runs in the page and another waits for the person; started again, its audit log shows
 // both calls, interrupted, on the audit page and the task.
 func TestKilledServerLeavesItsCallsInterrupted(t *testing.T) {
-	bin := startBinary(t)
+	bin := startKillableServer(t)
 	live := &liveServer{t: t, addr: bin.addr, env: &servertest.Env{URL: "http://" + bin.addr}}
 	w := newWorldOn(t, live)
 	index := w.site + "/"

@@ -32,8 +32,9 @@ type liveServer struct {
 	done  chan struct{}
 }
 
-// startLive starts the server on a fresh SQLite database, trusting the real extension's id.
-func startLive(t testing.TB) *liveServer {
+// startLive starts the server on a fresh SQLite database, trusting the real extension's id;
+// tweak, if given, adjusts the options first.
+func startLive(t testing.TB, tweak ...func(*server.Options)) *liveServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,6 +53,9 @@ func startLive(t testing.TB) *liveServer {
 		Logger:                logger,
 		AuthAttemptsPerMinute: 10000,
 		Now:                   s.clock.Now,
+	}
+	for _, f := range tweak {
+		f(&s.opts)
 	}
 	s.serve(ln)
 	t.Cleanup(s.stop)

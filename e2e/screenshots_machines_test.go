@@ -36,7 +36,7 @@ func machineShots(t *testing.T, ctx context.Context, env *servertest.Env, owner 
 			chromedp.Poll[chromedp.Void](`window.__term && ` + screenJS + `.includes('ALT READY')`),
 		}
 	}})
-	capture(shot{"machine-created", "A new machine: its token, shown once inside the command that connects it", func() []chromedp.Action[chromedp.Void] {
+	capture(shot{"machine-created", "A new machine: its token, shown once, with the command that enrols the daemon (never a command line holding the token)", func() []chromedp.Action[chromedp.Void] {
 		return []chromedp.Action[chromedp.Void]{
 			chromedp.Navigate(env.URL + "/machines"),
 			chromedp.SendKeys(chromedp.ID("machine-name"), "build box"),

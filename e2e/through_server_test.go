@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
@@ -35,8 +36,10 @@ const password = "correct horse battery"
 
 // newWorld starts the server, the browser and the test site; saves the server address on the
 // options page; turns detection on; and signs in through the web app's first-run page in a tab of the same browser,
-// so the worker's fetches carry the cookie.
-func newWorld(t *testing.T) *world { return newWorldOn(t, startLive(t)) }
+// so the worker's fetches carry the cookie. tweak, if given, adjusts the server's options.
+func newWorld(t *testing.T, tweak ...func(*server.Options)) *world {
+	return newWorldOn(t, startLive(t, tweak...))
+}
 
 // newWorldOn is newWorld on a server already running (in process, or the real binary).
 func newWorldOn(t *testing.T, live *liveServer) *world {
@@ -363,6 +366,11 @@ func TestExtensionThroughServer(t *testing.T) {
 		wantErrorResult(t, w.await(ch), `the page refuses to add "fail"`)
 	})
 
+	t.Run("an argument that is not UTF-8 is refused, and the next call runs on the same socket", func(t *testing.T) {
+		w.enter(t)
+		badUTF8ThenGood(t, w)
+	})
+
 	t.Run("a result over 256 KiB is refused with its size", func(t *testing.T) {
 		w.enter(t)
 		var r string
@@ -374,6 +382,15 @@ func TestExtensionThroughServer(t *testing.T) {
 		ch, cancel := w.callAsync(w.agent, "big", map[string]any{}, false)
 		defer cancel()
 		wantErrorResult(t, w.await(ch), fmt.Sprintf("returned %d bytes", 300*1024+len(`{"text":""}`)), "never truncated")
+		// A string of exactly the cap passes the extension and the server: its quotes do not count.
+		b.eval(t, tab, `window.testsite.registerExact()`, &r)
+		if r != "registered" {
+			t.Fatalf("register exact: %s", r)
+		}
+		w.waitOnline(w.agent, "exact")
+		if text := w.call(w.agent, "exact", map[string]any{}, false); text != strings.Repeat("y", 256<<10) {
+			t.Fatalf("a result of exactly 256 KiB came back as %d bytes: %.80s", len(text), text)
+		}
 	})
 
 	t.Run("writes ask: allow once, always allow, deny", func(t *testing.T) {

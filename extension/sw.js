@@ -11,6 +11,7 @@ import { Pages } from './lib/pages.js';
 import { ServerLink } from './lib/link.js';
 import * as detection from './lib/detection.js';
 import { getServer } from './lib/config.js';
+import { ApprovalNotices, MANY_ID } from './lib/notify.js';
 
 const ALARM = 'tabbridge-link';
 const pages = new Pages();
@@ -45,32 +46,12 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.server) ready.then(() => link.kick({ forget: true }));
 });
 
-// showApprovals puts the number of waiting requests on the icon, a notification for a new one,
-// and takes a request's notification away once it is answered elsewhere. With none waiting (the
-// count after a welcome carries no request) every request's notification goes: those answered
-// while this worker was not connected would stay otherwise. Notification changes run one after
-// another: a request answered at once must not have its clear overtake its create.
-let notifying = Promise.resolve();
+// showApprovals puts the number of waiting requests on the icon and keeps the one notification
+// of waiting requests (lib/notify.js: a burst collapses into "12 requests waiting").
+const notices = new ApprovalNotices({ notifications: chrome.notifications });
 function showApprovals(m) {
   chrome.action.setBadgeText({ text: m.pending > 0 ? String(m.pending) : '' }).catch(() => {});
-  let change = null;
-  if (m.event === 'approval.created') {
-    const id = `approval-${m.request.id || crypto.randomUUID()}`;
-    change = () => chrome.notifications.create(id, {
-      type: 'basic', iconUrl: 'icons/icon128.png', title: 'Tabbridge: an agent asks',
-      message: `${m.request.tool || 'A tool call'}${m.request.site ? ` on ${m.request.site}` : ''} waits for your answer.`,
-    });
-  } else if (m.pending === 0) {
-    change = clearApprovalNotifications;
-  } else if (m.request.id) {
-    change = () => chrome.notifications.clear(`approval-${m.request.id}`);
-  }
-  if (change) notifying = notifying.then(change).catch((e) => console.warn('tabbridge: notification', e));
-}
-
-async function clearApprovalNotifications() {
-  const shown = await chrome.notifications.getAll();
-  await Promise.all(Object.keys(shown).filter((id) => id.startsWith('approval-')).map((id) => chrome.notifications.clear(id)));
+  return notices.show(m);
 }
 
 // clearBadge takes the count off the icon when it is no longer known (another server, signed out).
@@ -78,8 +59,9 @@ function clearBadge() {
   chrome.action.setBadgeText({ text: '' }).catch(() => {});
 }
 
-// A click on a request's notification opens the inbox at that request.
+// A click on a request's notification opens the inbox at that request; on the collapsed one, the inbox.
 function onNotificationClicked(id) {
+  if (id === MANY_ID) return ready.then(() => openApp('/')).then(() => chrome.notifications.clear(id));
   if (!id.startsWith('approval-')) return Promise.resolve();
   const requestId = id.slice('approval-'.length);
   return ready.then(() => openApp(`/#req-${encodeURIComponent(requestId)}`)).then(() => chrome.notifications.clear(id));
@@ -179,6 +161,7 @@ self.__tabbridgeTest = {
   detection: () => detection.status(),
   link,
   showApprovals,
+  notices,
   notificationClicked: onNotificationClicked,
   command: onCommand,
 };

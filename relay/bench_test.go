@@ -28,7 +28,7 @@ var chunk = bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog 012
 // benchmark can feed the server hop faster than any emulator.
 func fakeDaemon(b *testing.B, env *servertest.Env, token string) *websocket.Conn {
 	conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(env.URL, "http", "ws", 1)+"/ws/daemon",
-		http.Header{"Authorization": {"Bearer " + token}})
+		http.Header{"Authorization": {"Bearer " + token}, wire.InstallHeader: {"relay-bench-install"}})
 	if err != nil {
 		b.Fatal(err)
 	}

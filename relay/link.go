@@ -25,6 +25,9 @@ type link struct {
 	out     chan []byte   // frames for the writer; full means a stuck daemon
 	done    chan struct{} // closed by close
 	once    sync.Once
+	// revoked is set by Disconnect, under the hub's lock: from then on the
+	// link speaks for no session, even before its reader has stopped.
+	revoked bool
 
 	// byIndex maps the daemon's session indexes to sessions; owned by the
 	// reader goroutine.
@@ -56,8 +59,11 @@ func (l *link) send(frame []byte) {
 
 // ServeDaemon runs a daemon's socket until it closes, the machine is
 // disconnected or the hub closes. A new socket for the same machine
-// replaces the old one.
-func (h *Hub) ServeDaemon(m Machine, conn *websocket.Conn) error {
+// replaces the old one. ctx ending means the machine was revoked: the link
+// is disconnected as Disconnect does, at once if ctx has already ended by
+// the time the link is registered, so a revoke that lands between the
+// server admitting the daemon and this registration still takes.
+func (h *Hub) ServeDaemon(ctx context.Context, m Machine, conn *websocket.Conn) error {
 	l := &link{machine: m, conn: conn, out: make(chan []byte, linkQueue), done: make(chan struct{}),
 		byIndex: map[uint32]*session{}, announced: map[string]bool{}}
 	h.mu.Lock()
@@ -73,12 +79,14 @@ func (h *Hub) ServeDaemon(m Machine, conn *websocket.Conn) error {
 	if old != nil {
 		old.close()
 	}
+	revoked := context.AfterFunc(ctx, func() { h.Disconnect(m.ID); l.close() })
+	defer revoked()
 	h.emit(EventMachineOnline, m, nil)
-	ctx, cancel := context.WithCancel(h.ctx)
+	wctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); h.writeLink(ctx, l) }()
+	go func() { defer wg.Done(); h.writeLink(wctx, l) }()
 	err := h.readLink(l)
 	l.close()
 	cancel()
@@ -197,7 +205,7 @@ func (h *Hub) daemonControl(l *link, p []byte) error {
 // own machine.
 func (h *Hub) announce(l *link, index uint32, info wire.SessionInfo) {
 	h.mu.Lock()
-	if h.links[l.machine.ID] != l {
+	if h.links[l.machine.ID] != l || l.revoked {
 		h.mu.Unlock()
 		return
 	}

@@ -179,6 +179,9 @@ func (h *Hub) Online(machineID string) bool {
 func (h *Hub) Disconnect(machineID string) {
 	h.mu.Lock()
 	l := h.links[machineID]
+	if l != nil {
+		l.revoked = true
+	}
 	var gone []*session
 	for id, s := range h.sessions {
 		if s.machineID == machineID {

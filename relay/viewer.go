@@ -53,6 +53,29 @@ func (v *viewer) close() {
 	})
 }
 
+// closeWith tells the viewer why its socket ends, so the page knows not to
+// dial again, and closes it once the viewer has answered the close (its
+// reader then returns) or after closeGrace. Closing at once could reset a
+// connection with unread acks in it, and the close frame would be lost. A
+// close frame may be written beside the writer goroutine: WriteControl is
+// safe concurrently.
+func (v *viewer) closeWith(code int, text string) {
+	select {
+	case <-v.done:
+		return
+	default:
+	}
+	_ = v.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text),
+		time.Now().Add(v.hub.opts.WriteWait))
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-v.done:
+	case <-t.C:
+		v.close()
+	}
+}
+
 func (v *viewer) waiting() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -240,6 +263,9 @@ func (v *viewer) write(ctx context.Context) {
 				err = v.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(v.hub.opts.WriteWait))
 			}
 		}
+		if errors.Is(err, websocket.ErrCloseSent) {
+			return // closeWith is waiting for the viewer's answer
+		}
 		if err != nil {
 			v.close()
 			return
@@ -247,8 +273,17 @@ func (v *viewer) write(ctx context.Context) {
 	}
 }
 
+// CloseSignedOut is the close code of a viewer socket whose ctx ended: the
+// sign-in that opened it ended, and dialling again will not help.
+const CloseSignedOut = 4004
+
+// closeGrace is how long a closing viewer socket waits for the viewer's
+// answering close frame.
+const closeGrace = time.Second
+
 // ServeViewer runs a viewer's socket on one of userID's sessions until it
-// closes or the session ends. The server has redeemed the viewer's ticket:
+// closes, the session ends, or ctx does (the sign-in that opened it ended:
+// closed with CloseSignedOut). The server has redeemed the viewer's ticket:
 // the session is the ticket's, whatever the viewer's messages name.
 func (h *Hub) ServeViewer(ctx context.Context, userID, sessionID string, watchOnly bool, conn *websocket.Conn) error {
 	s, err := h.session(userID, sessionID)
@@ -276,7 +311,7 @@ func (h *Hub) ServeViewer(ctx context.Context, userID, sessionID string, watchOn
 	}()
 	wctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, cancel) // the sign-in that opened the socket ended
+	stop := context.AfterFunc(ctx, func() { v.closeWith(CloseSignedOut, "signed out") })
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(1)

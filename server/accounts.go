@@ -42,8 +42,10 @@ func (s *Server) authLimiter() fiber.Handler {
 	return s.authLimit
 }
 
+// getCSRF gives the token state-changing requests must send: the
+// sign-in's, or before signing in the signed-out forms' one.
 func (s *Server) getCSRF(c *fiber.Ctx) error {
-	return c.JSON(fiber.Map{"csrfToken": c.Locals(localCSRF)})
+	return c.JSON(fiber.Map{"csrfToken": s.csrfToken(c)})
 }
 
 func (s *Server) getSetup(c *fiber.Ctx) error {
@@ -145,10 +147,11 @@ func (s *Server) createOpenAccount(ctx context.Context, in newAccount) (*store.U
 }
 
 func (s *Server) signedIn(c *fiber.Ctx, u *store.User, status int) error {
-	if err := s.signIn(c, u.ID); err != nil {
+	csrf, err := s.signIn(c, u.ID)
+	if err != nil {
 		return err
 	}
-	return c.Status(status).JSON(fiber.Map{"user": u})
+	return c.Status(status).JSON(fiber.Map{"user": u, "csrfToken": csrf})
 }
 
 func (s *Server) postSignin(c *fiber.Ctx) error {

@@ -64,6 +64,8 @@ func approvalError(err error) error {
 	switch {
 	case errors.Is(err, approvals.ErrBadAnswer):
 		return badRequest("invalid_field", "Field \"answer\" must be \"once\", \"always\" or \"deny\".")
+	case errors.Is(err, approvals.ErrNoStandingGrant):
+		return badRequest("no_standing_grant", "The site marks this tool as consequential: every call must be confirmed, so it cannot be always allowed. Answer \"once\" or \"deny\".")
 	case errors.Is(err, approvals.ErrNotFound):
 		return notFound("approval request")
 	case errors.Is(err, approvals.ErrAgentGone):
@@ -104,8 +106,8 @@ func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	}
 	if msg, ok := s.badge(ownerID); ok {
 		msg.Event = e.Type
-		msg.Request = map[string]string{"id": e.Request.ID, "tool": e.Request.Tool, "site": e.Request.Site, "taskId": e.Request.TaskID}
-		s.hub.Broadcast(ownerID, msg)
+		msg.Request = &bridge.ApprovalRef{ID: e.Request.ID, Tool: e.Request.Tool, Site: e.Request.Site, TaskID: e.Request.TaskID}
+		s.hub.PushApprovals(ownerID, msg)
 	}
 }
 
@@ -113,7 +115,7 @@ func (s *Server) onApproval(ownerID string, e approvals.Event) {
 // approvals message is otherwise sent only when a request changes.
 func (s *Server) sendApprovalCount(ownerID, browserID string) {
 	if msg, ok := s.badge(ownerID); ok {
-		s.hub.Send(ownerID, browserID, msg)
+		s.hub.SendApprovals(ownerID, browserID, msg)
 	}
 }
 

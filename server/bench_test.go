@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -160,11 +159,4 @@ func throughput(b *testing.B, w *siteWorld, call func(*mcp.ClientSession) time.D
 	}
 	wg.Wait()
 	return float64(total) / time.Since(start).Seconds()
-}
-
-// cpuTime is the CPU time this process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

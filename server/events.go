@@ -2,10 +2,13 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -82,16 +85,34 @@ func (s *Server) streamEvents(ctx context.Context, w *bufio.Writer, events <-cha
 			if !ok {
 				return // dropped as too slow: the page reconnects and re-fetches
 			}
-			data, err := json.Marshal(e.Data)
+			frame, err := eventFrame(e)
 			if err != nil {
 				s.opts.Logger.Error("encode event", "type", e.Type, "err", err)
 				continue
 			}
-			if !flushed(w, "event: "+e.Type+"\ndata: "+string(data)+"\n\n") {
+			if !flushed(w, frame) {
 				return
 			}
 		}
 	}
+}
+
+// eventFrame writes one server-sent event. The stream is UTF-8 text that a page parses line by
+// line, so the frame is always valid UTF-8 (encoding/json writes U+FFFD for bad bytes in Go
+// strings but copies a json.RawMessage as it is; what is left is replaced) and the type, which
+// is the server's own, must be one line, else the event would be split into others.
+func eventFrame(e live.Event) (string, error) {
+	if e.Type == "" || strings.ContainsAny(e.Type, "\r\n") || !utf8.ValidString(e.Type) {
+		return "", fmt.Errorf("event type %q is not one line of text", e.Type)
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(data) {
+		data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
+	}
+	return "event: " + e.Type + "\ndata: " + string(data) + "\n\n", nil
 }
 
 func flushed(w *bufio.Writer, frame string) bool {

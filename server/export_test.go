@@ -14,6 +14,21 @@ func SetEventHeartbeat(d time.Duration) (restore func()) {
 	return func() { eventHeartbeat = old }
 }
 
+// SetAfterRedeem runs f between each ticket's redeem at a socket's door and
+// the socket it opens, and returns a function that removes it. Set it before
+// dialling.
+func SetAfterRedeem(f func()) (restore func()) {
+	afterRedeem = f
+	return func() { afterRedeem = nil }
+}
+
+// SetAfterDaemonAuth runs f between a daemon's admission and its link's
+// registration, and returns a function that removes it.
+func SetAfterDaemonAuth(f func(machineID string)) (restore func()) {
+	afterDaemonAuth = f
+	return func() { afterDaemonAuth = nil }
+}
+
 // Waiters reports how many calls wait on an in-flight approval request.
 func Waiters(s *Server, requestID string) int { return s.gate.Waiters(requestID) }
 

@@ -18,6 +18,7 @@ import (
 func (s *Server) startHub() {
 	s.hub = bridge.NewHub(bridge.Options{
 		DB: s.opts.DB, Logger: s.opts.Logger, Idle: s.opts.ExtensionIdle, QueueSize: s.opts.ExtensionQueue,
+		MaxCalls:   s.opts.ExtensionMaxCalls,
 		MaxMessage: s.opts.ExtensionMaxMessage, CloseGrace: s.opts.ExtensionCloseGrace, Catalog: s.catalog,
 		OnChange: s.hubChanged,
 	})
@@ -74,12 +75,23 @@ func (s *Server) extensionGate(c *fiber.Ctx) error {
 	if errors.Is(err, tickets.ErrInvalid) {
 		return errorf(http.StatusUnauthorized, "ticket_invalid", "This ticket is unknown, used, expired or for something else; ask for a new one with POST /api/tickets.")
 	}
+	if errors.Is(err, tickets.ErrSignedOut) {
+		return errTicketSignedOut()
+	}
 	if err != nil {
 		return err
 	}
+	redeemed()
 	c.Locals(localUser, t.UserID)
 	c.Locals(localFamily, t.FamilyID)
 	return c.Next()
+}
+
+// errTicketSignedOut refuses a ticket whose sign-in ended after it was asked
+// for: the person signed out, so nothing it was about to open opens.
+func errTicketSignedOut() error {
+	return errorf(http.StatusUnauthorized, "signed_out",
+		"The sign-in that asked for this ticket has ended (signed out); sign in again, then ask for a new ticket.")
 }
 
 // extensionSocket hands the upgraded socket to the hub until it ends or the

@@ -74,7 +74,13 @@ func ticketFor(t testing.TB, c *servertest.Client) string {
 // browser dials the extension socket for c and says hello as browserID.
 func extBrowser(t testing.TB, env *servertest.Env, c *servertest.Client, browserID string) (*bridgetest.Browser, *bridgetest.Message) {
 	t.Helper()
-	b, resp, err := bridgetest.Dial(context.Background(), env.URL, ticketFor(t, c), extOrigin)
+	return extBrowserWith(t, env, ticketFor(t, c), browserID)
+}
+
+// extBrowserWith is extBrowser with a ticket in hand.
+func extBrowserWith(t testing.TB, env *servertest.Env, ticket, browserID string) (*bridgetest.Browser, *bridgetest.Message) {
+	t.Helper()
+	b, resp, err := bridgetest.Dial(context.Background(), env.URL, ticket, extOrigin)
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, resp)
 	}

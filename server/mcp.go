@@ -32,6 +32,8 @@ func (s *Server) newMCPHandler() http.Handler {
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.opts.Logger.With("component", "mcp")})
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
+	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
+	srv.AddReceivingMiddleware(s.limitSessions)
 	s.mcp = srv
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.MCPSessionTimeout,
@@ -54,14 +56,37 @@ func (s *Server) newMCPHandler() http.Handler {
 			s.mcpPosts.Add(1)
 			defer s.mcpPosts.Done()
 		}
+		// The watch reads the connection from fasthttp's RequestCtx, so it
+		// starts before ownContext replaces the request's context.
 		if r.Method == http.MethodPost && id != nil {
 			defer s.gone.watch(r, id.TokenID, s.gate.CancelAbandoned)()
 		}
 		if r.Method == http.MethodDelete && id != nil {
 			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
 		}
+		r, done := ownContext(r)
+		defer done()
+		if s.refuseFullSessions(w, r) {
+			return
+		}
 		authed.ServeHTTP(w, r)
 	})
+}
+
+// ownContext gives the SDK a request context of the server's own, carrying
+// only the agent identity, and ending with the request. (Not with the
+// server's context: shutdown first lets waiting calls answer, then closes
+// every session, which ends their streams.)
+// The Fiber adaptor's context is fasthttp's RequestCtx, which fasthttp
+// recycles once the request ends, while the SDK keeps the initialize
+// request's context (values only) as the base of every call of the session:
+// a value lookup in a later tool call (a database dial does one) read a
+// recycled RequestCtx — a data race the race detector found during a
+// database outage. Nothing may wait on the RequestCtx either
+// (context.AfterFunc on it reads it from a goroutine of its own).
+func ownContext(r *http.Request) (*http.Request, func()) {
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), localAgent, r.Context().Value(localAgent)))
+	return r.WithContext(ctx), cancel
 }
 
 // mountMCP serves /mcp behind the agent guard, which authenticates the token
@@ -135,7 +160,7 @@ func (s *Server) mcpCreateTask(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	t, err := s.opts.DB.CreateTask(ctx, id.Workspace.ID, title, "agent:"+id.TokenID)
 	if err != nil {
-		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
+		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)
 	}
 	s.opts.Logger.Info("task created by agent", "workspace", id.Workspace.ID, "task", t.ID)
 	s.publish(id.Workspace.OwnerID, evTaskCreated, fiber.Map{"task": t})
@@ -155,7 +180,7 @@ func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, taskOut{}, fmt.Errorf("no task %q in your workspace; call listTasks to see your tasks, or createTask to open one", in.TaskID)
 	}
 	if err != nil {
-		return nil, taskOut{}, fmt.Errorf("the task could not be saved; try again: %w", err)
+		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)
 	}
 	s.publish(id.Workspace.OwnerID, evTaskUpdated, fiber.Map{"task": t})
 	return nil, taskView(t), nil
@@ -168,7 +193,7 @@ func (s *Server) mcpListTasks(ctx context.Context, req *mcp.CallToolRequest, _ s
 	}
 	ts, err := s.opts.DB.WorkspaceTasks(ctx, id.Workspace.ID)
 	if err != nil {
-		return nil, listTasksOut{}, fmt.Errorf("the tasks could not be read; try again: %w", err)
+		return nil, listTasksOut{}, s.storeFailure("the tasks could not be read", err)
 	}
 	out := listTasksOut{Tasks: make([]taskOut, 0, len(ts))}
 	for i := range ts {

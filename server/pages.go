@@ -101,7 +101,7 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 	if !ok {
 		return fmt.Errorf("render: no page %q", name)
 	}
-	v.CSRF, _ = c.Locals(localCSRF).(string)
+	v.CSRF = s.pageCSRF(c)
 	v.Now = s.opts.Now()
 	v.Items = navItems
 	if v.User != nil {
@@ -128,7 +128,6 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 func (s *Server) pageHeaders(c *fiber.Ctx) {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
-	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors "+s.frameAncestors())
 }
@@ -259,8 +258,8 @@ func (s *Server) notFoundPage(c *fiber.Ctx) error {
 			c.Locals(localFamily, family)
 		}
 	}
-	// The navigation's sign-out form needs the token; a signed-in browser
-	// has the cookie from the page it signed in on.
+	// The navigation's sign-out form needs the token: render gives the
+	// sign-in's (pageCSRF); the cookie's stands in for a signed-out browser.
 	c.Locals(localCSRF, c.Cookies(cookieCSRF))
 	return s.htmlErrors(c) // its c.Next() meets fiber's 404 or 405 and shows it as a page
 }

@@ -78,7 +78,7 @@ func (s *Server) postPageSetup(c *fiber.Ctx) error {
 
 // pageSignedIn starts a sign-in and sends the browser on.
 func (s *Server) pageSignedIn(c *fiber.Ctx, u *store.User, next string) error {
-	if err := s.signIn(c, u.ID); err != nil {
+	if _, err := s.signIn(c, u.ID); err != nil {
 		return err
 	}
 	return c.Redirect(safeNext(next), http.StatusSeeOther)

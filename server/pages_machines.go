@@ -60,8 +60,8 @@ func (s *Server) machinesFormFailed(c *fiber.Ctx, failed string, err error) erro
 	return s.formFailed(c, "machines", v, err)
 }
 
-// postPageMachine creates a machine and shows its token, inside the command
-// that connects its daemon, this once.
+// postPageMachine creates a machine and shows its token this once, with the
+// enrol command that asks for it (never a command line that holds it).
 func (s *Server) postPageMachine(c *fiber.Ctx) error {
 	name, err := cleanName("name", c.FormValue("name"))
 	if err != nil {
@@ -78,7 +78,7 @@ func (s *Server) postPageMachine(c *fiber.Ctx) error {
 	}
 	v.Data["NewMachine"] = m
 	v.Data["NewToken"] = plain
-	v.Data["DaemonCommand"] = s.daemonCommand(plain) + " -- claude"
+	v.Data["DaemonCommand"] = s.daemonCommand()
 	return s.render(c, http.StatusCreated, "machines", v)
 }
 
@@ -110,10 +110,9 @@ func (s *Server) pageRevokeMachine(c *fiber.Ctx) error {
 
 // postPageRevokeMachine revokes the token and closes the daemon's socket.
 func (s *Server) postPageRevokeMachine(c *fiber.Ctx) error {
-	if err := s.opts.DB.RevokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
-		return storeError(err, "machine")
+	if err := s.revokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
+		return err
 	}
-	s.relay.Disconnect(c.Params("id"))
 	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.Redirect("/machines", http.StatusSeeOther)
 }

@@ -45,8 +45,12 @@ func TestMachinePagesWithARealDaemon(t *testing.T) {
 
 	b.post("/machines", url.Values{"name": {"  "}}).want(t, 400, `role="alert"`, "name")
 	p := b.post("/machines", url.Values{"name": {"laptop"}})
-	p.want(t, 201, `Machine “laptop” created`, "tabbridge daemon --server "+env.Opts.PublicURL+" --token tbm_", " -- claude</pre>",
+	p.want(t, 201, `Machine “laptop” created`, `id="daemon-command" aria-labelledby="daemon-command-label">tabbridge daemon enroll --server `+env.Opts.PublicURL+"</pre>",
+		`id="machine-token" aria-labelledby="machine-token-label">tbm_`, "tabbridge run -- claude</pre>",
 		`data-copy="daemon-command"`, `data-src="/machines"`)
+	if strings.Contains(p.body, "--token") {
+		t.Fatal("the page still puts the token in a command line")
+	}
 	if p.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("a page with a secret may be cached: %q", p.header.Get("Cache-Control"))
 	}

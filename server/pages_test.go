@@ -57,14 +57,16 @@ func (b *browser) get(path string) page {
 	return b.do(req)
 }
 
-// post submits a form with the client's CSRF token (unless vals sets _csrf).
+// post submits a form with the CSRF token its page carries (unless vals
+// sets _csrf): the tb_csrf cookie's value, which signing in sets to the
+// sign-in's token.
 func (b *browser) post(path string, vals url.Values) page {
 	b.t.Helper()
 	if vals == nil {
 		vals = url.Values{}
 	}
 	if _, ok := vals["_csrf"]; !ok {
-		vals.Set("_csrf", b.c.CSRF)
+		vals.Set("_csrf", b.c.Cookie("tb_csrf"))
 	}
 	req, _ := http.NewRequest("POST", b.env.URL+path, strings.NewReader(vals.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -82,6 +82,9 @@ func (s *Server) pageSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.csrfBound(c, family); err != nil {
+		return err
+	}
 	c.Locals(localUser, uid)
 	c.Locals(localFamily, family)
 	return c.Next()

@@ -13,6 +13,7 @@ import (
 // CSRF protection; agent endpoints take an agent token and nothing else.
 func (s *Server) routes() {
 	app := s.app
+	app.Use(noSniff)
 	app.Use(s.logRequests)
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
@@ -35,6 +36,14 @@ func (s *Server) routes() {
 	agent.Get("/workspace", s.agentWorkspace)
 	s.mountMCP()
 	s.app.Use(s.notFoundPage)
+}
+
+// noSniff tells browsers to take every answer as the type it says it is:
+// a JSON error or an agent's text must never be sniffed into a script or a
+// page. It is set before any handler runs, so errors and 404s carry it too.
+func noSniff(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	return c.Next()
 }
 
 // guard registers routes with a fixed chain of handlers in front.

@@ -57,6 +57,9 @@ type Options struct {
 	// MCPSessionTimeout ends MCP sessions idle this long (default 1 hour);
 	// a client then opens a new session.
 	MCPSessionTimeout time.Duration
+	// MCPSessionsPerToken caps the MCP sessions one agent token holds open
+	// (default DefaultMCPSessionsPerToken); an initialize beyond it is refused.
+	MCPSessionsPerToken int
 	// CallTimeout bounds a tool call in the browser (default 60 s).
 	CallTimeout time.Duration
 	// ProgressInterval is the pace of MCP progress notifications while a
@@ -67,6 +70,11 @@ type Options struct {
 	// ApprovalGrace is how long a request stays open once every call waiting
 	// on it went away, for a retry to rejoin (default approvals.DefaultGrace).
 	ApprovalGrace time.Duration
+	// ApprovalMaxPending and ApprovalMaxPendingBytes limit the requests one
+	// workspace has waiting for the person, by count and by bytes of
+	// arguments (defaults approvals.DefaultMaxPending, DefaultMaxPendingBytes).
+	ApprovalMaxPending      int
+	ApprovalMaxPendingBytes int
 	// Now is the clock for tokens and tickets; time.Now when nil.
 	Now func() time.Time
 	// ExtensionIdle closes an extension socket silent for longer (default
@@ -75,6 +83,9 @@ type Options struct {
 	// ExtensionQueue bounds each extension socket's outbound queue (default
 	// 64 messages); a browser that lets it fill is closed as a slow consumer.
 	ExtensionQueue int
+	// ExtensionMaxCalls is how many calls one browser runs at once (default
+	// bridge.DefaultMaxCalls); a call beyond it is refused as browser_busy.
+	ExtensionMaxCalls int
 	// ExtensionMaxMessage is the largest frame an extension may send (default 1 MiB).
 	ExtensionMaxMessage int64
 	// ExtensionCloseGrace is how long a closing socket waits for the
@@ -93,15 +104,19 @@ type Server struct {
 	catalog *sitetools.Catalog // live and persisted tools of shared sites
 	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
 	mcp     *mcp.Server        // set while routes are mounted, then static
+	// sessions counts each agent token's open MCP sessions; set with mcp.
+	sessions *sessionCap
 	// mcpPosts counts MCP POST requests in flight (each ends once its answer
 	// is written), so shutdown lets them answer before connections close.
 	mcpPosts sync.WaitGroup
 	// gone tells a waiting call that the client behind its MCP POST went away.
-	gone    goneWatches
-	public  *url.URL  // parsed PublicURL, static
-	live    *live.Hub // per-person events for the web app's streams; static
-	signins *signIns  // what each sign-in opened, ended with it; static
-	pages   *pages    // parsed web app templates; static
+	gone   goneWatches
+	public *url.URL  // parsed PublicURL, static
+	live   *live.Hub // per-person events for the web app's streams; static
+	pages  *pages    // parsed web app templates; static
+	// signins is sign-in family → what it opened, ended with it; machines is
+	// machine id → its daemon's socket, ended when it is revoked. Static.
+	signins, machines *followers
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
@@ -135,13 +150,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Relay.Logger == nil {
 		opts.Relay.Logger = opts.Logger
 	}
-	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newSignIns(),
+	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newFollowers(opts.DB.FamilyActive),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
+	s.machines = newFollowers(opts.DB.MachineActive)
 	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}
-	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Grace: opts.ApprovalGrace, Notify: s.onApproval, Logger: opts.Logger})
+	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Grace: opts.ApprovalGrace, Notify: s.onApproval, Logger: opts.Logger,
+		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes})
 	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	} else if n > 0 {
@@ -204,6 +221,9 @@ func fillDefaults(o *Options) error {
 	}
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 5 * time.Second
+	}
+	if o.MCPSessionsPerToken == 0 {
+		o.MCPSessionsPerToken = DefaultMCPSessionsPerToken
 	}
 	if o.MCPSessionTimeout == 0 {
 		o.MCPSessionTimeout = time.Hour

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strings"
@@ -14,8 +17,10 @@ import (
 	"github.com/tabbridge/tabbridge/store"
 )
 
-// Cookie names. The access and refresh cookies are HttpOnly; the CSRF cookie
-// is readable by the page so it can echo it in a header (double submit).
+// Cookie names. The access and refresh cookies are HttpOnly. The CSRF
+// cookie is readable by the page, for clients that echo it in a header; a
+// signed-in request's token is bound to its sign-in (csrfFor), so a cookie
+// planted by another port of the host opens nothing.
 const (
 	cookieAccess  = "tb_access"
 	cookieRefresh = "tb_refresh"
@@ -56,6 +61,9 @@ func (s *Server) parseAccess(tok string) (*accessClaims, error) {
 	_, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return s.opts.Key, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("tabbridge"), jwt.WithTimeFunc(s.opts.Now),
 		jwt.WithExpirationRequired())
+	if errors.Is(err, jwt.ErrTokenExpired) && claims.Family != "" {
+		return &claims, errAccessExpired // signed by us: its sign-in is known, if not current
+	}
 	if errors.Is(err, jwt.ErrTokenExpired) {
 		return nil, errAccessExpired
 	}
@@ -65,7 +73,8 @@ func (s *Server) parseAccess(tok string) (*accessClaims, error) {
 	return &claims, nil
 }
 
-// startSession sets both sign-in cookies for a new or rotated sign-in.
+// startSession sets the sign-in cookies for a new or rotated sign-in, and
+// the CSRF cookie to the sign-in's token (the same for its whole life).
 func (s *Server) startSession(c *fiber.Ctx, userID, family, refresh string) error {
 	access, err := s.issueAccess(userID, family)
 	if err != nil {
@@ -73,16 +82,18 @@ func (s *Server) startSession(c *fiber.Ctx, userID, family, refresh string) erro
 	}
 	s.setCookie(c, cookieAccess, access, s.opts.RefreshTTL, true)
 	s.setCookie(c, cookieRefresh, refresh, s.opts.RefreshTTL, true)
+	s.setCookie(c, cookieCSRF, s.csrfFor(family), 365*24*time.Hour, false)
 	return nil
 }
 
-// signIn starts a new refresh family for userID and sets the cookies.
-func (s *Server) signIn(c *fiber.Ctx, userID string) error {
+// signIn starts a new refresh family for userID, sets the cookies and
+// returns the sign-in's CSRF token.
+func (s *Server) signIn(c *fiber.Ctx, userID string) (string, error) {
 	refresh, family, err := s.opts.DB.IssueRefresh(c.Context(), userID, s.opts.RefreshTTL)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return s.startSession(c, userID, family, refresh)
+	return s.csrfFor(family), s.startSession(c, userID, family, refresh)
 }
 
 func (s *Server) setCookie(c *fiber.Ctx, name, value string, ttl time.Duration, httpOnly bool) {
@@ -125,6 +136,9 @@ func (s *Server) person(c *fiber.Ctx) error {
 	if !active {
 		return errorf(http.StatusUnauthorized, "signed_out", "This sign-in has ended; sign in again.")
 	}
+	if err := s.csrfBound(c, claims.Family); err != nil {
+		return err
+	}
 	c.Locals(localUser, claims.Subject)
 	c.Locals(localFamily, claims.Family)
 	return c.Next()
@@ -164,8 +178,8 @@ func agentID(c *fiber.Ctx) *store.AgentIdentity {
 	return v
 }
 
-// ensureCSRFCookie gives every visitor a CSRF token cookie and remembers the
-// token for templates.
+// ensureCSRFCookie gives every visitor a CSRF token cookie (the signed-out
+// forms' double-submit token) and remembers it for templates.
 func (s *Server) ensureCSRFCookie(c *fiber.Ctx) error {
 	tok := c.Cookies(cookieCSRF)
 	if len(tok) < 32 {
@@ -176,15 +190,73 @@ func (s *Server) ensureCSRFCookie(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// csrfFor is a sign-in's CSRF token: an HMAC of its refresh family with the
+// server's key. Only the server can make it and only the signed-in page is
+// given it, so a tb_csrf cookie planted by a page on another port of the
+// same host (cookies ignore ports) matches nothing; it needs no storage, and
+// it stays the same across refreshes and ends with the sign-in.
+func (s *Server) csrfFor(family string) string {
+	mac := hmac.New(sha256.New, s.opts.Key)
+	mac.Write([]byte("tabbridge csrf\x00" + family))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// csrfToken is the token a request must send: its sign-in's, when it
+// carries an access token of ours (current or expired), else the
+// signed-out forms' cookie. Pages are rendered with it, so a page and the
+// post it sends agree on which token counts.
+func (s *Server) csrfToken(c *fiber.Ctx) string {
+	if tok := c.Cookies(cookieAccess); tok != "" {
+		if claims, err := s.parseAccess(tok); claims != nil && (err == nil || errors.Is(err, errAccessExpired)) {
+			return s.csrfFor(claims.Family)
+		}
+	}
+	v, _ := c.Locals(localCSRF).(string)
+	return v
+}
+
+// pageCSRF is the token a page carries: its sign-in's, once a guard has
+// resolved it (even from the refresh cookie alone), else csrfToken.
+func (s *Server) pageCSRF(c *fiber.Ctx) string {
+	if f := familyID(c); f != "" {
+		return s.csrfFor(f)
+	}
+	return s.csrfToken(c)
+}
+
+func sentCSRF(c *fiber.Ctx) string {
+	if v := c.Get(headerCSRF); v != "" {
+		return v
+	}
+	return c.FormValue(formCSRF)
+}
+
+func safeMethod(c *fiber.Ctx) bool {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return true
+	}
+	return false
+}
+
+func errCSRFToken() error {
+	return errorf(http.StatusForbidden, "csrf_token",
+		"Missing or wrong CSRF token: send your sign-in's token in the X-CSRF-Token header (GET /api/auth/csrf gives it; so does the csrf-token meta tag of every page).")
+}
+
+func sameToken(a, b string) bool {
+	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
 // csrf protects state-changing cookie requests. An Origin header, when sent,
 // must be the server's own or a trusted extension's. A trusted extension's
 // requests pass on their Origin alone (no web page can forge it); every other
-// request must echo the tb_csrf cookie in the X-CSRF-Token header or the
-// _csrf form field (double submit): a cross-site page can neither read the
-// cookie nor set the header.
+// request must send csrfToken in the X-CSRF-Token header or the _csrf form
+// field: a cross-site page can neither read the page's token nor set the
+// header, and cannot compute a sign-in's token. A guard that then resolves
+// the sign-in checks the token against that sign-in too (csrfBound).
 func (s *Server) csrf(c *fiber.Ctx) error {
-	switch c.Method() {
-	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+	if safeMethod(c) {
 		return c.Next()
 	}
 	origin := c.Get(fiber.HeaderOrigin)
@@ -195,14 +267,22 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 		return errorf(http.StatusForbidden, "csrf_origin",
 			"Requests that change something must come from %s; this one came from %s.", s.publicOrigin(), origin)
 	}
-	cookie := c.Cookies(cookieCSRF)
-	sent := c.Get(headerCSRF)
-	if sent == "" {
-		sent = c.FormValue(formCSRF)
-	}
-	if cookie == "" || sent == "" || subtle.ConstantTimeCompare([]byte(cookie), []byte(sent)) != 1 {
-		return errorf(http.StatusForbidden, "csrf_token",
-			"Missing or wrong CSRF token: send the tb_csrf cookie's value in the X-CSRF-Token header (GET /api/auth/csrf gives it).")
+	if !sameToken(sentCSRF(c), s.csrfToken(c)) {
+		return errCSRFToken()
 	}
 	return c.Next()
+}
+
+// csrfBound checks a state-changing request's token against the sign-in a
+// guard resolved for it. The csrf check went by the access cookie; without
+// one (the refresh cookie alone signs the request in) it could only compare
+// the token with the cookie, which another port of the host can plant.
+func (s *Server) csrfBound(c *fiber.Ctx, family string) error {
+	if safeMethod(c) || s.extensionOrigin(c.Get(fiber.HeaderOrigin)) {
+		return nil
+	}
+	if !sameToken(sentCSRF(c), s.csrfFor(family)) {
+		return errCSRFToken()
+	}
+	return nil
 }

@@ -233,7 +233,7 @@ func TestCallErrorsAreWrittenForTheAgent(t *testing.T) {
 	ch, cancel = callAsync(w.agent, "callSiteTool", search)
 	m, _ = w.br.Expect("call", wait)
 	w.br.Result(m.ID, strings.Repeat("x", 300<<10))
-	wantError(t, awaitCall(t, ch), "returned 307202 bytes", "262144")
+	wantError(t, awaitCall(t, ch), "returned 307200 bytes", "262144")
 	cancel()
 	// The page's own error, in its own words.
 	ch, cancel = callAsync(w.agent, "callSiteTool", search)

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/relay"
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -77,13 +78,15 @@ func (s *Server) postMachine(c *fiber.Ctx) error {
 	}
 	s.publish(userID(c), evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
-		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(plain),
+		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(),
 	})
 }
 
-// daemonCommand is the exact line that connects a machine's daemon.
-func (s *Server) daemonCommand(token string) string {
-	return "tabbridge daemon --server " + shellWord(s.opts.PublicURL) + " --token " + shellWord(token)
+// daemonCommand is the line that enrols a machine's daemon: it asks for the
+// token on standard input and saves it in a file only this user can read,
+// so the token is never on a command line (where any local user reads it).
+func (s *Server) daemonCommand() string {
+	return "tabbridge daemon enroll --server " + shellWord(s.opts.PublicURL)
 }
 
 func (s *Server) patchMachine(c *fiber.Ctx) error {
@@ -101,12 +104,23 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 
 // deleteMachine revokes the machine's token and closes its socket at once.
 func (s *Server) deleteMachine(c *fiber.Ctx) error {
-	if err := s.opts.DB.RevokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
-		return storeError(err, "machine")
+	if err := s.revokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
+		return err
 	}
-	s.relay.Disconnect(c.Params("id"))
 	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// revokeMachine revokes one of a person's machines and ends its daemon's
+// socket: the linked one (Disconnect) and one admitted before the revoke but
+// not linked yet (the follower ends it, or it finds the machine revoked).
+func (s *Server) revokeMachine(ctx context.Context, uid, id string) error {
+	if err := s.opts.DB.RevokeMachine(ctx, uid, id); err != nil {
+		return storeError(err, "machine")
+	}
+	s.machines.end(id)
+	s.relay.Disconnect(id)
+	return nil
 }
 
 func (s *Server) getMachineSessions(c *fiber.Ctx) error {
@@ -145,6 +159,9 @@ func (s *Server) postViewerTicket(c *fiber.Ctx) error {
 	})
 }
 
+var errMachineTokenInvalid = errorf(http.StatusUnauthorized, "machine_token_invalid",
+	"This machine token is unknown or revoked; create a new machine in the web app and enroll the daemon with its token.")
+
 // daemonGate admits a daemon by its machine token before the upgrade, so a
 // refused token gets a plain 401 the daemon can tell apart from an outage.
 func (s *Server) daemonGate(c *fiber.Ctx) error {
@@ -155,22 +172,42 @@ func (s *Server) daemonGate(c *fiber.Ctx) error {
 	}
 	m, err := s.opts.DB.AuthenticateMachine(c.Context(), strings.TrimSpace(tok))
 	if errors.Is(err, store.ErrNotFound) {
-		return errorf(http.StatusUnauthorized, "machine_token_invalid",
-			"This machine token is unknown or revoked; create a new one in the web app and restart the daemon with it.")
+		return errMachineTokenInvalid
 	}
 	if err != nil {
 		return err
 	}
+	// Nothing but a real dial claims the machine for an install.
 	if !websocket.IsWebSocketUpgrade(c) {
 		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket; connect with the tabbridge daemon.")
 	}
+	install := c.Get(wire.InstallHeader)
+	if !wire.ValidInstallID(install) {
+		return errorf(http.StatusBadRequest, "install_id_required",
+			"Send this install's id as '%s' (%d to %d printable characters); 'tabbridge daemon enroll' writes one beside the token.",
+			wire.InstallHeader, wire.MinInstallID, wire.MaxInstallID)
+	}
+	switch err := s.opts.DB.ClaimMachine(c.Context(), m, install); {
+	case errors.Is(err, store.ErrOtherInstall):
+		s.publish(m.UserID, evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
+		return errorf(http.StatusConflict, "machine_other_install",
+			"This machine token is already used by the daemon of another install, so this one was not linked, and the person is told on the Machines page. "+
+				"To connect this computer, create a new machine in the web app and enroll with its token.")
+	case errors.Is(err, store.ErrNotFound):
+		return errMachineTokenInvalid
+	case err != nil:
+		return err
+	}
+	daemonAdmitted(m.ID)
 	c.Locals(localMachine, relay.Machine{ID: m.ID, UserID: m.UserID})
 	return c.Next()
 }
 
 func (s *Server) daemonSocket(conn *websocket.Conn) {
 	m, _ := conn.Locals(localMachine).(relay.Machine)
-	err := s.relay.ServeDaemon(m, conn.Conn)
+	ctx, stop := s.machines.follow(context.Background(), m.ID) // revoking the machine ends the link
+	defer stop()
+	err := s.relay.ServeDaemon(ctx, m, conn.Conn)
 	s.opts.Logger.Debug("daemon socket closed", "machine", m.ID, "err", err)
 	if err := s.opts.DB.TouchMachine(s.ctx, m.ID); err != nil && s.ctx.Err() == nil {
 		s.opts.Logger.Warn("touch machine", "err", err)
@@ -178,8 +215,14 @@ func (s *Server) daemonSocket(conn *websocket.Conn) {
 }
 
 // viewerGate admits a viewer by its ticket, from the server's own origin or
-// a trusted extension's.
+// a trusted extension's. The upgrade and the Origin are checked before the
+// ticket is redeemed, so only a real dial spends it: a plain GET, or a page
+// that may not open the socket, leaves it for the dial that follows.
 func (s *Server) viewerGate(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return errorf(http.StatusUpgradeRequired, "websocket_required",
+			"This endpoint is a WebSocket: dial it with ?ticket=…; only a dial that upgrades spends the ticket.")
+	}
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin != s.publicOrigin() && !s.extensionOrigin(origin) {
 		return errorf(http.StatusForbidden, "origin_not_allowed",
@@ -190,15 +233,16 @@ func (s *Server) viewerGate(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, "ticket_invalid",
 			"This viewer ticket is unknown, used or expired; ask for a new one (POST /api/sessions/:id/viewer-ticket) and connect within a minute.")
 	}
+	if errors.Is(err, tickets.ErrSignedOut) {
+		return errTicketSignedOut()
+	}
 	if err != nil {
 		return err
 	}
+	redeemed()
 	sid, mode, _ := strings.Cut(t.Subject, ":")
 	if _, err := s.relay.Session(t.UserID, sid); err != nil {
 		return notFound("session")
-	}
-	if !websocket.IsWebSocketUpgrade(c) {
-		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket.")
 	}
 	c.Locals(localViewer, viewerGrant{userID: t.UserID, family: t.FamilyID, sessionID: sid, watchOnly: mode != modeType})
 	return c.Next()

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fasthttp/websocket"
+
+	"github.com/tabbridge/tabbridge/relay/relaytest"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -27,7 +30,8 @@ func TestMachinesAPI(t *testing.T) {
 		if created.Machine.Name != "laptop" || !strings.HasPrefix(created.Token, "tbm_") || created.Machine.Online {
 			t.Fatalf("created %+v", created)
 		}
-		if want := "tabbridge daemon --server " + env.Opts.PublicURL + " --token " + created.Token; created.Command != want {
+		// The token never goes into the command: enroll reads it on stdin.
+		if want := "tabbridge daemon enroll --server " + env.Opts.PublicURL; created.Command != want {
 			t.Fatalf("command %q, want %q", created.Command, want)
 		}
 		if status, body := ada.Do("POST", "/api/machines", map[string]string{"name": ""}); status != 400 {
@@ -81,13 +85,48 @@ func TestMachinesAPI(t *testing.T) {
 
 func TestViewerSocketChecksOriginAndTicket(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
-	c := env.NewClient(t)
-	c.Origin = "https://evil.example"
-	if status, b := c.Do("GET", "/ws/viewer?ticket=tbt_x", nil); status != 403 || servertest.ErrorCode(b) != "origin_not_allowed" {
-		t.Fatalf("foreign origin: %d %s", status, b)
+	ws := relaytest.URL(env.URL, "/ws/viewer?ticket=tbt_x")
+	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {"https://evil.example"}})
+	if status, code := refusedDial(t, conn, resp, err); status != 403 || code != "origin_not_allowed" {
+		t.Fatalf("foreign origin: %d %s", status, code)
 	}
-	c.Origin = env.Opts.PublicURL
-	if status, b := c.Do("GET", "/ws/viewer?ticket=tbt_x", nil); status != 401 || servertest.ErrorCode(b) != "ticket_invalid" {
-		t.Fatalf("forged ticket: %d %s", status, b)
+	conn, resp, err = websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {env.Opts.PublicURL}})
+	if status, code := refusedDial(t, conn, resp, err); status != 401 || code != "ticket_invalid" {
+		t.Fatalf("forged ticket: %d %s", status, code)
 	}
+}
+
+// TestOnlyARealDialSpendsATicket: a plain GET of the viewer socket (no
+// upgrade) and a dial from a foreign origin are refused before the ticket
+// is looked at, so the real dial after them still opens the viewer; the
+// same for the extension socket.
+func TestOnlyARealDialSpendsATicket(t *testing.T) {
+	r := newTerminalRig(t)
+	ws := r.viewerTicket(t, r.person)
+	plain := r.env.NewClient(t)
+	plain.Origin = r.env.Opts.PublicURL
+	path := strings.TrimPrefix(ws, "ws"+strings.TrimPrefix(r.env.URL, "http"))
+	if status, b := plain.Do("GET", path, nil); status != http.StatusUpgradeRequired || servertest.ErrorCode(b) != "websocket_required" {
+		t.Fatalf("a plain GET: %d %s", status, b)
+	}
+	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {"https://evil.example"}})
+	if status, code := refusedDial(t, conn, resp, err); status != 403 || code != "origin_not_allowed" {
+		t.Fatalf("foreign origin: %d %s", status, code)
+	}
+	v, resp, err := relaytest.Dial(ws, r.env.Opts.PublicURL, false)
+	if err != nil {
+		t.Fatalf("the real dial after a plain GET: %v (%v)", err, resp)
+	}
+	v.Close()
+
+	// The extension socket's door is the same.
+	ext := ticketFor(t, r.person)
+	plain.Origin = extOrigin
+	if status, b := plain.Do("GET", "/ws/extension?ticket="+ext, nil); status != http.StatusUpgradeRequired {
+		t.Fatalf("a plain GET of the extension socket: %d %s", status, b)
+	}
+	if _, code := refused(t, r.env, ext, "https://evil.example"); code != "origin_not_allowed" {
+		t.Fatalf("the extension socket from a page: %s", code)
+	}
+	extBrowserWith(t, r.env, ext, "after-a-plain-get")
 }

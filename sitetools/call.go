@@ -26,6 +26,9 @@ type CallResult struct {
 	Tool     string
 	Result   json.RawMessage
 	Decision approvals.Decision
+	// Untrusted is set when the site marks the tool untrustedContentHint:
+	// the result may hold content the site does not vouch for.
+	Untrusted bool
 }
 
 // Outcomes recorded in the audit log.
@@ -98,11 +101,14 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 	if err := o.validate(d, site.Origin, req.Arguments); err != nil {
 		return nil, err
 	}
+	if err := o.runnable(a, site.Origin, d); err != nil {
+		return nil, err
+	}
 	if err := o.begin(ctx, entry); err != nil {
 		return nil, err
 	}
 	dec, err := o.opts.Gate.Decide(ctx, approvals.Call{OwnerID: a.OwnerID, WorkspaceID: a.WorkspaceID, TaskID: req.TaskID,
-		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.Annotations.ReadOnlyHint})
+		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.ReadOnly(), Consequential: d.Annotations.ConsequentialHint})
 	entry.Decision, entry.DecidedBy = string(dec.Source), dec.DecidedBy
 	if dec.Source == approvals.SourceAsked {
 		entry.RequestID = dec.RequestID
@@ -129,7 +135,7 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 		return nil, err
 	}
 	entry.ResultBytes = int64(len(out))
-	return &CallResult{Site: site.Origin, Tool: d.Name, Result: out, Decision: dec}, nil
+	return &CallResult{Site: site.Origin, Tool: d.Name, Result: out, Decision: dec, Untrusted: d.Annotations.UntrustedContentHint}, nil
 }
 
 func (o *Ops) validate(d Descriptor, origin string, args json.RawMessage) error {
@@ -137,20 +143,61 @@ func (o *Ops) validate(d Descriptor, origin string, args json.RawMessage) error 
 	if err != nil {
 		return agentErr("invalid_schema", "The page's schema for %s cannot be used: %v. The site must fix it; nothing was run.", d.Name, err)
 	}
-	viol := schema.Validate(args)
+	viol, aerr := schema.Check(args)
+	if aerr != nil {
+		return argumentsRefusal(aerr, d.Name, origin)
+	}
 	if len(viol) == 0 {
 		return nil
 	}
+	return agentErr(CodeInvalidArguments, "The arguments do not match the input schema of %s on %s, so nothing was run:\n%s\nFix them and call again; getSiteToolDefinition returns the full schema.",
+		d.Name, origin, listViolations(viol))
+}
+
+// argumentsRefusal heads a refusal of the arguments as a whole by what it is: too large, not
+// UTF-8 text, or not a JSON object the schema can be applied to.
+func argumentsRefusal(e *ArgumentsError, tool, origin string) error {
+	line := listViolations([]Violation{e.Violation})
+	switch e.Code {
+	case CodeArgumentsTooLarge:
+		return agentErr(e.Code, "The arguments for %s on %s are too large, so they were not checked and nothing was run:\n%s", tool, origin, line)
+	case CodeArgumentsNotUTF8:
+		return agentErr(e.Code, "The arguments for %s on %s are not valid UTF-8 text, so nothing was run:\n%s\nFix them and call again.", tool, origin, line)
+	}
+	return agentErr(e.Code, "The arguments do not match the input schema of %s on %s, so nothing was run:\n%s\nFix them and call again; getSiteToolDefinition returns the full schema.",
+		tool, origin, line)
+}
+
+func listViolations(viol []Violation) string {
 	lines := make([]string, len(viol))
 	for i, v := range viol {
 		lines[i] = "- " + v.String()
 	}
-	return agentErr("invalid_arguments", "The arguments do not match the input schema of %s on %s, so nothing was run:\n%s\nFix them and call again; getSiteToolDefinition returns the full schema.",
-		d.Name, origin, strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n")
+}
+
+// runnable refuses, before the approval gate, a call that cannot run whatever the person says:
+// with no browser of theirs connected, asking them would only make them approve nothing; and a
+// form without toolautosubmit is one the site wants the person to submit themselves.
+func (o *Ops) runnable(a Agent, origin string, d Descriptor) error {
+	if d.NeedsPerson() {
+		return agentErr("needs_person", "%s on %s is a form the site wants the person to check and submit themselves (it has no toolautosubmit), so it cannot be run remotely; nothing was filled in or submitted. Ask the person to fill it in on %s, or use another tool.", d.Name, origin, d.URL)
+	}
+	if !o.opts.Invoker.Online(a.OwnerID) {
+		return offlineError(origin)
+	}
+	return nil
+}
+
+func offlineError(origin string) error {
+	return agentErr("browser_offline", "The person's Chrome is not connected to Tabbridge, so %s cannot run tools right now; nothing was run and nobody was asked. Ask them to open Chrome (signed in to the Tabbridge extension), then call again.", origin)
 }
 
 func (o *Ops) gateError(err error, origin, tool string, ctx context.Context) error {
+	var limit *approvals.LimitError
 	switch {
+	case errors.As(err, &limit):
+		return agentErr("approvals_full", "%s on %s was not asked or run: %s", tool, origin, limit.Message)
 	case errors.Is(err, approvals.ErrTaskRequired):
 		return agentErr("task_required", "%s changes something on %s, so the person approves it inside a task: pass taskId (open a task with createTask, or find yours with listTasks) and call again.", tool, origin)
 	case errors.Is(err, approvals.ErrNoSuchTask):
@@ -182,13 +229,16 @@ func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args
 	deadline := time.Now().Add(o.opts.CallTimeout)
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	inv := Invocation{ID: store.NewID(), Site: site.Origin, Tool: d.Name, Arguments: args, LastURL: site.LastURL, Deadline: deadline}
+	inv := Invocation{ID: store.NewID(), Site: site.Origin, Tool: d.Name, Arguments: args, LastURL: d.URL, Deadline: deadline}
+	if inv.LastURL == "" {
+		inv.LastURL = site.LastURL
+	}
 	for _, doc := range o.opts.Catalog.Candidates(a.OwnerID, site.Origin, d.Name) {
 		inv.Targets = append(inv.Targets, Target{BrowserID: doc.BrowserID, DocumentID: doc.DocumentID})
 	}
 	out, err := o.opts.Invoker.Invoke(cctx, a.OwnerID, inv)
-	if err == nil && len(out) > MaxResultBytes {
-		err = &TooLargeError{Size: len(out)}
+	if size := ResultSize(out); err == nil && size > MaxResultBytes {
+		err = &TooLargeError{Size: size}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -202,14 +252,21 @@ func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args
 func (o *Ops) invokeError(err error, origin, tool string) error {
 	var tl *TooLargeError
 	var pe *PageError
+	var busy *BusyError
 	switch {
+	case errors.As(err, &busy):
+		return agentErr("browser_busy", "The person's Chrome is already running %d tool calls, the most one browser runs at once, so %s on %s was not sent. Wait for some of your calls to finish (or cancel those you no longer need), then call again.",
+			busy.Limit, tool, origin)
 	case errors.As(err, &tl):
 		return agentErr("result_too_large", "%s on %s returned %d bytes; results are limited to %d bytes and are never truncated. Ask for less (narrower arguments) and call again.",
 			tool, origin, tl.Size, MaxResultBytes)
+	case errors.As(err, &pe) && (pe.Code == "tool_not_registered" || pe.Code == "site_not_open"):
+		// The extension found no page offering the tool: nothing ran.
+		return agentErr("tool_not_offered", "%s on %s did not run: %s Call listSiteTools to see what the site offers now.", tool, origin, pe.Message)
 	case errors.As(err, &pe):
 		return agentErr("tool_failed", "%s on %s failed in the page: %s", tool, origin, pe.Message)
 	case errors.Is(err, ErrOffline):
-		return agentErr("browser_offline", "The person's Chrome is not connected to Tabbridge, so %s cannot run tools right now. Ask them to open Chrome (signed in to the Tabbridge extension), then call again.", origin)
+		return offlineError(origin)
 	case errors.Is(err, ErrBrowserGone):
 		return agentErr("browser_gone", "The person's Chrome disconnected while %s was running on %s. Whether it had an effect is unknown: check before calling again.", tool, origin)
 	case errors.Is(err, ErrPageGone):
@@ -277,7 +334,8 @@ func outcomeOf(ctx context.Context, res *CallResult, err error) (outcome, messag
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", "invalid_arguments", "invalid_schema", "task_required", "task_not_found":
+		case "not_shared", "site_not_shared", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "needs_person", "tool_not_offered",
+			"browser_busy", "approvals_full":
 			return OutcomeRefused, ae.Message
 		}
 		return OutcomeFailed, ae.Message

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,22 +49,39 @@ func (d *Document) offers(name string) bool {
 type SharedFunc func(ctx context.Context, userID, origin string) (bool, error)
 
 // Catalog knows which tools each shared site offers: live, per browser and
-// document, in memory; and, per site, the last announced list and address in
-// the database, so a site whose tabs are all closed still lists its tools.
+// document, in memory; and, per site, every tool any of its pages offered,
+// each with the address of the page that last offered it, in the database,
+// so a site whose tabs are all closed still lists every tool and can reopen
+// the right page for each.
 type Catalog struct {
 	db     *store.DB  // static
 	shared SharedFunc // static
 
+	// persistMu serialises the read-modify-write of one site's known tools
+	// (Announce); it is taken before mu, never while holding it.
+	persistMu sync.Mutex
+
 	mu sync.RWMutex
 	// docs holds every live document per person; guarded by mu.
 	docs map[string]map[docKey]*Document
+	// known caches each site's persisted tools, keyed by siteKey; guarded
+	// by mu. This process writes them for the browsers connected to it.
+	known map[string]*knownSite
 }
 
 type docKey struct{ browser, document string }
 
+// knownSite is the persisted record of one person's site.
+type knownSite struct {
+	tools              []Descriptor
+	lastURL, lastTitle string
+}
+
+func siteKey(userID, origin string) string { return userID + "\x00" + origin }
+
 // NewCatalog returns an empty live catalog over db.
 func NewCatalog(db *store.DB, shared SharedFunc) *Catalog {
-	return &Catalog{db: db, shared: shared, docs: map[string]map[docKey]*Document{}}
+	return &Catalog{db: db, shared: shared, docs: map[string]map[docKey]*Document{}, known: map[string]*knownSite{}}
 }
 
 // siteRow is the persisted tool list of one person's site.
@@ -78,9 +96,22 @@ type siteRow struct {
 
 func (siteRow) TableName() string { return "site_tools" }
 
+// PageAddress is the address a tool is remembered at: the page's URL without
+// its fragment. The query string counts (?id=1 and ?id=2 are two pages, as a
+// server sees them); a pushState address is whatever the page's location was
+// when it announced.
+func PageAddress(raw string) string {
+	if i := strings.IndexByte(raw, '#'); i >= 0 {
+		return raw[:i]
+	}
+	return raw
+}
+
 // Announce records what one document offers, replacing what that document
-// announced before, and persists the site's tool list. A site the person has
-// not shared is refused with ErrNotShared and nothing is kept.
+// announced before, and persists the site's known tools: every tool this
+// document offers now takes its address, and a tool last offered at this
+// address that the document no longer offers is forgotten. A site the person
+// has not shared is refused with ErrNotShared and nothing is kept.
 func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error {
 	ok, err := c.shared(ctx, userID, d.Origin)
 	if err != nil {
@@ -90,27 +121,83 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 		return ErrNotShared
 	}
 	doc := d
-	doc.Tools = append([]Descriptor(nil), d.Tools...)
+	addr := PageAddress(d.URL)
+	doc.Tools = make([]Descriptor, len(d.Tools))
+	for i, t := range d.Tools {
+		t.URL = addr
+		doc.Tools[i] = t
+	}
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
+	known, err := c.knownSite(ctx, userID, d.Origin)
+	if err != nil {
+		return err
+	}
+	next := mergeOffered(known.tools, addr, doc.Tools)
+	if len(next) > MaxToolsPerSite {
+		// The site's pages together offer too many: keep what was there.
+		return refuse(ErrBadAnnouncement, "the site's pages would offer %d tools together; the limit is %d per site", len(next), MaxToolsPerSite)
+	}
 	c.mu.Lock()
 	if c.docs[userID] == nil {
 		c.docs[userID] = map[docKey]*Document{}
 	}
-	key := docKey{d.BrowserID, d.DocumentID}
-	prev := c.docs[userID][key]
-	c.docs[userID][key] = &doc
-	union := c.unionLocked(userID, d.Origin)
-	if len(union) > MaxToolsPerSite {
-		// The site's pages together offer too many: keep what was there.
-		if prev != nil {
-			c.docs[userID][key] = prev
-		} else {
-			delete(c.docs[userID], key)
-		}
-		c.mu.Unlock()
-		return refuse(ErrBadAnnouncement, "the site's open pages would offer %d tools together; the limit is %d per site", len(union), MaxToolsPerSite)
-	}
+	c.docs[userID][docKey{d.BrowserID, d.DocumentID}] = &doc
 	c.mu.Unlock()
-	return c.persist(ctx, userID, &doc, union)
+	return c.persist(ctx, userID, &doc, next)
+}
+
+// mergeOffered returns the known tools after a page at addr announced
+// offered: offered first-hand, then every other known tool not last offered
+// at addr, sorted by name.
+func mergeOffered(known []Descriptor, addr string, offered []Descriptor) []Descriptor {
+	out := append([]Descriptor(nil), offered...)
+	names := make(map[string]bool, len(offered))
+	for _, t := range offered {
+		names[t.Name] = true
+	}
+	for _, t := range known {
+		if !names[t.Name] && t.URL != addr {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// knownSite returns a site's persisted record, from the cache or the
+// database. Tools persisted before addresses were kept per tool take the
+// site's last address.
+func (c *Catalog) knownSite(ctx context.Context, userID, origin string) (*knownSite, error) {
+	c.mu.RLock()
+	k := c.known[siteKey(userID, origin)]
+	c.mu.RUnlock()
+	if k != nil {
+		return k, nil
+	}
+	var row siteRow
+	err := c.db.WithContext(ctx).Where("user_id = ? AND origin = ?", userID, origin).Limit(1).Find(&row).Error
+	if err != nil {
+		return nil, fmt.Errorf("read site tools: %w", err)
+	}
+	k = &knownSite{lastURL: row.LastURL, lastTitle: row.LastTitle}
+	if row.Tools != "" {
+		if err := json.Unmarshal([]byte(row.Tools), &k.tools); err != nil {
+			return nil, fmt.Errorf("decode site tools: %w", err)
+		}
+	}
+	for i := range k.tools {
+		if k.tools[i].URL == "" {
+			k.tools[i].URL = PageAddress(row.LastURL)
+		}
+		if k.tools[i].Kind == "" {
+			k.tools[i].Kind, k.tools[i].Autosubmit = KindImperative, true
+		}
+	}
+	c.mu.Lock()
+	c.known[siteKey(userID, origin)] = k
+	c.mu.Unlock()
+	return k, nil
 }
 
 // unionLocked merges the tools of every live document of a site; where two
@@ -147,9 +234,13 @@ func (c *Catalog) persist(ctx context.Context, userID string, d *Document, tools
 	}
 	row := siteRow{UserID: userID, Origin: d.Origin, Tools: string(b), LastURL: d.URL, LastTitle: d.Title, AnnouncedAt: store.Now()}
 	err = c.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
+		delete(c.known, siteKey(userID, d.Origin)) // read it again next time
 		return fmt.Errorf("persist tools: %w", err)
 	}
+	c.known[siteKey(userID, d.Origin)] = &knownSite{tools: tools, lastURL: d.URL, lastTitle: d.Title}
 	return nil
 }
 
@@ -185,6 +276,7 @@ func (c *Catalog) ForgetBrowser(userID, browserID string) {
 func (c *Catalog) ForgetSite(userID, origin string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.known, siteKey(userID, origin))
 	for k, d := range c.docs[userID] {
 		if d.Origin == origin {
 			delete(c.docs[userID], k)
@@ -264,29 +356,45 @@ type Site struct {
 	Live bool
 }
 
-// Site returns a site's tools: the live union when a document is open, else
-// the last persisted list (Live false). A site never announced has no tools.
+// Site returns a site's tools: every tool any of its pages offered (see
+// Announce), where a tool an open document offers now takes that
+// document's descriptor (the most recently used one's, when several do).
+// Live says whether a document of the site is open. A site never announced
+// has no tools.
 func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error) {
+	known, err := c.knownSite(ctx, userID, origin)
+	if err != nil {
+		return Site{}, err
+	}
 	c.mu.RLock()
-	tools := c.unionLocked(userID, origin)
+	live := c.unionLocked(userID, origin)
 	latest := c.latestLocked(userID, origin)
 	c.mu.RUnlock()
+	s := Site{Origin: origin, Tools: mergeLive(known.tools, live), LastURL: known.lastURL, LastTitle: known.lastTitle}
 	if latest != nil {
-		// Live: the open documents are the truth, no database read needed.
-		return Site{Origin: origin, Tools: tools, LastURL: latest.URL, LastTitle: latest.Title, Live: true}, nil
-	}
-	var row siteRow
-	err := c.db.WithContext(ctx).Where("user_id = ? AND origin = ?", userID, origin).Limit(1).Find(&row).Error
-	if err != nil {
-		return Site{}, fmt.Errorf("read site tools: %w", err)
-	}
-	s := Site{Origin: origin, LastURL: row.LastURL, LastTitle: row.LastTitle}
-	if row.Tools != "" {
-		if err := json.Unmarshal([]byte(row.Tools), &s.Tools); err != nil {
-			return Site{}, fmt.Errorf("decode site tools: %w", err)
-		}
+		s.LastURL, s.LastTitle, s.Live = latest.URL, latest.Title, true
 	}
 	return s, nil
+}
+
+// mergeLive lays the live documents' descriptors over the known ones.
+func mergeLive(known, live []Descriptor) []Descriptor {
+	if len(live) == 0 {
+		return known
+	}
+	byName := make(map[string]Descriptor, len(known)+len(live))
+	for _, t := range known {
+		byName[t.Name] = t
+	}
+	for _, t := range live {
+		byName[t.Name] = t
+	}
+	out := make([]Descriptor, 0, len(byName))
+	for _, t := range byName {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // latestLocked returns the most recently used live document of a site.

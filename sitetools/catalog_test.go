@@ -139,16 +139,60 @@ func TestCatalogLimitsToolsPerSiteAcrossPages(t *testing.T) {
 			}
 			return out
 		}
-		if err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d1", Origin: site, Tools: page("a", 100)}); err != nil {
+		if err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d1", Origin: site, URL: site + "/a", Tools: page("a", 100)}); err != nil {
 			t.Fatal(err)
 		}
-		err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d2", Origin: site, Tools: page("b", 50)})
+		err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d2", Origin: site, URL: site + "/b", Tools: page("b", 50)})
 		if !errors.Is(err, sitetools.ErrBadAnnouncement) || !strings.Contains(err.Error(), "150 tools") {
 			t.Fatalf("a second page over the per-site limit: %v", err)
 		}
 		s, _ := c.Site(ctx, uid, site)
 		if len(s.Tools) != 100 {
 			t.Fatalf("site offers %d tools after the refused page, want the first page's 100", len(s.Tools))
+		}
+	})
+}
+
+// TestCatalogKeepsEveryPagesTools: the catalog keeps each tool with the address (without
+// fragment) of the page that last offered it, after every tab closed, until a page of that
+// address announces without it.
+func TestCatalogKeepsEveryPagesTools(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c, uid := newCatalog(t, db)
+		announce := func(doc, url string, tools ...sitetools.Descriptor) {
+			t.Helper()
+			if err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: doc, Origin: site, URL: url, Tools: tools}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		announce("d1", site+"/notes.html#top", tool("addNote", false), tool("search", true))
+		announce("d2", site+"/tricky.html?x=1", tool("trick", false), tool("search", true))
+		announce("d3", site+"/sniffer.html", tool("sniff", true))
+		c.ForgetBrowser(uid, "b1")
+		urls := func() map[string]string {
+			t.Helper()
+			s, err := sitetools.NewCatalog(db, nil).Site(ctx, uid, site) // a restarted server
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]string{}
+			for _, d := range s.Tools {
+				out[d.Name] = d.URL
+			}
+			return out
+		}
+		want := map[string]string{"addNote": site + "/notes.html", "search": site + "/tricky.html?x=1", "trick": site + "/tricky.html?x=1", "sniff": site + "/sniffer.html"}
+		if got := urls(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after every tab closed:\n got %v\nwant %v", got, want)
+		}
+		// Another query string is another page: it leaves trick alone.
+		announce("d4", site+"/tricky.html?x=2", tool("search", true))
+		// The same page without addNote: addNote is gone, the rest stays.
+		announce("d5", site+"/notes.html", tool("search", true))
+		want = map[string]string{"search": site + "/notes.html", "trick": site + "/tricky.html?x=1", "sniff": site + "/sniffer.html"}
+		if got := urls(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after notes.html announced without addNote:\n got %v\nwant %v", got, want)
 		}
 	})
 }

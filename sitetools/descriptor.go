@@ -81,10 +81,27 @@ func refuse(kind error, format string, args ...any) *Refusal {
 
 // Annotations are the hints a page gives about a tool. ReadOnlyHint decides whether a call needs
 // the person's approval, so it is taken only when it is a real boolean.
+//
+// These are the hints Chromium 156 reports (it normalises every tool's annotations to these three,
+// plus a debugging flag that says nothing to an agent). ConsequentialHint is, in the WebMCP spec's
+// words, for clients that enforce mandatory user confirmation: such a tool always asks. An
+// UntrustedContentHint tool's results may hold text the site does not vouch for (other people's
+// posts, mail): agents are told so with the result.
 type Annotations struct {
 	ReadOnlyHint         bool `json:"readOnlyHint"`
 	UntrustedContentHint bool `json:"untrustedContentHint"`
+	ConsequentialHint    bool `json:"consequentialHint"`
 }
+
+// Kinds of tool, as the extension announces them.
+const (
+	// KindImperative is a tool the page registered with registerTool; it runs through the page's
+	// own execute.
+	KindImperative = "imperative"
+	// KindDeclarative is a <form toolname> that the browser itself turned into a tool; it runs
+	// through the browser's executeTool, which fills the form and submits it.
+	KindDeclarative = "declarative"
+)
 
 // Descriptor is one WebMCP tool as a page registered it and the extension announced it, after
 // checking. InputSchema is the page's own schema, compact, exactly as agents will be shown it;
@@ -95,7 +112,24 @@ type Descriptor struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 	Annotations Annotations     `json:"annotations"`
+	// Kind is KindImperative or KindDeclarative.
+	Kind string `json:"kind"`
+	// Autosubmit is false for a form the site wants the person to submit themselves (it has no
+	// toolautosubmit); such a tool cannot be run remotely. Always true for imperative tools.
+	Autosubmit bool `json:"autosubmit"`
+	// URL is the address (without fragment) of the page that last offered the tool: where it is
+	// reopened when no open tab offers it. The catalog sets it; a page cannot.
+	URL string `json:"url,omitempty"`
 }
+
+// ReadOnly reports whether a call may run without asking: the page says readOnlyHint, and
+// neither says consequentialHint nor is a form (forms carry no annotations, so they are writes).
+func (d Descriptor) ReadOnly() bool {
+	return d.Annotations.ReadOnlyHint && !d.Annotations.ConsequentialHint && d.Kind != KindDeclarative
+}
+
+// NeedsPerson reports a form that only the person may submit (no toolautosubmit).
+func (d Descriptor) NeedsPerson() bool { return d.Kind == KindDeclarative && !d.Autosubmit }
 
 // Schema compiles the descriptor's input schema. It is a cache hit for any descriptor that came
 // out of CheckDescriptor, whose schema was compiled then.
@@ -152,8 +186,30 @@ func decodeDescriptor(fields map[string]json.RawMessage) (Descriptor, *Refusal) 
 	if d.InputSchema, r = decodeInputSchema(fields["inputSchema"]); r != nil {
 		return d, r
 	}
-	d.Annotations, r = decodeAnnotations(fields["annotations"])
-	return d, r
+	if d.Annotations, r = decodeAnnotations(fields["annotations"]); r != nil {
+		return d, r
+	}
+	return decodeKind(d, fields)
+}
+
+// decodeKind reads how the tool runs. An announcement without kind comes from an extension older
+// than declarative tools: every tool it knew was imperative. A form carries no annotations, so
+// whatever the announcement claims for one is dropped.
+func decodeKind(d Descriptor, fields map[string]json.RawMessage) (Descriptor, *Refusal) {
+	var kind string
+	if !absent(fields["kind"]) && json.Unmarshal(fields["kind"], &kind) != nil {
+		return d, refuse(ErrBadDescriptor, "the tool's kind is a JSON %s; it must be \"imperative\" or \"declarative\"", jsonKind(fields["kind"]))
+	}
+	switch kind {
+	case "", KindImperative:
+		d.Kind, d.Autosubmit = KindImperative, true
+		return d, nil
+	case KindDeclarative:
+		auto, r := decodeHint(fields["autosubmit"], "autosubmit")
+		d.Kind, d.Autosubmit, d.Annotations = KindDeclarative, auto, Annotations{}
+		return d, r
+	}
+	return d, refuse(ErrBadDescriptor, "the tool's kind %q is neither \"imperative\" nor \"declarative\"", clip(kind, 32))
 }
 
 func decodeName(raw json.RawMessage) (string, *Refusal) {
@@ -228,7 +284,10 @@ func decodeAnnotations(raw json.RawMessage) (Annotations, *Refusal) {
 	if a.ReadOnlyHint, r = decodeHint(fields["readOnlyHint"], "readOnlyHint"); r != nil {
 		return a, r
 	}
-	a.UntrustedContentHint, r = decodeHint(fields["untrustedContentHint"], "untrustedContentHint")
+	if a.UntrustedContentHint, r = decodeHint(fields["untrustedContentHint"], "untrustedContentHint"); r != nil {
+		return a, r
+	}
+	a.ConsequentialHint, r = decodeHint(fields["consequentialHint"], "consequentialHint")
 	return a, r
 }
 

@@ -18,12 +18,46 @@ func TestCheckDescriptorAccepts(t *testing.T) {
 	}
 	want := Descriptor{Name: "search.docs", Title: "Search", Description: "Search the docs.\nReturns links.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
-		Annotations: Annotations{ReadOnlyHint: true}}
+		Annotations: Annotations{ReadOnlyHint: true}, Kind: KindImperative, Autosubmit: true}
 	if fmt.Sprint(d) != fmt.Sprint(want) {
 		t.Fatalf("got %+v\nwant %+v", d, want)
 	}
 	if _, err := d.Schema(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckDescriptorKinds: a form tool says so, carries no annotations whatever is claimed for
+// it, and is never read-only; consequentialHint makes any tool ask.
+func TestCheckDescriptorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		raw                 string
+		kind                string
+		readOnly, needsUser bool
+		ann                 Annotations
+	}{
+		{`{"name":"a","description":"","annotations":{"readOnlyHint":true}}`, KindImperative, true, false, Annotations{ReadOnlyHint: true}},
+		{`{"name":"a","description":"","kind":"imperative","annotations":{"readOnlyHint":true,"consequentialHint":true,"untrustedContentHint":true}}`, KindImperative, false, false, Annotations{ReadOnlyHint: true, ConsequentialHint: true, UntrustedContentHint: true}},
+		{`{"name":"a","description":"","kind":"declarative","autosubmit":true,"annotations":{"readOnlyHint":true}}`, KindDeclarative, false, false, Annotations{}},
+		{`{"name":"a","description":"","kind":"declarative"}`, KindDeclarative, false, true, Annotations{}},
+	} {
+		d, err := CheckDescriptor([]byte(tc.raw))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		if d.Kind != tc.kind || d.ReadOnly() != tc.readOnly || d.NeedsPerson() != tc.needsUser || d.Annotations != tc.ann {
+			t.Fatalf("%s: got %+v (read-only %v, needs the person %v)", tc.raw, d, d.ReadOnly(), d.NeedsPerson())
+		}
+	}
+	for raw, want := range map[string]string{
+		`{"name":"a","description":"","kind":"magic"}`:                             `kind "magic" is neither`,
+		`{"name":"a","description":"","kind":1}`:                                   `kind is a JSON number`,
+		`{"name":"a","description":"","kind":"declarative","autosubmit":"yes"}`:    `autosubmit is a JSON string`,
+		`{"name":"a","description":"","annotations":{"consequentialHint":"true"}}`: `consequentialHint is a JSON string`,
+	} {
+		if _, err := CheckDescriptor([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: got %v, want %q", raw, err, want)
+		}
 	}
 }
 

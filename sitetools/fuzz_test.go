@@ -56,6 +56,8 @@ func FuzzParseDescriptors(f *testing.F) {
 	f.Add([]byte(`[{"name":"a","description":""},{"name":"a","description":""}]`))
 	f.Add([]byte(`[{"name":"b.c-d_e","title":"T","description":"D","inputSchema":{"prefixItems":[{}]}}]`))
 	f.Add([]byte(`[{"name":7},null,[],{"name":"x","description":"d","inputSchema":[]}]`))
+	f.Add([]byte(`[{"name":"f","description":"F","kind":"declarative","autosubmit":true,"annotations":{"readOnlyHint":true}},{"name":"g","description":"","kind":"magic"}]`))
+	f.Add([]byte(`[{"name":"c","description":"C","kind":"imperative","annotations":{"readOnlyHint":true,"consequentialHint":true,"untrustedContentHint":1}}]`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		tools, refused, err := ParseDescriptors(raw)
 		if err != nil {
@@ -70,6 +72,13 @@ func FuzzParseDescriptors(f *testing.F) {
 			}
 			if _, err := d.Schema(); err != nil {
 				t.Fatalf("accepted tool %q with a schema that does not compile: %v", d.Name, err)
+			}
+			// A form or a consequential tool never runs without asking.
+			if d.ReadOnly() && (d.Kind != KindImperative || d.Annotations.ConsequentialHint) {
+				t.Fatalf("accepted tool %q as read-only: %+v", d.Name, d)
+			}
+			if d.Kind == KindDeclarative && d.Annotations != (Annotations{}) {
+				t.Fatalf("accepted form %q with annotations %+v", d.Name, d.Annotations)
 			}
 		}
 		for _, r := range refused {

@@ -1,6 +1,7 @@
 package sitetools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,8 @@ const (
 	// CallTimeout is the longest a call may run in the browser, by default.
 	CallTimeout = 60 * time.Second
 	// MaxResultBytes is the largest result returned; larger ones are refused
-	// with their size, never truncated.
+	// with their size, never truncated. It counts the result as the page
+	// returned it (see ResultSize).
 	MaxResultBytes = 256 << 10
 )
 
@@ -35,10 +37,35 @@ var (
 	ErrTimeout = errors.New("sitetools: the call ran out of time")
 )
 
+// ResultSize is what MaxResultBytes counts of a page's result, given as JSON text: a string's
+// UTF-8 bytes (not its quotes and escapes), any other value's JSON text. A page that returns a
+// 256 KiB string gets it through, as the limit says. The extension counts the same way
+// (extension/lib/messages.js, protocol.js); a string with a lone surrogate counts it as U+FFFD,
+// there as here.
+func ResultSize(raw json.RawMessage) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return len(raw)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return len(raw)
+	}
+	return len(s)
+}
+
 // TooLargeError is a result refused for its size.
 type TooLargeError struct{ Size int }
 
 func (e *TooLargeError) Error() string { return fmt.Sprintf("sitetools: result of %d bytes", e.Size) }
+
+// BusyError is a call refused because the browser that would run it already
+// runs Limit calls (the in-flight cap, docs/DECISIONS.md).
+type BusyError struct{ Limit int }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("sitetools: the browser already runs %d calls", e.Limit)
+}
 
 // PageError is the error the page's own tool reported, in its own words.
 type PageError struct{ Code, Message string }
@@ -57,6 +84,9 @@ type Invocation struct {
 	// Targets are the live documents offering the tool, most recently used
 	// first; empty when no tab is open (the extension then reopens LastURL).
 	Targets []Target
+	// LastURL is the address of the page that last offered the tool (the
+	// site's last address for tools known from before addresses were kept
+	// per tool): where the extension reopens it.
 	LastURL string
 	// Deadline is when the browser must have answered.
 	Deadline time.Time
@@ -128,16 +158,29 @@ func NewOps(o Options) *Ops {
 }
 
 // ToolSummary is one tool in a listing: no schema, to keep listings cheap.
+// ReadOnly is whether a call runs without asking; the flags after it are
+// left out when false, so a listing of plain tools stays as short as before.
 type ToolSummary struct {
 	Name        string `json:"name"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description"`
 	ReadOnly    bool   `json:"readOnly"`
+	// Form is set for a declarative tool (a <form toolname>).
+	Form bool `json:"form,omitempty"`
+	// NeedsPerson is set for a form only the person may submit.
+	NeedsPerson bool `json:"needsPerson,omitempty"`
+	// Consequential is set for a tool that always asks (consequentialHint).
+	Consequential bool `json:"consequential,omitempty"`
+	// UntrustedContent is set for a tool whose results hold content the
+	// site does not vouch for (untrustedContentHint).
+	UntrustedContent bool `json:"untrustedContent,omitempty"`
 }
 
 // Summary is a tool's listing entry.
 func Summary(t Descriptor) ToolSummary {
-	return ToolSummary{Name: t.Name, Title: t.Title, Description: t.Description, ReadOnly: t.Annotations.ReadOnlyHint}
+	return ToolSummary{Name: t.Name, Title: t.Title, Description: t.Description, ReadOnly: t.ReadOnly(),
+		Form: t.Kind == KindDeclarative, NeedsPerson: t.NeedsPerson(),
+		Consequential: t.Annotations.ConsequentialHint, UntrustedContent: t.Annotations.UntrustedContentHint}
 }
 
 // SiteListing is one shared site in a listing.
@@ -183,6 +226,15 @@ type Definition struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 	Annotations Annotations     `json:"annotations"`
+	// Kind is "imperative" or "declarative" (a form); Autosubmit is false
+	// for a form only the person may submit.
+	Kind       string `json:"kind"`
+	Autosubmit bool   `json:"autosubmit"`
+	// ReadOnly is whether a call runs without asking: readOnlyHint, and
+	// neither consequentialHint nor a form.
+	ReadOnly bool `json:"readOnly"`
+	// Page is the address of the page that last offered the tool.
+	Page string `json:"page,omitempty"`
 }
 
 // Describe returns one tool's input schema and annotations.
@@ -191,7 +243,8 @@ func (o *Ops) Describe(ctx context.Context, a Agent, site, tool string) (*Defini
 	if err != nil {
 		return nil, err
 	}
-	return &Definition{Site: s.Origin, Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema, Annotations: d.Annotations}, nil
+	return &Definition{Site: s.Origin, Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema, Annotations: d.Annotations,
+		Kind: d.Kind, Autosubmit: d.Autosubmit, ReadOnly: d.ReadOnly(), Page: d.URL}, nil
 }
 
 // find resolves a site shared with the workspace and one of its tools, or

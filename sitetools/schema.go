@@ -23,7 +23,8 @@ const SchemaCacheBytes = 16 << 20
 // concurrent use.
 type Schema struct {
 	compiled   *gojsonschema.Schema
-	translated any // the draft-7 document gojsonschema compiled, kept for tests and debugging
+	translated any  // the draft-7 document gojsonschema compiled, kept for tests and debugging
+	cost       cost // what checking costs per value at each depth (see MaxValidationCost)
 }
 
 // CompileSchema translates and compiles a page's input schema, or refuses it with a *Refusal of
@@ -51,10 +52,16 @@ func compileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBound(doc, t.nodes); err != nil {
+	c, err := checkBound(doc, t.nodes)
+	if err != nil {
 		return nil, err
 	}
-	return compileDraft(doc, d)
+	s, err := compileDraft(doc, d)
+	if err != nil {
+		return nil, err
+	}
+	s.cost = c
+	return s, nil
 }
 
 // decodeSchema decodes with json.Number, as gojsonschema needs, and insists on an object that

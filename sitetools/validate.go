@@ -1,7 +1,6 @@
 package sitetools
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -40,78 +39,61 @@ func (v Violation) String() string {
 // Validate checks an agent's arguments against the schema and returns every violation, sorted by
 // path; none means the call may proceed. Missing arguments (nil, empty or null) are read as {},
 // as MCP clients omit arguments for tools that take none.
+//
+// Validate gives an *ArgumentsError (see Check) as its one violation.
 func (s *Schema) Validate(args json.RawMessage) []Violation {
-	value, v := decodeArguments(args)
-	if v != nil {
-		return []Violation{*v}
+	viol, err := s.Check(args)
+	if err != nil {
+		return []Violation{err.Violation}
+	}
+	return viol
+}
+
+// Check is Validate that tells a refusal of the arguments as a whole (too large, too much to check
+// against this schema, not UTF-8 text, not a JSON object) apart from violations of the schema: the
+// first is an *ArgumentsError, returned before the schema is applied, so that gojsonschema, which
+// cannot be stopped, only ever runs on arguments whose cost is within MaxValidationCost.
+func (s *Schema) Check(args json.RawMessage) ([]Violation, *ArgumentsError) {
+	args, aerr := checkText(args)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := s.withinBudget(args); aerr != nil {
+		return nil, aerr
+	}
+	value, aerr := decodeValue(args)
+	if aerr != nil {
+		return nil, aerr
 	}
 	result, err := s.compiled.Validate(document{value})
 	if err != nil {
-		return []Violation{{Path: "arguments", Message: "could not be checked: " + err.Error()}}
+		return []Violation{{Path: "arguments", Message: "could not be checked: " + err.Error()}}, nil
 	}
-	return violations(result.Errors(), value)
-}
-
-func decodeArguments(args json.RawMessage) (any, *Violation) {
-	args = bytes.TrimSpace(args)
-	if len(args) > MaxArgumentsBytes {
-		return nil, &Violation{"arguments", fmt.Sprintf("are %d bytes; the limit is %d, so send less data", len(args), MaxArgumentsBytes)}
-	}
-	if len(args) == 0 || string(args) == "null" {
-		return map[string]any{}, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var value any
-	if err := dec.Decode(&value); err != nil || dec.More() {
-		return nil, &Violation{"arguments", "are not valid JSON; send a JSON object"}
-	}
-	if _, ok := value.(map[string]any); !ok {
-		return nil, &Violation{"arguments", "must be a JSON object, got " + describe(value)}
-	}
-	if nestedDeeper(value, MaxArgumentDepth) {
-		return nil, &Violation{"arguments", fmt.Sprintf("nest deeper than %d levels; flatten them", MaxArgumentDepth)}
-	}
-	return value, nil
-}
-
-func nestedDeeper(v any, limit int) bool {
-	if limit < 0 {
-		return true
-	}
-	switch t := v.(type) {
-	case map[string]any:
-		for _, c := range t {
-			if nestedDeeper(c, limit-1) {
-				return true
-			}
-		}
-	case []any:
-		for _, c := range t {
-			if nestedDeeper(c, limit-1) {
-				return true
-			}
-		}
-	}
-	return false
+	return violations(result.Errors(), value), nil
 }
 
 // violations phrases gojsonschema's errors, drops duplicates (anyOf and oneOf repeat the errors of
 // their closest branch) and sorts them so the same call always gets the same answer.
 func violations(errs []gojsonschema.ResultError, args any) []Violation {
+	type keyed struct {
+		line string // v.String(), computed once: sorting thousands of violations compares it often
+		v    Violation
+	}
 	seen := map[Violation]bool{}
-	var out []Violation
+	var out []keyed
 	for _, e := range errs {
 		v := Violation{Path: pathOf(e, args), Message: phrase(e)}
 		if !seen[v] {
 			seen[v] = true
-			out = append(out, v)
+			out = append(out, keyed{v.String(), v})
 		}
 	}
-	slices.SortFunc(out, func(a, b Violation) int {
-		return strings.Compare(a.String(), b.String())
-	})
-	return out
+	slices.SortFunc(out, func(a, b keyed) int { return strings.Compare(a.line, b.line) })
+	vs := make([]Violation, len(out))
+	for i, k := range out {
+		vs[i] = k.v
+	}
+	return vs
 }
 
 // contextSep separates path segments when reading gojsonschema's context; property names may
@@ -175,56 +157,88 @@ func phrase(e gojsonschema.ResultError) string {
 	return e.Description()
 }
 
+// valueFormats phrase the errors about one value's content, by gojsonschema's error type.
+var valueFormats = map[string]string{
+	"enum":        "must be one of %v",
+	"const":       "must be exactly %v",
+	"pattern":     "must match the regular expression %v",
+	"format":      "must be a valid %v",
+	"number_gte":  "must be at least %v",
+	"number_gt":   "must be greater than %v",
+	"number_lte":  "must be at most %v",
+	"number_lt":   "must be less than %v",
+	"multiple_of": "must be a multiple of %v",
+}
+
+// valueKeys names the detail each of valueFormats quotes ("max" when not listed).
+var valueKeys = map[string]string{
+	"enum": "allowed", "const": "allowed", "pattern": "pattern", "format": "format",
+	"multiple_of": "multiple", "number_gte": "min", "number_gt": "min",
+}
+
 // phraseValue covers the errors about one value's content, all followed by what was sent.
 func phraseValue(typ string, d gojsonschema.ErrorDetails) (string, bool) {
-	formats := map[string]string{
-		"enum":                 "must be one of %v",
-		"const":                "must be exactly %v",
-		"string_gte":           "must be at least %v characters long",
-		"string_lte":           "must be at most %v characters long",
-		"pattern":              "must match the regular expression %v",
-		"format":               "must be a valid %v",
-		"number_gte":           "must be at least %v",
-		"number_gt":            "must be greater than %v",
-		"number_lte":           "must be at most %v",
-		"number_lt":            "must be less than %v",
-		"multiple_of":          "must be a multiple of %v",
-		"array_min_items":      "must have at least %v items",
-		"array_max_items":      "must have at most %v items",
-		"array_min_properties": "must have at least %v properties",
-		"array_max_properties": "must have at most %v properties",
+	if s, ok := phraseCount(typ, d); ok {
+		return s, true
 	}
-	keys := map[string]string{
-		"enum": "allowed", "const": "allowed", "pattern": "pattern", "format": "format",
-		"multiple_of": "multiple", "string_gte": "min", "number_gte": "min", "number_gt": "min",
-		"array_min_items": "min", "array_min_properties": "min",
-	}
-	f, ok := formats[typ]
+	f, ok := valueFormats[typ]
 	if !ok {
 		return "", false
 	}
-	key, ok := keys[typ]
+	key, ok := valueKeys[typ]
 	if !ok {
 		key = "max"
 	}
 	return fmt.Sprintf(f, d[key]), true
 }
 
+// countLimits are the limits on how many characters, items or properties a value has: the
+// phrase, the detail holding the number, and the noun.
+var countLimits = map[string][3]string{
+	"string_gte":           {"must be at least ", "min", "character"},
+	"string_lte":           {"must be at most ", "max", "character"},
+	"array_min_items":      {"must have at least ", "min", "item"},
+	"array_max_items":      {"must have at most ", "max", "item"},
+	"array_min_properties": {"must have at least ", "min", "property"},
+	"array_max_properties": {"must have at most ", "max", "property"},
+}
+
+// phraseCount covers countLimits, with the noun agreeing with the number ("at least 1
+// character", "at most 2 items").
+func phraseCount(typ string, d gojsonschema.ErrorDetails) (string, bool) {
+	l, ok := countLimits[typ]
+	if !ok {
+		return "", false
+	}
+	n, err := strconv.Atoi(fmt.Sprint(d[l[1]]))
+	if err != nil {
+		return "", false
+	}
+	s := l[0] + count(n, l[2])
+	if l[2] == "character" {
+		s += " long"
+	}
+	return s, true
+}
+
+// combinatorPhrases phrase the errors about how a value relates to several subschemas.
+var combinatorPhrases = map[string]string{
+	"number_any_of":             "must match at least one of the alternatives in anyOf; the closest one's problems are listed too",
+	"number_one_of":             "must match exactly one of the alternatives in oneOf",
+	"number_all_of":             "must match every schema in allOf",
+	"number_not":                "must not match the schema given in \"not\"",
+	"condition_then":            "must match the \"then\" schema, since it matches the \"if\" schema",
+	"condition_else":            "must match the \"else\" schema, since it does not match the \"if\" schema",
+	"contains":                  "must contain at least one item matching the \"contains\" schema",
+	"unique":                    "must not contain the same item twice",
+	"array_no_additional_items": "has more items than the schema lists; remove the extra items",
+	"false":                     "is not allowed here; remove it",
+}
+
 // phraseCombinator covers errors about how a value relates to several subschemas. The errors of
 // the closest branch are reported beside them.
 func phraseCombinator(typ string) (string, bool) {
-	s, ok := map[string]string{
-		"number_any_of":             "must match at least one of the alternatives in anyOf; the closest one's problems are listed too",
-		"number_one_of":             "must match exactly one of the alternatives in oneOf",
-		"number_all_of":             "must match every schema in allOf",
-		"number_not":                "must not match the schema given in \"not\"",
-		"condition_then":            "must match the \"then\" schema, since it matches the \"if\" schema",
-		"condition_else":            "must match the \"else\" schema, since it does not match the \"if\" schema",
-		"contains":                  "must contain at least one item matching the \"contains\" schema",
-		"unique":                    "must not contain the same item twice",
-		"array_no_additional_items": "has more items than the schema lists; remove the extra items",
-		"false":                     "is not allowed here; remove it",
-	}[typ]
+	s, ok := combinatorPhrases[typ]
 	return s, ok
 }
 

@@ -145,3 +145,24 @@ func lines(vs []Violation) []string {
 	}
 	return out
 }
+
+// TestValidateCountsAgree: "at least 1 characters" read wrong (issue 11, item 8).
+func TestValidateCountsAgree(t *testing.T) {
+	for _, tc := range []struct{ schema, args, want string }{
+		{`{"properties":{"a":{"minLength":1}}}`, `{"a":""}`, `arguments.a: must be at least 1 character long, got string ""`},
+		{`{"properties":{"a":{"maxLength":1}}}`, `{"a":"ab"}`, `arguments.a: must be at most 1 character long, got string "ab"`},
+		{`{"properties":{"a":{"maxLength":2}}}`, `{"a":"abc"}`, `arguments.a: must be at most 2 characters long, got string "abc"`},
+		{`{"properties":{"a":{"minItems":1}}}`, `{"a":[]}`, `arguments.a: must have at least 1 item, got an array of 0 items`},
+		{`{"properties":{"a":{"maxItems":1}}}`, `{"a":[1,2]}`, `arguments.a: must have at most 1 item, got an array of 2 items`},
+		{`{"minProperties":1}`, `{}`, `arguments: must have at least 1 property, got an object with 0 properties`},
+		{`{"maxProperties":1}`, `{"a":1,"b":2}`, `arguments: must have at most 1 property, got an object with 2 properties`},
+	} {
+		s, err := CompileSchema(json.RawMessage(tc.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(lines(s.Validate(json.RawMessage(tc.args))), "\n"); got != tc.want {
+			t.Errorf("%s %s:\ngot  %s\nwant %s", tc.schema, tc.args, got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tabbridge/tabbridge/secret"
@@ -54,18 +55,57 @@ func (db *DB) RevokeMachine(ctx context.Context, userID, id string) error {
 		Where("id = ? AND user_id = ? AND revoked_at IS NULL", id, userID).Update("revoked_at", Now()))
 }
 
-// AuthenticateMachine resolves a presented machine token to its machine and
-// records when it was last seen.
+// ErrOtherInstall is returned by ClaimMachine when the token is presented
+// by a daemon of another install than the one that first linked with it: a
+// copied token must not take over the person's terminals.
+var ErrOtherInstall = errors.New("store: machine token belongs to another install")
+
+// MachineActive reports whether a machine's token is still good (not
+// revoked): a daemon's socket admitted just before a revoke is closed when
+// this says false.
+func (db *DB) MachineActive(ctx context.Context, id string) (bool, error) {
+	var ids []string
+	err := db.WithContext(ctx).Model(&Machine{}).Where("id = ? AND revoked_at IS NULL", id).Limit(1).Pluck("id", &ids).Error
+	return len(ids) > 0, err
+}
+
+// AuthenticateMachine resolves a presented machine token to its machine.
+// Before the daemon is linked, ClaimMachine must accept its install (and
+// records that the machine was seen).
 func (db *DB) AuthenticateMachine(ctx context.Context, token string) (*Machine, error) {
 	var m Machine
 	err := db.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL", secret.Hash(token)).Take(&m).Error
 	if err != nil {
 		return nil, notFound(err)
 	}
-	if err := db.TouchMachine(ctx, m.ID); err != nil {
-		return nil, err
-	}
 	return &m, nil
+}
+
+// ClaimMachine admits the daemon install that presents the machine's token
+// and records that the machine was seen. The first install to link claims
+// the machine; another install is refused with ErrOtherInstall, the attempt
+// recorded in m.OtherInstallAt (and the database) for the person to see.
+func (db *DB) ClaimMachine(ctx context.Context, m *Machine, installID string) error {
+	install := secret.Hash(installID)
+	// One statement claims an unclaimed machine or matches its own
+	// install, so two first links racing cannot both win.
+	res := db.WithContext(ctx).Model(&Machine{}).
+		Where("id = ? AND revoked_at IS NULL AND (install_hash IS NULL OR install_hash = ?)", m.ID, install).
+		Updates(map[string]any{"install_hash": install, "last_seen_at": Now()})
+	if res.Error != nil {
+		return fmt.Errorf("claim machine: %w", res.Error)
+	}
+	if res.RowsAffected == 1 {
+		m.InstallHash = &install
+		return nil
+	}
+	now := Now()
+	res = db.WithContext(ctx).Model(&Machine{}).Where("id = ? AND revoked_at IS NULL", m.ID).Update("other_install_at", now)
+	if err := affectedOne(res); err != nil {
+		return err // revoked meanwhile: ErrNotFound
+	}
+	m.OtherInstallAt = &now
+	return ErrOtherInstall
 }
 
 // TouchMachine records that a machine's daemon was connected just now.

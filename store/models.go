@@ -92,4 +92,10 @@ type Machine struct {
 	CreatedAt  time.Time  `json:"createdAt"`
 	LastSeenAt *time.Time `json:"lastSeenAt"`
 	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+	// InstallHash is the hash of the install id of the daemon that first
+	// linked with this machine's token; nil until then.
+	InstallHash *string `json:"-"`
+	// OtherInstallAt is when a daemon of another install last presented
+	// the token and was refused; nil if none ever did.
+	OtherInstallAt *time.Time `json:"otherInstallAt"`
 }

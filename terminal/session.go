@@ -7,13 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
-	"syscall"
 	"time"
-	"unsafe"
-
-	"github.com/creack/pty"
 )
 
 // Options describe a session; Start fills defaults.
@@ -54,8 +49,7 @@ var ErrInputFull = errors.New("terminal: input queue full")
 // emulator remains, so its last screen can still be read. Stop waits for
 // all and releases the emulator.
 type Session struct {
-	cmd  *exec.Cmd // static after Start; Wait is called by the reader only
-	ptmx *os.File  // static, non-blocking; closed by the reader after EIO, or by Stop
+	pty  *proc     // static; Wait is called by the reader only; closed by the reader at the end of output, or by Stop
 	emu  *Emulator // static
 	coal *Coalescer
 	out  func(Batch) // static
@@ -72,7 +66,8 @@ type Session struct {
 	exitErr  error // written by the reader before done closes
 }
 
-// Start runs the program in a new PTY, in its own session and process group.
+// Start runs the program in a new PTY: in its own session and process group
+// on Unix, in a job object under ConPTY on Windows (see pty.go).
 func Start(o Options) (*Session, error) {
 	if o.Cols <= 0 || o.Rows <= 0 {
 		o.Cols, o.Rows = 80, 24
@@ -80,20 +75,12 @@ func Start(o Options) (*Session, error) {
 	if o.InputQueue <= 0 {
 		o.InputQueue = DefaultInputQueue
 	}
-	cmd := exec.Command(o.Path, o.Args...)
-	cmd.Dir, cmd.Env = o.Dir, o.Env
-	ws := &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}
-	ptmx, err := pty.StartWithAttrs(cmd, ws, &syscall.SysProcAttr{Setsid: true, Setctty: true})
+	pty, err := startProc(o)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Path, err)
 	}
-	if ptmx, err = pollable(ptmx); err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("start %s: %w", o.Path, err)
-	}
 	s := &Session{
-		cmd: cmd, ptmx: ptmx, emu: NewEmulator(o.Cols, o.Rows), out: o.Output,
+		pty: pty, emu: NewEmulator(o.Cols, o.Rows), out: o.Output,
 		inMax: o.InputQueue, inWake: make(chan struct{}, 1), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.coal = NewCoalescer(CoalescerOptions{Window: o.Window, Clock: o.Clock, Emit: s.deliver})
@@ -112,15 +99,15 @@ func (s *Session) deliver(b Batch) {
 	}
 }
 
-// read is the only reader of the PTY. EIO means every slave fd is closed,
-// and only then has every byte the program wrote been read. No one is left
+// read is the only reader of the PTY. Its error (EIO on Unix: every slave
+// fd is closed) means every byte the program wrote has been read. No one is left
 // to read input or be resized then, so the PTY is closed at once, which also
 // ends a write waiting for the program to read.
 func (s *Session) read() {
 	defer s.wg.Done()
 	buf := make([]byte, 32*1024)
 	for {
-		n, err := s.ptmx.Read(buf)
+		n, err := s.pty.Read(buf)
 		if n > 0 {
 			_, _ = s.coal.Write(buf[:n])
 		}
@@ -129,9 +116,9 @@ func (s *Session) read() {
 		}
 	}
 	_ = s.coal.Close()
-	s.exitErr = s.cmd.Wait()
+	s.exitErr = s.pty.Wait()
 	close(s.done)
-	_ = s.ptmx.Close()
+	_ = s.pty.Close()
 }
 
 // writeInput writes each input exactly as given, in order, never merged.
@@ -155,7 +142,7 @@ func (s *Session) writeInput() {
 			p := s.inQueue[0]
 			s.inQueue[0], s.inQueue = nil, s.inQueue[1:]
 			s.inMu.Unlock()
-			_, _ = s.ptmx.Write(p)
+			_, _ = s.pty.Write(p)
 			s.inMu.Lock()
 			s.inBytes -= len(p)
 			s.inMu.Unlock()
@@ -198,50 +185,10 @@ func (s *Session) Resize(cols, rows int) error {
 	if cols <= 0 || rows <= 0 {
 		return fmt.Errorf("resize to %dx%d: size must be positive", cols, rows)
 	}
-	if err := setsize(s.ptmx, cols, rows); err != nil && !s.exited() {
+	if err := s.pty.Resize(cols, rows); err != nil && !s.exited() {
 		return fmt.Errorf("resize pty: %w", err)
 	}
 	return s.emu.Resize(cols, rows)
-}
-
-// pollable turns a PTY master into a non-blocking file on Go's poller, so
-// that Close ends a read or write waiting on it: a blocking write to a
-// program that does not read its input stays blocked even after the program
-// has died. Fd must not be called on the result (it makes the file
-// blocking again).
-func pollable(f *os.File) (*os.File, error) {
-	defer f.Close()
-	fd, err := syscall.Dup(int(f.Fd()))
-	if err != nil {
-		return nil, fmt.Errorf("dup pty: %w", err)
-	}
-	syscall.CloseOnExec(fd)
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		_ = syscall.Close(fd)
-		return nil, fmt.Errorf("pty non-blocking: %w", err)
-	}
-	return os.NewFile(uintptr(fd), f.Name()), nil
-}
-
-// setsize is pty.Setsize without Fd, through the file's own reference to
-// its fd: never on a closed (and perhaps reused) fd number.
-func setsize(f *os.File, cols, rows int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	ws := pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
-	var errno syscall.Errno
-	err = rc.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws)))
-	})
-	if err != nil {
-		return err
-	}
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }
 
 // Snapshot returns history and redraw at a batch boundary (see Batch.Offset).
@@ -251,7 +198,7 @@ func (s *Session) Snapshot() (Snapshot, error) { return s.emu.Snapshot() }
 func (s *Session) Replies() <-chan []byte { return s.emu.Replies() }
 
 // Pid is the program's process id, also its process group id.
-func (s *Session) Pid() int { return s.cmd.Process.Pid }
+func (s *Session) Pid() int { return s.pty.Pid() }
 
 // exited reports whether Done is closed: the PTY is closed after it.
 func (s *Session) exited() bool {
@@ -271,10 +218,10 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // signal ended it.
 func (s *Session) ExitCode() int {
 	<-s.done
-	return s.cmd.ProcessState.ExitCode()
+	return s.pty.ExitCode()
 }
 
-// Stop kills the program's process group, waits for the remaining output to
+// Stop kills the program's process tree (group or job), waits for the remaining output to
 // be delivered and for every goroutine, then releases the PTY and emulator.
 // A process that left the group and keeps the terminal open keeps the read
 // waiting: Stop then gives up when ctx ends and closes the PTY, which ends
@@ -293,30 +240,26 @@ func (s *Session) stop(ctx context.Context) error {
 	select {
 	case <-s.done:
 	case <-ctx.Done():
-		_ = s.ptmx.Close()
+		_ = s.pty.Close()
 		return fmt.Errorf("stop session: %w", ctx.Err())
 	}
 	s.wg.Wait()
 	_ = s.emu.Close()
-	if err := s.ptmx.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+	if err := s.pty.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("close pty: %w", err)
 	}
 	return nil
 }
 
-// kill signals the whole process group, unless the child is already reaped
-// (its pid, and so the group id, may then belong to someone else).
+// kill ends the program's whole process tree, unless the child is already
+// reaped (its pid, and so the group id, may then belong to someone else).
 func (s *Session) kill() error {
 	select {
 	case <-s.done:
 		return nil
 	default:
 	}
-	err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	if err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill process group: %w", err)
-	}
-	return nil
+	return s.pty.Kill()
 }
 
 var _ io.Writer = (*Coalescer)(nil)

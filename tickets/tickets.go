@@ -33,6 +33,11 @@ const (
 // caller: each is "this ticket does not open this door".
 var ErrInvalid = errors.New("tickets: invalid, used or expired ticket")
 
+// ErrSignedOut is returned for a ticket that would still be good but whose
+// sign-in has ended (signed out, or revoked for a reused refresh token):
+// what the sign-in could open ends with it, including what it was about to.
+var ErrSignedOut = errors.New("tickets: the sign-in that asked for this ticket has ended")
+
 // Ticket is what a redeem returns: whose ticket it was and what it was for.
 type Ticket struct {
 	ID        string
@@ -73,23 +78,47 @@ func (is *Issuer) Issue(ctx context.Context, userID, familyID, purpose, subject 
 }
 
 // Redeem spends a ticket for purpose in one atomic statement and returns it.
-// A used, expired, unknown or wrong-purpose ticket gives ErrInvalid.
+// A used, expired, unknown or wrong-purpose ticket gives ErrInvalid; a ticket
+// whose sign-in has ended gives ErrSignedOut and stays unspent. The sign-in
+// is checked in the same statement, but a sign-out may still land just after
+// it: whoever holds the socket the ticket opens must also follow the sign-in
+// (register, then check again) to close it.
 func (is *Issuer) Redeem(ctx context.Context, plain, purpose string) (*Ticket, error) {
 	hash := secret.Hash(plain)
-	res := is.db.WithContext(ctx).Model(&Ticket{}).
-		Where("token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", hash, purpose, is.now()).
-		Update("used_at", is.now())
+	db := is.db.WithContext(ctx)
+	now := is.now()
+	live := db.Model(&store.RefreshToken{}).Select("1").
+		Where("refresh_tokens.family_id = tickets.family_id AND refresh_tokens.revoked_at IS NULL")
+	res := db.Model(&Ticket{}).
+		Where("token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", hash, purpose, now).
+		Where("family_id = '' OR EXISTS (?)", live).
+		Update("used_at", now)
 	if res.Error != nil {
 		return nil, fmt.Errorf("redeem ticket: %w", res.Error)
 	}
 	if res.RowsAffected != 1 {
-		return nil, ErrInvalid
+		return nil, is.whyNot(ctx, hash, purpose, now)
 	}
 	var t Ticket
-	if err := is.db.WithContext(ctx).Where("token_hash = ?", hash).Take(&t).Error; err != nil {
+	if err := db.Where("token_hash = ?", hash).Take(&t).Error; err != nil {
 		return nil, fmt.Errorf("redeem ticket: %w", err)
 	}
 	return &t, nil
+}
+
+// whyNot tells a ticket that would still be good, but whose sign-in ended,
+// from one that opens nothing at all.
+func (is *Issuer) whyNot(ctx context.Context, hash, purpose string, now time.Time) error {
+	var n int64
+	err := is.db.WithContext(ctx).Model(&Ticket{}).
+		Where("token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", hash, purpose, now).Count(&n).Error
+	if err != nil {
+		return fmt.Errorf("redeem ticket: %w", err)
+	}
+	if n > 0 {
+		return ErrSignedOut
+	}
+	return ErrInvalid
 }
 
 // Sweep deletes tickets that expired before now, used or not.

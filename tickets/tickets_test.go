@@ -24,21 +24,26 @@ func newClock() *clock {
 func (c *clock) now() time.Time          { return *c.t.Load() }
 func (c *clock) advance(d time.Duration) { n := c.now().Add(d); c.t.Store(&n) }
 
-func setup(t *testing.T, db *store.DB) (*tickets.Issuer, *clock, string) {
+// setup makes an account with a live sign-in (refresh family) and an issuer.
+func setup(t *testing.T, db *store.DB) (*tickets.Issuer, *clock, string, string) {
 	t.Helper()
 	u, err := db.CreateOwner(context.Background(), "a@example.com", "A", "hash")
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, family, err := db.IssueRefresh(context.Background(), u.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := newClock()
-	return tickets.New(db, c.now), c, u.ID
+	return tickets.New(db, c.now), c, u.ID, family
 }
 
 func TestRedeemOnceOnly(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		is, _, uid := setup(t, db)
+		is, _, uid, family := setup(t, db)
 		ctx := context.Background()
-		plain, exp, err := is.Issue(ctx, uid, "family-1", tickets.PurposeExtension, "")
+		plain, exp, err := is.Issue(ctx, uid, family, tickets.PurposeExtension, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +51,7 @@ func TestRedeemOnceOnly(t *testing.T) {
 			t.Fatalf("ticket %q expires %v", plain, exp)
 		}
 		got, err := is.Redeem(ctx, plain, tickets.PurposeExtension)
-		if err != nil || got.UserID != uid || got.FamilyID != "family-1" {
+		if err != nil || got.UserID != uid || got.FamilyID != family {
 			t.Fatalf("redeem: %+v %v", got, err)
 		}
 		if _, err := is.Redeem(ctx, plain, tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
@@ -57,10 +62,10 @@ func TestRedeemOnceOnly(t *testing.T) {
 
 func TestExpiredWrongPurposeAndUnknownAreRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		is, c, uid := setup(t, db)
+		is, c, uid, family := setup(t, db)
 		ctx := context.Background()
-		expiring, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeExtension, "")
-		viewer, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeViewer, "session-1")
+		expiring, _, _ := is.Issue(ctx, uid, family, tickets.PurposeExtension, "")
+		viewer, _, _ := is.Issue(ctx, uid, family, tickets.PurposeViewer, "session-1")
 		if _, err := is.Redeem(ctx, viewer, tickets.PurposeExtension); !errors.Is(err, tickets.ErrInvalid) {
 			t.Errorf("wrong purpose: got %v", err)
 		}
@@ -80,9 +85,9 @@ func TestExpiredWrongPurposeAndUnknownAreRefused(t *testing.T) {
 
 func TestViewerTicketKeepsItsSubject(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		is, _, uid := setup(t, db)
+		is, _, uid, family := setup(t, db)
 		ctx := context.Background()
-		plain, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeViewer, "session-42")
+		plain, _, _ := is.Issue(ctx, uid, family, tickets.PurposeViewer, "session-42")
 		got, err := is.Redeem(ctx, plain, tickets.PurposeViewer)
 		if err != nil || got.Subject != "session-42" {
 			t.Fatalf("redeem viewer ticket: %+v %v", got, err)
@@ -92,9 +97,9 @@ func TestViewerTicketKeepsItsSubject(t *testing.T) {
 
 func TestConcurrentRedeemsExactlyOneWins(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		is, _, uid := setup(t, db)
+		is, _, uid, family := setup(t, db)
 		ctx := context.Background()
-		plain, _, _ := is.Issue(ctx, uid, "family-1", tickets.PurposeExtension, "")
+		plain, _, _ := is.Issue(ctx, uid, family, tickets.PurposeExtension, "")
 		var wins, losses atomic.Int32
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -118,6 +123,39 @@ func TestConcurrentRedeemsExactlyOneWins(t *testing.T) {
 		wg.Wait()
 		if wins.Load() != 1 || losses.Load() != 19 {
 			t.Fatalf("wins=%d losses=%d, want 1 and 19", wins.Load(), losses.Load())
+		}
+	})
+}
+
+// TestTicketOfAnEndedSignInOpensNothing: a ticket asked for just before its
+// sign-in ended is refused as signed out, and stays unspent; tickets of the
+// person's other sign-in still open their door.
+func TestTicketOfAnEndedSignInOpensNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		is, _, uid, family := setup(t, db)
+		ctx := context.Background()
+		_, other, err := db.IssueRefresh(ctx, uid, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ext, _, _ := is.Issue(ctx, uid, family, tickets.PurposeExtension, "")
+		view, _, _ := is.Issue(ctx, uid, family, tickets.PurposeViewer, "session-1:type")
+		kept, _, _ := is.Issue(ctx, uid, other, tickets.PurposeExtension, "")
+		if err := db.RevokeFamily(ctx, family); err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range []struct{ plain, purpose string }{{ext, tickets.PurposeExtension}, {view, tickets.PurposeViewer}} {
+			if _, err := is.Redeem(ctx, tk.plain, tk.purpose); !errors.Is(err, tickets.ErrSignedOut) {
+				t.Errorf("%s ticket of an ended sign-in: got %v, want ErrSignedOut", tk.purpose, err)
+			}
+		}
+		var used int64
+		db.Model(&tickets.Ticket{}).Where("used_at IS NOT NULL").Count(&used)
+		if used != 0 {
+			t.Errorf("%d refused tickets were spent", used)
+		}
+		if got, err := is.Redeem(ctx, kept, tickets.PurposeExtension); err != nil || got.FamilyID != other {
+			t.Fatalf("the other sign-in's ticket: %+v %v", got, err)
 		}
 	})
 }

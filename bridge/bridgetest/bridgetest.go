@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fasthttp/websocket"
 
@@ -133,9 +134,14 @@ func (b *Browser) Hello(id, name, version string, timeout time.Duration) (*Messa
 // (see CloseCode).
 func (b *Browser) Next(timeout time.Duration) (*Message, error) {
 	b.Conn.SetReadDeadline(time.Now().Add(timeout))
-	_, data, err := b.Conn.ReadMessage()
+	typ, data, err := b.Conn.ReadMessage()
 	if err != nil {
 		return nil, err
+	}
+	if typ == websocket.TextMessage && !utf8.Valid(data) {
+		// What Chromium does: it fails the whole socket (1006) on such a frame.
+		b.Conn.Close()
+		return nil, fmt.Errorf("server sent a text frame that is not UTF-8, which makes Chromium drop the socket: %q", data)
 	}
 	m := &Message{Raw: data}
 	if err := json.Unmarshal(data, m); err != nil {

@@ -13,14 +13,27 @@ import (
 	"github.com/tabbridge/tabbridge/daemon"
 )
 
-// runDaemon runs the terminal daemon: tabbridge daemon --server URL --token
-// tbm_… [-- command [args]]. With a command it starts that session at once;
-// the daemon runs until it is interrupted, then stops every session.
+// runDaemon runs the terminal daemon: tabbridge daemon [-- command [args]],
+// with the server and machine token that `tabbridge daemon enroll` saved
+// (or TABBRIDGE_MACHINE_TOKEN). With a command it starts that session at
+// once; the daemon runs until it is interrupted, then stops every session.
+// `tabbridge daemon enroll|install|uninstall` are its set-up steps.
 func runDaemon(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "enroll":
+			return runEnroll(ctx, args[1:], getenv, stdin, stderr)
+		case "install":
+			return runInstall(ctx, args[1:], getenv, os.Stdout, stderr)
+		case "uninstall":
+			return runUninstall(ctx, args[1:], os.Stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", getenv("TABBRIDGE_SERVER"), "the server's public URL (TABBRIDGE_SERVER)")
-	token := fs.String("token", getenv("TABBRIDGE_MACHINE_TOKEN"), "machine token from the web app, tbm_… (TABBRIDGE_MACHINE_TOKEN)")
+	server := fs.String("server", getenv("TABBRIDGE_SERVER"), "the server's public URL; default the one enrolled (TABBRIDGE_SERVER)")
+	creds := fs.String("credentials", getenv("TABBRIDGE_CREDENTIALS"), "the file 'tabbridge daemon enroll' wrote; default "+daemon.DefaultCredentialsPath()+" (TABBRIDGE_CREDENTIALS)")
+	token := fs.String("token", "", "refused: a token on a command line is readable by every user of this machine; enroll instead")
 	control := fs.String("control", getenv("TABBRIDGE_CONTROL"), "unix socket where 'tabbridge run' starts sessions; default "+daemon.DefaultControlPath()+" (TABBRIDGE_CONTROL)")
 	cols := fs.Int("cols", 120, "initial width of a session started here")
 	rows := fs.Int("rows", 40, "initial height of a session started here")
@@ -30,14 +43,15 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return errUsage
 	}
-	switch {
-	case *server == "":
-		return errors.New("--server (or TABBRIDGE_SERVER) is required: the Tabbridge server's public URL, as shown with the machine's token in the web app")
-	case *token == "":
-		return errors.New("--token (or TABBRIDGE_MACHINE_TOKEN) is required: the machine token (tbm_…) shown when the machine was created in the web app")
+	if *token != "" {
+		return errTokenFlag
+	}
+	c, err := daemonCredentials(*server, *creds, getenv)
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	d, err := daemon.New(daemon.Options{Server: *server, Token: *token, Logger: log})
+	d, err := daemon.New(daemon.Options{Server: c.Server, Token: c.Token, InstallID: c.Install, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -98,7 +112,11 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		log.Warn("stop sessions", "err", err)
 	}
 	if errors.Is(serveErr, daemon.ErrRefused) {
-		return fmt.Errorf("%w: create a new machine token in the web app and start the daemon with it", serveErr)
+		return fmt.Errorf("%w: create a new machine in the web app and enroll with its token ('tabbridge daemon enroll')", serveErr)
+	}
+	if errors.Is(serveErr, daemon.ErrOtherInstall) {
+		return fmt.Errorf("%w: the daemon enrolled elsewhere with this token linked first, so the server refuses this one (the machine's page says so). "+
+			"Create a new machine in the web app for this computer and enroll with its token", serveErr)
 	}
 	return nil
 }

@@ -1,3 +1,5 @@
+//go:build !windows
+
 package main
 
 import (
@@ -72,6 +74,19 @@ func newMachine(t *testing.T) (url string, person *servertest.Client, id, token 
 	return env.URL, person, out.Machine.ID, out.Token
 }
 
+// enroll runs `tabbridge daemon enroll` with token on standard input and
+// returns the credentials file it wrote (a new install each call).
+func enroll(t *testing.T, url, token string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tabbridge", "daemon.json")
+	stdin = strings.NewReader(token + "\n")
+	defer func() { stdin = os.Stdin }()
+	if err := run(context.Background(), []string{"daemon", "enroll", "--server", url, "--credentials", path}, func(string) string { return "" }, io.Discard, nil); err != nil {
+		t.Fatalf("enroll: %v", err)
+	}
+	return path
+}
+
 // startDaemon runs `tabbridge daemon` in-process; its error arrives on the
 // channel returned (a test that takes it puts it back). The daemon is
 // interrupted when the test ends.
@@ -99,7 +114,7 @@ func startDaemon(t *testing.T, log *logWriter, args ...string) (done chan error,
 func TestRevokedTokenEndsTheDaemon(t *testing.T) {
 	url, person, id, token := newMachine(t)
 	log := newLogWriter()
-	done, _ := startDaemon(t, log, "--server", url, "--token", token, "--control", filepath.Join(t.TempDir(), "d.sock"))
+	done, _ := startDaemon(t, log, "--credentials", enroll(t, url, token), "--control", filepath.Join(t.TempDir(), "d.sock"))
 	log.waitFor(t, "linked to server")
 	person.MustJSON("DELETE", "/api/machines/"+id, nil, 204, nil)
 	select {
@@ -136,7 +151,7 @@ func sessions(person *servertest.Client, machine string) []struct {
 func TestStoppedDaemonReportsItsSessionsExited(t *testing.T) {
 	url, person, id, token := newMachine(t)
 	log := newLogWriter()
-	done, interrupt := startDaemon(t, log, "--server", url, "--token", token, "--control", filepath.Join(t.TempDir(), "d.sock"), "--", "sleep", "1000")
+	done, interrupt := startDaemon(t, log, "--credentials", enroll(t, url, token), "--control", filepath.Join(t.TempDir(), "d.sock"), "--", "sleep", "1000")
 	deadline := time.Now().Add(daemonWait)
 	for len(sessions(person, id)) == 0 { // no event to wait on but the listing
 		if time.Now().After(deadline) {
@@ -168,11 +183,12 @@ func TestSecondDaemonStartsNothing(t *testing.T) {
 	url, _, _, token := newMachine(t)
 	control := filepath.Join(t.TempDir(), "d.sock")
 	log := newLogWriter()
-	startDaemon(t, log, "--server", url, "--token", token, "--control", control)
+	creds := enroll(t, url, token)
+	startDaemon(t, log, "--credentials", creds, "--control", control)
 	log.waitFor(t, "daemon ready")
 	// A sleep no other test runs, to find among the processes.
 	arg := fmt.Sprintf("%d.%d", 1000+os.Getpid()%1000, time.Now().UnixNano()%1000)
-	err := run(context.Background(), []string{"daemon", "--server", url, "--token", token, "--control", control, "--", "sleep", arg},
+	err := run(context.Background(), []string{"daemon", "--credentials", creds, "--control", control, "--", "sleep", arg},
 		func(string) string { return "" }, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "already listens") {
 		t.Fatalf("a second daemon on the same control socket: %v", err)
@@ -190,17 +206,19 @@ func TestSecondDaemonStartsNothing(t *testing.T) {
 	}
 }
 
-// TestDaemonNamesWhatIsMissing: a daemon started with no server or token
-// names the flag and variable to set.
+// TestDaemonNamesWhatIsMissing: a daemon started without credentials names
+// the enrol step, or the variable to set with TABBRIDGE_MACHINE_TOKEN.
 func TestDaemonNamesWhatIsMissing(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.json")
 	for _, c := range []struct {
 		env  map[string]string
 		want string
 	}{
-		{nil, "--server (or TABBRIDGE_SERVER) is required"},
-		{map[string]string{"TABBRIDGE_SERVER": "http://127.0.0.1:1"}, "--token (or TABBRIDGE_MACHINE_TOKEN) is required"},
+		{nil, "tabbridge daemon enroll --server URL"},
+		{map[string]string{"TABBRIDGE_MACHINE_TOKEN": "tbm_x"}, "--server (or TABBRIDGE_SERVER) is required"},
+		{map[string]string{"TABBRIDGE_MACHINE_TOKEN": "tbm_x", "TABBRIDGE_SERVER": "http://127.0.0.1:1"}, "needs TABBRIDGE_INSTALL_ID too"},
 	} {
-		err := run(context.Background(), []string{"daemon", "--control", filepath.Join(t.TempDir(), "d.sock")}, func(k string) string { return c.env[k] }, io.Discard, nil)
+		err := run(context.Background(), []string{"daemon", "--credentials", missing, "--control", filepath.Join(t.TempDir(), "d.sock")}, func(k string) string { return c.env[k] }, io.Discard, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want an error saying %q", c.env, err, c.want)
 		}

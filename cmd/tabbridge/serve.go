@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/store"
 )
@@ -39,6 +41,11 @@ type serveConfig struct {
 	approvalWait time.Duration
 	goneGrace    time.Duration
 	mcpIdle      time.Duration
+	// caps on what one agent token can hold (issue 11; docs/DECISIONS.md)
+	mcpSessions     int
+	pendingMax      int
+	pendingBytes    int
+	browserCallsMax int
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
@@ -75,6 +82,18 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		}
 		return d
 	}
+	envInt := func(name string, def int) int {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: want a positive whole number", name, v))
+			return def
+		}
+		return n
+	}
 	var c serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -91,6 +110,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
 	fs.DurationVar(&c.goneGrace, "approval-grace", envDuration("TABBRIDGE_APPROVAL_GRACE", 30*time.Second), "how long a request stays open after every call waiting on it went away, for a retry of the same call to rejoin it (TABBRIDGE_APPROVAL_GRACE)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
+	fs.IntVar(&c.mcpSessions, "mcp-sessions-per-token", envInt("TABBRIDGE_MCP_SESSIONS_PER_TOKEN", server.DefaultMCPSessionsPerToken), "most MCP sessions one agent token holds open (TABBRIDGE_MCP_SESSIONS_PER_TOKEN)")
+	fs.IntVar(&c.pendingMax, "approvals-pending-max", envInt("TABBRIDGE_APPROVALS_PENDING_MAX", approvals.DefaultMaxPending), "most requests one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_MAX)")
+	fs.IntVar(&c.pendingBytes, "approvals-pending-bytes", envInt("TABBRIDGE_APPROVALS_PENDING_BYTES", approvals.DefaultMaxPendingBytes), "most bytes of arguments one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_BYTES)")
+	fs.IntVar(&c.browserCallsMax, "browser-calls-max", envInt("TABBRIDGE_BROWSER_CALLS_MAX", bridge.DefaultMaxCalls), "most tool calls one browser runs at once (TABBRIDGE_BROWSER_CALLS_MAX)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
@@ -109,6 +132,14 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"approval-grace", c.goneGrace}, {"mcp-session-timeout", c.mcpIdle}} {
 		if d.value <= 0 {
 			return nil, fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)
+		}
+	}
+	for _, n := range []struct {
+		flag  string
+		value int
+	}{{"mcp-sessions-per-token", c.mcpSessions}, {"approvals-pending-max", c.pendingMax}, {"approvals-pending-bytes", c.pendingBytes}, {"browser-calls-max", c.browserCallsMax}} {
+		if n.value <= 0 {
+			return nil, fmt.Errorf("--%s %d: want a positive whole number", n.flag, n.value)
 		}
 	}
 	if c.publicURL == "" {
@@ -209,6 +240,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
 		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, MCPSessionTimeout: cfg.mcpIdle,
+		MCPSessionsPerToken: cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
+		ExtensionMaxCalls: cfg.browserCallsMax,
 	})
 	if err != nil {
 		return err

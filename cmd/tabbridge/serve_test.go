@@ -102,6 +102,10 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		{nil, []string{"--mcp-session-timeout", "0s"}, "--mcp-session-timeout"},
 		{map[string]string{"TABBRIDGE_APPROVAL_GRACE": "30"}, nil, `TABBRIDGE_APPROVAL_GRACE="30": want a positive duration`},
 		{nil, []string{"--approval-grace", "0s"}, "--approval-grace 0s: want a positive duration"},
+		{map[string]string{"TABBRIDGE_MCP_SESSIONS_PER_TOKEN": "many"}, nil, `TABBRIDGE_MCP_SESSIONS_PER_TOKEN="many": want a positive whole number`},
+		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_MAX": "0"}, nil, "TABBRIDGE_APPROVALS_PENDING_MAX"},
+		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_BYTES": "4MiB"}, nil, "TABBRIDGE_APPROVALS_PENDING_BYTES"},
+		{nil, []string{"--browser-calls-max", "0"}, "--browser-calls-max 0: want a positive whole number"},
 	}
 	for _, c := range cases {
 		env := map[string]string{"TABBRIDGE_DATA_DIR": t.TempDir()}

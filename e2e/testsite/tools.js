@@ -102,6 +102,14 @@
     annotations: { readOnlyHint: true },
     execute: async () => ({ text: 'x'.repeat(300 * 1024) }),
   }).then(() => 'registered', (e) => `${e.name}: ${e.message}`);
+  // registerExact registers "exact", a read-only tool whose result is a string of exactly the
+  // 256 KiB cap: the cap counts the string's own bytes, not its JSON quotes (issue 11, item 8).
+  window.testsite.registerExact = () => mc.registerTool({
+    name: 'exact',
+    description: 'Answers with exactly 256 KiB of text.',
+    annotations: { readOnlyHint: true },
+    execute: async () => 'y'.repeat(256 * 1024),
+  }).then(() => 'registered', (e) => `${e.name}: ${e.message}`);
   window.testsite.withdraw = () => withdrawable?.controller.abort();
   window.testsite.release = () => release?.();
   window.testsite.getTools = async () => (await mc.getTools()).map((t) => t.name).sort();

@@ -17,6 +17,18 @@
 // It also runs the page's tools for remote calls: it calls the page's own execute(input, {signal})
 // with a per-call AbortSignal and forwards the page's own result or error message (Chromium's
 // executeTool turns every page error into one generic UnknownError).
+//
+// Declarative tools (a <form toolname tooldescription [toolautosubmit]>) never pass through
+// registerTool: Chromium builds them from the form itself. The observer reads them from the
+// browser's own getTools() whenever the page's modelContext fires toolchange (once per form added,
+// changed or removed), keeps those of this frame that a form of this document declares, and runs
+// them with the browser's executeTool(tool, input, {signal}), which fills the form and submits it.
+// Measured on Chromium 156: executeTool resolves with the JSON text of the value the page passed to
+// the submit event's respondWith, with null when the form navigated instead, and rejects with a
+// generic UnknownError when respondWith's promise rejects (so respondWith is wrapped, calling
+// through, to hear the page's own reason). A form without toolautosubmit waits for
+// the person to press its submit button; it is announced with autosubmit: false and a remote call
+// of it is refused at once (see docs/PROTOCOL.md).
 (() => {
   'use strict';
 
@@ -67,14 +79,26 @@
   const create = Object.create;
   const StringC = String;
   const queue = queueMicrotask;
+  const doc = document;
+  const getAttr = Element.prototype.getAttribute;
+  const hasAttr = Element.prototype.hasAttribute;
+  const qsa = typeof doc.querySelectorAll === 'function' ? doc.querySelectorAll : null;
+  const NL = typeof NodeList === 'function' ? NodeList.prototype : null;
+  const listLength = NL ? Object.getOwnPropertyDescriptor(NL, 'length').get : null;
+  const listItem = NL ? NL.item : null;
   const MAX_DEPTH = 64;
 
   const proto = getProto(mc);
   const owner = proto && typeof proto.registerTool === 'function' ? proto : mc;
   const nativeRegister = owner.registerTool;
+  const nativeGetTools = typeof owner.getTools === 'function' ? owner.getTools : null;
+  const nativeExecuteTool = typeof owner.executeTool === 'function' ? owner.executeTool : null;
 
   // State. Null-prototype objects, so page patches to Object.prototype or Map cannot reach it.
   const tools = create(null); // name → current registration
+  let forms = create(null); // name → {desc, calls} of a declarative tool of this document
+  const pageErrors = create(null); // form tool name → the page's reason its respondWith promise rejected
+  let formsText = '[]'; // forms' descriptors as JSON, to announce only a change
   const calls = create(null); // callId → {reg, ctl, done}
   const NOT_DATA = create(null); // what data() returns for a value that is not JSON data
   let order = 0;
@@ -130,7 +154,7 @@
   // describe copies the fields of a tool an agent is shown, or returns null when they cannot
   // survive JSON: such a tool can never be described to a remote agent, so it is not recorded.
   function describe(tool) {
-    const d = { __proto__: null, name: tool.name, description: tool.description };
+    const d = { __proto__: null, name: tool.name, description: tool.description, kind: 'imperative' };
     if (tool.title !== undefined) d.title = tool.title;
     if (tool.inputSchema !== undefined) d.inputSchema = tool.inputSchema;
     if (tool.annotations !== undefined) d.annotations = tool.annotations;
@@ -143,6 +167,10 @@
     const list = nullArray();
     const names = keys(tools);
     for (let i = 0; i < names.length; i++) list[list.length] = tools[names[i]].desc;
+    const declared = keys(forms);
+    for (let i = 0; i < declared.length; i++) {
+      if (!tools[declared[i]]) list[list.length] = forms[declared[i]].desc;
+    }
     send({ __proto__: null, type: 'tools', tools: list });
   }
 
@@ -161,6 +189,93 @@
     if (reg.signal && apply(abortedOf, reg.signal, [])) return;
     tools[reg.desc.name] = reg; // re-registration wins
     announce();
+  }
+
+  // formOf returns the first <form> of this document whose toolname is name, or null. Only such a
+  // tool counts as declarative: getTools() also lists the tools of child frames.
+  function formOf(name) {
+    if (!qsa || !listLength) return null;
+    let found;
+    try {
+      found = apply(qsa, doc, ['form[toolname]']);
+    } catch {
+      return null;
+    }
+    const n = apply(listLength, found, []);
+    for (let i = 0; i < n; i++) {
+      const f = apply(listItem, found, [i]);
+      if (apply(getAttr, f, ['toolname']) === name) return f;
+    }
+    return null;
+  }
+
+  // describeForm copies what the browser reports of a form tool. Forms carry no annotations, so
+  // none are sent (the server treats the tool as a write); autosubmit says whether the form may be
+  // submitted without the person.
+  function describeForm(t, form) {
+    const d = { __proto__: null, name: own(t, 'name'), description: own(t, 'description'), kind: 'declarative', autosubmit: apply(hasAttr, form, ['toolautosubmit']) };
+    const schema = own(t, 'inputSchema');
+    if (schema !== undefined) d.inputSchema = schema;
+    const copy = data(d, 0);
+    return copy === NOT_DATA ? null : copy;
+  }
+
+  // findTools returns a promise of the browser's own list of this document's tools.
+  function findTools() {
+    try {
+      return resolve(apply(nativeGetTools, mc, []));
+    } catch (e) {
+      return reject(e);
+    }
+  }
+
+  // adopt takes the browser's tool list and keeps the declarative tools of this document.
+  function adopt(list) {
+    const next = create(null);
+    const descs = nullArray();
+    const n = isArray(list) ? list.length : 0;
+    for (let i = 0; i < n; i++) {
+      const t = list[i];
+      const name = own(t, 'name');
+      if (typeof name !== 'string' || own(t, 'window') !== win || next[name]) continue;
+      const form = formOf(name);
+      const desc = form && describeForm(t, form);
+      if (!desc) continue;
+      const prev = forms[name];
+      next[name] = { __proto__: null, desc, calls: prev ? prev.calls : create(null) };
+      descs[descs.length] = desc;
+    }
+    const text = apply(stringify, J, [descs]);
+    forms = next;
+    if (text === formsText) return;
+    formsText = text;
+    announce();
+  }
+
+  // refresh reads getTools() again, one read at a time; a toolchange during a read reads again.
+  let reading = false;
+  let readAgain = false;
+  function refresh() {
+    if (!nativeGetTools) return;
+    if (reading) {
+      readAgain = true;
+      return;
+    }
+    reading = true;
+    const done = () => {
+      reading = false;
+      if (readAgain) {
+        readAgain = false;
+        refresh();
+      }
+    };
+    apply(then, findTools(), [(list) => {
+      try {
+        adopt(list);
+      } finally {
+        done();
+      }
+    }, done]);
   }
 
   // withdraw removes a registration whose signal fired, unless a newer one replaced it, and
@@ -213,6 +328,39 @@
   defineProperty(registerTool, 'length', { __proto__: null, value: nativeRegister.length });
   defineProperty(owner, 'registerTool', { __proto__: null, value: registerTool, writable: true, enumerable: true, configurable: true });
 
+  // respondWith is wrapped, like registerTool, only to hear why a form tool's promise rejected:
+  // Chromium's executeTool then rejects with a generic "respondWith promise was rejected", and the
+  // page's own reason is what an agent can act on. It calls through and returns what the browser
+  // returns; a page that calls it on anything else is left to the browser's own checks.
+  const SE = typeof SubmitEvent === 'function' ? SubmitEvent.prototype : null;
+  const nativeRespondWith = SE && typeof SE.respondWith === 'function' ? SE.respondWith : null;
+  const targetOf = typeof Event === 'function' ? Object.getOwnPropertyDescriptor(Event.prototype, 'target').get : null;
+  if (nativeRespondWith && targetOf) {
+    const respondWith = function respondWith(promise) {
+      try {
+        const form = apply(targetOf, this, []);
+        const name = form ? apply(getAttr, form, ['toolname']) : null;
+        if (typeof name === 'string' && forms[name]) {
+          delete pageErrors[name];
+          apply(then, promise, [undefined, (e) => (pageErrors[name] = errorText(e))]);
+        }
+      } catch {
+        // Not an event of a form tool, or not a promise: the browser's own call decides.
+      }
+      return apply(nativeRespondWith, this, arguments);
+    };
+    defineProperty(respondWith, 'length', { __proto__: null, value: nativeRespondWith.length });
+    defineProperty(SE, 'respondWith', { __proto__: null, value: respondWith, writable: true, enumerable: true, configurable: true });
+  }
+
+  // formError is why a form call failed: the page's own reason when its respondWith promise
+  // rejected, else what the browser said.
+  function formError(name, e) {
+    const reason = pageErrors[name];
+    delete pageErrors[name];
+    return reason !== undefined ? `The form's answer failed: ${reason}` : errorText(e);
+  }
+
   function errorText(e) {
     try {
       if (e && typeof e === 'object' && typeof e.message === 'string' && e.message !== '') return e.message;
@@ -227,6 +375,10 @@
   function run(m) {
     const reg = tools[m.tool];
     if (calls[m.callId]) return;
+    if (!reg && forms[m.tool]) {
+      runForm(m, forms[m.tool]);
+      return;
+    }
     if (!reg) {
       send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The page has no tool "${m.tool}" now.` });
       return;
@@ -251,6 +403,51 @@
       },
       (e) => finish(m.callId, { __proto__: null, ok: false, error: errorText(e) }),
     ]);
+  }
+
+  // runForm runs a declarative tool through the browser's executeTool. A form without
+  // toolautosubmit would wait, silently, for the person to submit it: it is refused instead.
+  function runForm(m, f) {
+    const form = formOf(m.tool);
+    if (!form) {
+      send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The page has no form "${m.tool}" now.` });
+      return;
+    }
+    if (!apply(hasAttr, form, ['toolautosubmit'])) {
+      send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The form "${m.tool}" has no toolautosubmit: the site wants the person to check and submit it themselves, so it cannot be run remotely. Nothing was filled in or submitted.` });
+      return;
+    }
+    const ctl = new AC();
+    calls[m.callId] = { __proto__: null, reg: f, ctl, done: false, form: true };
+    f.calls[m.callId] = true;
+    const signal = apply(signalOf, ctl, []);
+    const found = apply(then, findTools(), [(list) => {
+      const n = isArray(list) ? list.length : 0;
+      for (let i = 0; i < n; i++) {
+        if (own(list[i], 'name') === m.tool && own(list[i], 'window') === win) {
+          return apply(nativeExecuteTool, mc, [list[i], m.args, { __proto__: null, signal }]);
+        }
+      }
+      return reject(new DOMEx(`The page has no form "${m.tool}" now.`, 'NotFoundError'));
+    }]);
+    apply(then, found, [(text) => finish(m.callId, formOutcome(text)), (e) => finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) })]);
+  }
+
+  // formOutcome turns what executeTool resolved with into a result: the JSON text of the page's
+  // respondWith value, or null when the form navigated (the worker then reads the new page).
+  function formOutcome(text) {
+    if (text === null || text === undefined) return { __proto__: null, ok: true, result: null, navigating: true };
+    let value = text;
+    if (typeof text === 'string') {
+      try {
+        value = apply(parse, J, [text]);
+      } catch {
+        value = text; // not JSON text: the page's answer as it is
+      }
+    }
+    const copy = data(value, 0);
+    if (copy === NOT_DATA) return { __proto__: null, ok: false, error: 'The form answered with a result that is not JSON data.' };
+    return { __proto__: null, ok: true, result: copy };
   }
 
   function cancel(m) {
@@ -280,5 +477,25 @@
     }
   }
 
+  // A form tool's page that is being left navigated (the form's action, measured: executeTool's
+  // null may come only after the page is gone): its calls end now, while the bridge's port is
+  // still open, so the worker knows to follow the tab to the page the form went to. Only the
+  // observer's own state is read here; no page code runs.
+  function leaving() {
+    const ids = keys(calls);
+    for (let i = 0; i < ids.length; i++) {
+      if (calls[ids[i]].form) finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
+    }
+  }
+
   apply(addListener, win, [nonce, onEvent]);
+  apply(addListener, win, ['pagehide', leaving]);
+  if (nativeGetTools && nativeExecuteTool) {
+    try {
+      apply(addListener, mc, ['toolchange', refresh]);
+    } catch {
+      // A modelContext that is no EventTarget announces no toolchange: only imperative tools.
+    }
+    refresh();
+  }
 })();

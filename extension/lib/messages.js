@@ -89,6 +89,19 @@
     if (typeof d.title === 'string' && d.title !== '') out.title = d.title;
     out.annotations = { readOnlyHint: d.annotations?.readOnlyHint === true };
     if (d.annotations?.untrustedContentHint === true) out.annotations.untrustedContentHint = true;
+    if (d.annotations?.consequentialHint === true) out.annotations.consequentialHint = true;
+    // kind says how the tool runs: imperative (registerTool, the page's own execute) or
+    // declarative (a <form toolname>, run by the browser's executeTool). A form carries no
+    // annotations, so whatever the page's world claims for one is dropped.
+    if (d.kind === 'declarative') {
+      out.kind = 'declarative';
+      out.autosubmit = d.autosubmit === true;
+      out.annotations = { readOnlyHint: false };
+    } else if (d.kind === undefined || d.kind === 'imperative') {
+      out.kind = 'imperative';
+    } else {
+      return refuse('the tool\'s kind is neither imperative nor declarative');
+    }
     if (bytes(JSON.stringify(out)) > limits.maxDescriptorBytes) {
       return refuse(`the tool descriptor is over ${limits.maxDescriptorBytes} bytes`);
     }
@@ -125,6 +138,10 @@
     return typeof id === 'string' && callId.test(id);
   }
 
+  // resultSize is what the result cap counts, as the server does (sitetools.ResultSize): a
+  // string's own UTF-8 bytes, not its JSON quotes and escapes; any other value's JSON text.
+  const resultSize = (result) => (typeof result === 'string' ? bytes(result) : bytes(JSON.stringify(result)));
+
   // tooLarge is the failure a result over the cap becomes: refused with its size, never cut.
   function tooLarge(callId, size) {
     return accept({ type: 'result', callId, ok: false, code: 'result_too_large', size, error: `The page's result is ${size} bytes; at most ${limits.maxResultBytes} are allowed.` });
@@ -139,8 +156,11 @@
     if (m.ok === true) {
       if (!jsonSafe(m.result === undefined ? null : m.result)) return refuse('the result is not JSON data');
       const result = m.result === undefined ? null : m.result;
-      const size = bytes(JSON.stringify(result));
+      const size = resultSize(result);
       if (size > limits.maxResultBytes) return tooLarge(m.callId, size);
+      // navigating: a form tool's page navigated instead of answering (executeTool gave null);
+      // the worker then reads the result from the page it navigated to.
+      if (m.navigating === true) return accept({ type: 'result', callId: m.callId, ok: true, result: null, navigating: true });
       return accept({ type: 'result', callId: m.callId, ok: true, result });
     }
     if (m.ok === false && m.code === 'result_too_large' && Number.isSafeInteger(m.size) && m.size > limits.maxResultBytes) {
@@ -165,8 +185,9 @@
     }
     if (detail.length > limits.maxAnnouncementBytes + limits.maxResultBytes) {
       // Still read far enough to fail the call at once with the result's size.
+      // A string full of escapes can be this long and still within the cap: checkOutcome counts.
       if (isObject(m) && m.from === 'observer' && m.type === 'result' && m.ok === true && checkCallId(m.callId)) {
-        return tooLarge(m.callId, bytes(JSON.stringify(m.result ?? null)));
+        return checkOutcome(m);
       }
       return refuse('the event is too large');
     }
@@ -229,6 +250,7 @@
     checkTools,
     checkCallId,
     checkOutcome,
+    resultSize,
     parsePageMessage,
     checkWorkerMessage,
     checkBridgeMessage,

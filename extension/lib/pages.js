@@ -3,13 +3,18 @@
 // any time), and the calls in flight, each tied to the one document it was sent to.
 //
 // A call goes to the most recently used document of its origin offering the tool; with none
-// open, the site's last address is reopened in a background tab and the call waits, within its
-// deadline, for the page to register the tool. A document's port closing fails only that
+// open, the tool's own page (the address the server says last offered it, else the site's last
+// address) is reopened in a background tab and the call waits until that page's tools settle:
+// the page has loaded and announced nothing new for SETTLE_MS. If it offers the tool by then the
+// call runs; if not, the call fails at once with what the page does offer.
+//
+// A declarative tool whose form navigated (executeTool resolved null) is followed: once the
+// tab's new page has loaded, its first <script type="application/ld+json"> is the result. A document's port closing fails only that
 // document's calls; a result that was posted before the close arrives first (one ordered port).
 
 import './messages.js';
 import { announce, emptyRecord, forget, forgetTab, touchTab, documentsOf } from './documents.js';
-import { chooseDocument } from './tabs.js';
+import { chooseDocument, offers } from './tabs.js';
 
 const M = globalThis.TabbridgeMessages;
 const PORT_NAME = 'tabbridge-bridge';
@@ -17,6 +22,11 @@ const STORE_KEY = 'pages';
 
 // DEFAULT_TIMEOUT_MS is a call's deadline when the caller gives none (the server's is 60 s).
 export const DEFAULT_TIMEOUT_MS = 60000;
+
+// SETTLE_MS is how long a reopened page must stay quiet (loaded, no new announcement) before its
+// tools count as settled. Pages register tools asynchronously; 3 s finds a tool registered up to
+// about 3 s after load (or after the page's previous registration).
+export const SETTLE_MS = 3000;
 
 // CallError codes say why a call failed, for the server to phrase for the agent.
 export const codes = Object.freeze({
@@ -34,9 +44,10 @@ const fail = (code, error) => ({ ok: false, code, error });
 
 // Pages is created once per worker start.
 export class Pages {
-  constructor({ now = Date.now, log = console } = {}) {
+  constructor({ now = Date.now, log = console, settleMs = SETTLE_MS } = {}) {
     this.now = now;
     this.log = log;
+    this.settleMs = settleMs;
     this.rec = emptyRecord();
     this.ports = new Map(); // documentId → {port, origin}
     this.calls = new Map(); // callId → {documentId, port, settle}
@@ -121,6 +132,7 @@ export class Pages {
       return;
     }
     const outcome = m.ok ? { ok: true, result: m.result } : fail(m.code ?? codes.toolError, m.error);
+    if (m.navigating) outcome.navigating = true;
     if (m.size !== undefined) outcome.size = m.size;
     this.settle(m.callId, documentId, outcome);
   }
@@ -221,23 +233,116 @@ export class Pages {
     return got ? got.port : null;
   }
 
-  // reopen opens the site's last address in a background tab (once per origin at a time) and
-  // waits for a document there to offer the tool. It resolves with {doc} (doc null when none
-  // offered the tool in time) or, when Chrome could not open the tab (no window open, say), with
+  // reopen opens url (the tool's own page; else the site's last address) in a background tab,
+  // once per address at a time, and waits until that tab offers the tool or its tools settle. It
+  // resolves with {doc}, {offers: names} (settled without the tool), {doc: null} (the deadline or
+  // the signal came first) or, when Chrome could not open the tab (no window open, say),
   // {failed: outcome}; it never rejects.
-  async reopen(origin, tool, deadline, signal, fallbackUrl) {
-    const url = this.rec.addresses[origin]?.url ?? fallbackUrl;
+  async reopen(origin, tool, deadline, signal, toolUrl) {
+    const url = toolUrl ?? this.rec.addresses[origin]?.url;
     if (!url) return { doc: null };
-    if (!this.reopening.has(origin)) {
+    if (!this.reopening.has(url)) {
       const opened = Promise.resolve()
         .then(() => chrome.tabs.create({ url, active: false }))
-        .then(() => null, (e) => fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and Chrome could not reopen ${url} in a new tab: ${e?.message ?? e}. Open the site in Chrome (with a window open), then call again.`))
-        .finally(() => this.reopening.delete(origin));
-      this.reopening.set(origin, opened);
+        .then((tab) => ({ tabId: tab.id }), (e) => ({ failed: fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and Chrome could not reopen ${url} in a new tab: ${e?.message ?? e}. Open the site in Chrome (with a window open), then call again.`) }))
+        .finally(() => this.reopening.delete(url));
+      this.reopening.set(url, opened);
     }
-    const failed = await this.reopening.get(origin);
-    if (failed) return { failed };
-    return { doc: await this.waitFor(() => chooseDocument(this.rec, origin, tool), deadline, signal) };
+    const r = await this.reopening.get(url);
+    if (r.failed) return r;
+    return this.settleIn(r.tabId, origin, tool, deadline, signal);
+  }
+
+  // settleIn waits in one tab for a document of origin offering tool, or until the tab has loaded
+  // and no document of it announced for SETTLE_MS (then it resolves with what the tab offers).
+  settleIn(tabId, origin, tool, deadline, signal) {
+    const inTab = () => Object.values(this.rec.docs).filter((d) => d.tabId === tabId && d.origin === origin);
+    return new Promise((resolve) => {
+      let loaded = false;
+      let quiet = null;
+      const done = (v) => {
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        clearTimeout(quiet);
+        chrome.tabs.onUpdated.removeListener(onUpdated);
+        signal?.removeEventListener('abort', stop);
+        resolve(v);
+      };
+      const settled = () => done({ offers: [...new Set(inTab().flatMap((d) => d.tools.map((t) => t.name)))].sort() });
+      const restart = () => {
+        clearTimeout(quiet);
+        if (loaded) quiet = setTimeout(settled, this.settleMs);
+      };
+      const check = () => {
+        const doc = inTab().find((d) => offers(d, tool));
+        if (doc) done({ doc });
+        else restart(); // an announcement: the page is still registering
+      };
+      const onUpdated = (id, info) => {
+        if (id !== tabId || info.status !== 'complete') return;
+        loaded = true;
+        restart();
+      };
+      const stop = () => done({ doc: null });
+      const timer = setTimeout(stop, Math.max(0, deadline - this.now()));
+      signal?.addEventListener('abort', stop);
+      chrome.tabs.onUpdated.addListener(onUpdated);
+      this.waiters.add(check);
+      chrome.tabs.get(tabId).then((tab) => tab.status === 'complete' && onUpdated(tabId, { status: 'complete' }), () => done({ offers: [] }));
+      check();
+    });
+  }
+
+  // follow waits for the tab's navigation (started by a form tool) to load and reads the new
+  // page's first application/ld+json script: the form's result, as the WebMCP explainer says. A
+  // page of another origin is not read; the agent is told where the form went.
+  async follow(tabId, origin, deadline, signal) {
+    const loaded = await new Promise((resolve) => {
+      const done = (v) => {
+        clearTimeout(timer);
+        chrome.tabs.onUpdated.removeListener(onUpdated);
+        chrome.tabs.onRemoved.removeListener(onRemoved);
+        signal?.removeEventListener('abort', stop);
+        resolve(v);
+      };
+      const onUpdated = (id, info, tab) => id === tabId && info.status === 'complete' && done(tab);
+      const onRemoved = (id) => id === tabId && done('closed'); // the page was left by closing its tab
+      const stop = () => done(null);
+      const timer = setTimeout(stop, Math.max(0, deadline - this.now()));
+      signal?.addEventListener('abort', stop);
+      chrome.tabs.onUpdated.addListener(onUpdated);
+      chrome.tabs.onRemoved.addListener(onRemoved);
+      chrome.tabs.get(tabId).catch(() => done('closed'));
+    });
+    if (loaded === 'closed') return fail(codes.pageGone, 'The tab running the form was closed before the form answered.');
+    if (!loaded) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.timeout, 'The form navigated, but the page it went to did not finish loading before the deadline.');
+    let url;
+    try {
+      url = new URL(loaded.url);
+    } catch {
+      return fail(codes.toolError, 'The form navigated, and the tab no longer shows a page the extension can read.');
+    }
+    if (url.origin !== origin) {
+      return { ok: true, result: { navigated: true, url: url.origin, note: `The form navigated to another site (${url.origin}); its page is not read.` } };
+    }
+    let read;
+    try {
+      [{ result: read }] = await chrome.scripting.executeScript({ target: { tabId }, func: readJsonLd });
+    } catch (e) {
+      return fail(codes.toolError, `The form navigated to ${url.href}, but that page could not be read: ${e?.message ?? e}.`);
+    }
+    const out = { navigated: true, url: read.url, title: read.title };
+    if (read.jsonLd === null) {
+      out.note = 'The page the form went to has no <script type="application/ld+json">, so no structured result.';
+      return { ok: true, result: out };
+    }
+    try {
+      out.result = JSON.parse(read.jsonLd);
+    } catch {
+      out.note = 'The first application/ld+json script of the page the form went to is not valid JSON; its text is given as it is.';
+      out.result = read.jsonLd;
+    }
+    return { ok: true, result: out };
   }
 
   // call runs tool with args in the best document of origin and resolves with {ok, result} or
@@ -252,21 +357,33 @@ export class Pages {
       if (this.now() >= deadline) return fail(codes.timeout, `No answer within ${timeoutMs} ms.`);
       let doc = chooseDocument(this.rec, origin, tool);
       if (!doc) {
+        // Open pages of the site that do not offer the tool: if one is the tool's own page (or
+        // the server named no page), the tool is gone from it; otherwise its page is reopened.
         const open = Object.values(this.rec.docs).filter((d) => d.origin === origin);
-        if (open.length > 0) {
-          const names = [...new Set(open.flatMap((d) => d.tools.map((t) => t.name)))].sort();
-          return fail(codes.noTool, `The open tabs of ${origin} do not offer the tool "${tool}"; they offer: ${names.join(', ') || 'no tools'}.`);
+        const here = fallbackUrl ? open.filter((d) => pageAddress(d.url) === pageAddress(fallbackUrl)) : open;
+        if (here.length > 0) {
+          const names = [...new Set(here.flatMap((d) => d.tools.map((t) => t.name)))].sort();
+          const which = fallbackUrl ? `The open tab of ${pageAddress(fallbackUrl)}, the page that offered "${tool}",` : `The open tabs of ${origin}`;
+          return fail(codes.noTool, `${which} no longer offer${fallbackUrl ? 's' : ''} the tool "${tool}"; ${fallbackUrl ? 'it offers' : 'they offer'}: ${names.join(', ') || 'no tools'}. Nothing was run.`);
         }
         if (!this.rec.addresses[origin] && !fallbackUrl) return fail(codes.noSite, `No open tab of ${origin} offers the tool "${tool}", and the extension does not know the site's address to reopen it.`);
         const reopened = await this.reopen(origin, tool, deadline, signal, fallbackUrl);
         if (reopened.failed) return { ...reopened.failed }; // shared by every call waiting on the attempt
+        const where = fallbackUrl ?? this.rec.addresses[origin]?.url;
+        if (reopened.offers) return fail(codes.noTool, `${where} was reopened in a background tab, and once its tools settled it no longer offers "${tool}"; it offers: ${reopened.offers.join(', ') || 'no tools'}. Nothing was run.`);
         doc = reopened.doc;
-        if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${origin} was reopened in a background tab but did not register the tool "${tool}" in time.`);
+        if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${where} was reopened in a background tab but did not register the tool "${tool}" before the deadline. Nothing was run.`);
       }
       const port = await this.portFor(doc, deadline, signal);
       if (port) {
         onDispatch?.(doc.documentId);
-        return this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
+        const outcome = await this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
+        if (!outcome.navigating) return outcome;
+        // The old document is about to be reported gone: the call now belongs to no document
+        // (a documentId that never announces), so that report does not fail it. This runs in
+        // the microtask after the result, before the port's close is handled.
+        onDispatch?.(`following-${callId}`);
+        return this.follow(doc.tabId, origin, deadline, signal);
       }
       forget(this.rec, doc.documentId);
       this.save();
@@ -309,4 +426,18 @@ export class Pages {
     this.settle(callId, c.documentId, outcome);
     return true;
   }
+}
+
+// readJsonLd runs in the page a form navigated to (chrome.scripting, the isolated world): its
+// address, title and first application/ld+json script's text.
+function readJsonLd() {
+  const s = document.querySelector('script[type="application/ld+json"]');
+  return { url: location.href, title: document.title, jsonLd: s ? s.textContent : null };
+}
+
+// pageAddress is an address without its fragment: the page a tool belongs to (as the server's
+// catalog counts pages).
+function pageAddress(url) {
+  const i = url.indexOf('#');
+  return i < 0 ? url : url.slice(0, i);
 }

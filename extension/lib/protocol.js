@@ -6,6 +6,9 @@
 export const PROTOCOL = 1;
 export const PING_MS = 20000;
 export const MAX_RESULT_BYTES = 256 << 10; // the server's result cap
+// MAX_FRAME_BYTES is the largest frame the server reads (bridge.Options.MaxMessage, 1 MiB by
+// default); a larger one makes it close the socket, failing every call on it.
+export const MAX_FRAME_BYTES = 1 << 20;
 // MIN_CALL_MS and MAX_CALL_MS bound how long the worker waits for a call: a call's deadline is at
 // most 60 s after the server sends it (sitetools.CallTimeout), and the server cancels a call at its
 // deadline itself, so the worker's own timer is only a backstop.
@@ -167,16 +170,26 @@ export function openSites(docs, shared, tabUsed = {}) {
   return [...by.values()].sort((a, b) => (a.origin < b.origin ? -1 : 1)).map((s) => ({ origin: s.origin, lastUsed: s.lastUsed, tabs: s.tabs.size }));
 }
 
+// resultSize is what the result cap counts, as the server does (sitetools.ResultSize): a
+// string's own UTF-8 bytes, not its JSON quotes and escapes; any other value's JSON text.
+export function resultSize(result) {
+  return typeof result === 'string' ? encoder.encode(result).length : encoder.encode(JSON.stringify(result)).length;
+}
+
 // resultMessage turns a Pages outcome into call.result, refusing a result over the cap with its
-// size (checked here, before sending, and never truncated).
+// size (checked here, before sending, and never truncated). A result within the cap whose JSON
+// would still not fit in one frame (a string of control characters, each escaped as \u00XX) is
+// refused too, with the size of that JSON, rather than get the socket closed.
 export function resultMessage(callId, outcome) {
   if (outcome.ok) {
-    const text = JSON.stringify(outcome.result ?? null);
-    const size = encoder.encode(text).length;
-    if (size > MAX_RESULT_BYTES) {
-      return { type: 'call.result', callId, ok: false, error: { code: 'result_too_large', message: `The page's result is ${size} bytes; at most ${MAX_RESULT_BYTES} are allowed.`, size } };
+    const result = outcome.result ?? null;
+    const size = resultSize(result);
+    const framed = size <= MAX_RESULT_BYTES ? encoder.encode(JSON.stringify(result)).length : 0;
+    if (size > MAX_RESULT_BYTES || framed > MAX_FRAME_BYTES - 4096) {
+      const n = Math.max(size, framed);
+      return { type: 'call.result', callId, ok: false, error: { code: 'result_too_large', message: `The page's result is ${n} bytes; at most ${MAX_RESULT_BYTES} are allowed.`, size: n } };
     }
-    return { type: 'call.result', callId, ok: true, result: outcome.result ?? null };
+    return { type: 'call.result', callId, ok: true, result };
   }
   const message = String(outcome.error ?? 'The call failed.').slice(0, 4000);
   const error = { code: String(outcome.code || 'tool_error'), message };

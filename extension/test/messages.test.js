@@ -9,7 +9,15 @@ const page = (m) => JSON.stringify({ from: 'observer', ...m });
 test('a good descriptor keeps only the fields an agent is shown', () => {
   const r = M.checkDescriptor({ ...good, execute: 'x', extra: 1 });
   assert.ok(r.ok);
-  assert.deepEqual(r.msg, { name: 'search', title: 'Search', description: 'Search the docs', inputSchema: good.inputSchema, annotations: { readOnlyHint: true } });
+  assert.deepEqual(r.msg, { name: 'search', title: 'Search', description: 'Search the docs', inputSchema: good.inputSchema, annotations: { readOnlyHint: true }, kind: 'imperative' });
+});
+
+test('every annotation the page gives is kept only as a real boolean, and a form carries none', () => {
+  const r = M.checkDescriptor({ ...good, annotations: { readOnlyHint: true, consequentialHint: true, untrustedContentHint: 'yes' } });
+  assert.deepEqual(r.msg.annotations, { readOnlyHint: true, consequentialHint: true });
+  const f = M.checkDescriptor({ ...good, kind: 'declarative', autosubmit: 'yes', annotations: { readOnlyHint: true } });
+  assert.deepEqual([f.msg.kind, f.msg.autosubmit, f.msg.annotations], ['declarative', false, { readOnlyHint: false }]);
+  assert.match(M.checkDescriptor({ ...good, kind: 'magic' }).reason, /kind/);
 });
 
 test('an absent schema is an object and readOnlyHint must be a real boolean', () => {
@@ -118,13 +126,22 @@ test('a result over 256 KiB becomes result_too_large with its size, at any size'
   for (const n of [300 << 10, 2 << 20]) {
     const r = M.parsePageMessage(page({ type: 'result', callId: 'c', ok: true, result: 'x'.repeat(n) }));
     assert.equal(r.ok, true);
-    assert.deepEqual({ ...r.msg, error: undefined }, { type: 'result', callId: 'c', ok: false, code: 'result_too_large', size: n + 2, error: undefined });
-    assert.match(r.msg.error, new RegExp(`${n + 2} bytes; at most 262144`));
+    assert.deepEqual({ ...r.msg, error: undefined }, { type: 'result', callId: 'c', ok: false, code: 'result_too_large', size: n, error: undefined });
+    assert.match(r.msg.error, new RegExp(`${n} bytes; at most 262144`));
     // The bridge forwards it; the worker accepts it with the same code and size.
-    const w = M.checkBridgeMessage({ type: 'result', callId: 'c', ok: false, code: 'result_too_large', size: n + 2, error: 'x' }, 'https://a.example');
+    const w = M.checkBridgeMessage({ type: 'result', callId: 'c', ok: false, code: 'result_too_large', size: n, error: 'x' }, 'https://a.example');
     assert.equal(w.msg.code, 'result_too_large');
-    assert.equal(w.msg.size, n + 2);
+    assert.equal(w.msg.size, n);
   }
+  // The cap is on the result as the page returned it: a string's UTF-8 bytes, not its JSON quotes
+  // (issue 11, item 8); any other value's JSON text.
+  for (const result of ['x'.repeat(256 << 10), '\n'.repeat(256 << 10), '\u0001'.repeat(256 << 10), ['y'.repeat((256 << 10) - 4)]]) {
+    const r = M.parsePageMessage(page({ type: 'result', callId: 'c', ok: true, result }));
+    assert.equal(r.msg.ok, true, `a result of exactly 256 KiB was refused: ${r.msg.error}`);
+    assert.deepEqual(r.msg.result, result);
+  }
+  assert.equal(M.parsePageMessage(page({ type: 'result', callId: 'c', ok: true, result: 'x'.repeat(256 << 10) + 'é' })).msg.size, (256 << 10) + 2);
+  assert.equal(M.parsePageMessage(page({ type: 'result', callId: 'c', ok: true, result: ['y'.repeat((256 << 10) - 3)] })).msg.size, (256 << 10) + 1);
   // A page cannot make another failure look like one with a code.
   const forged = M.checkBridgeMessage({ type: 'result', callId: 'c', ok: false, code: 'page_gone', error: 'x' }, 'https://a.example');
   assert.equal(forged.msg.code, undefined);

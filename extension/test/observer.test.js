@@ -150,7 +150,148 @@ test('a hostile page sees neither the nonce nor the messages when a call is canc
   assert.equal(ctx.aborted, 'agent gave up', "the cancel reached the page's execute");
   assert.deepEqual(sent.at(-1), { type: 'result', callId: 'c1', ok: false, error: 'agent gave up', from: 'observer' });
   assert.deepEqual(sent.findLast((m) => m.type === 'tools').tools.map((t) => t.name), ['slow', 'echo']);
-  assert.deepEqual(sent.find((m) => m.type === 'tools').tools, [{ name: 'slow', description: 'waits', inputSchema: { type: 'object', properties: { q: { type: 'array' } } } }]);
+  assert.deepEqual(sent.find((m) => m.type === 'tools').tools, [{ name: 'slow', description: 'waits', kind: 'imperative', inputSchema: { type: 'object', properties: { q: { type: 'array' } } } }]);
   assert.deepEqual([...ctx.leaked], []);
   assert.deepEqual([...ctx.hooked], [], "running and cancelling the call ran none of the page's hooks");
+});
+
+// formPage is a page with declarative tools as Chromium 156 reports them (measured): getTools()
+// lists every tool of the page and its frames, each with its window; executeTool(tool, input,
+// {signal}) resolves with the JSON text of the page's respondWith value, or null when the form
+// navigated; toolchange fires on the modelContext for each form added, changed or removed.
+function formPage() {
+  const attrs = { 'data-tabbridge-nonce': 'n0nce' };
+  const ctx = vm.createContext({ EventTarget, CustomEvent, AbortController, AbortSignal, DOMException, queueMicrotask, console });
+  // What the browser hands the page is of the page's realm: the observer takes nothing else as data.
+  const inRealm = (v) => vm.runInContext('JSON', ctx).parse(JSON.stringify(v));
+  vm.runInContext('this.Element = class Element {}; this.NodeList = class NodeList { constructor(a) { this.a = a; } get length() { return this.a.length; } item(i) { return this.a[i]; } }', ctx);
+  ctx.Element.prototype.getAttribute = function (n) { return this === html ? attrs[n] ?? null : this.attrs[n] ?? null; };
+  ctx.Element.prototype.removeAttribute = function (n) { delete attrs[n]; };
+  ctx.Element.prototype.hasAttribute = function (n) { return n in this.attrs; };
+  const html = new ctx.Element();
+  const forms = [];
+  const form = (a) => {
+    const f = new ctx.Element();
+    f.attrs = a;
+    forms.push(f);
+    return f;
+  };
+  const win = new EventTarget();
+  const frame = {};
+  const executed = [];
+  let answer = () => '{"found":["cats"]}';
+  let registered = [];
+  class ModelContext extends EventTarget {
+    registerTool(t) {
+      registered.push(t);
+      return Promise.resolve();
+    }
+    getTools() {
+      const declared = forms.map((f) => ({ name: f.attrs.toolname, description: f.attrs.tooldescription, title: '', origin: 'https://a.example', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } }));
+      const imperative = registered.map((t) => ({ name: t.name, description: t.description, title: '', origin: 'https://a.example', annotations: { readOnlyHint: true, untrustedContentHint: true } }));
+      const all = inRealm([...declared, ...imperative, { name: 'inFrame', description: 'a frame\'s form', title: '' }]);
+      all.forEach((t) => Object.defineProperty(t, 'window', { value: Object.getOwnPropertyDescriptor(t, 'name').value === 'inFrame' ? frame : win, enumerable: true }));
+      return Promise.resolve(all);
+    }
+    executeTool(tool, input, options) {
+      executed.push({ name: tool.name, input, signal: options?.signal });
+      return Promise.resolve(answer(tool, input));
+    }
+  }
+  const mc = new ModelContext();
+  ctx.document = { documentElement: html, modelContext: mc, querySelectorAll: (sel) => new ctx.NodeList(sel === 'form[toolname]' ? forms : []) };
+  ctx.navigator = {};
+  ctx.window = win;
+  const sent = [];
+  win.addEventListener('n0nce', (e) => {
+    const m = JSON.parse(e.detail);
+    if (m.from === 'observer') sent.push(m);
+  });
+  vm.runInContext(source, ctx);
+  const toPage = (m) => win.dispatchEvent(new CustomEvent('n0nce', { detail: JSON.stringify({ from: 'bridge', ...m }) }));
+  const change = () => mc.dispatchEvent(new Event('toolchange'));
+  return { ctx, mc, sent, toPage, form, forms, change, executed, inRealm, answer: (f) => (answer = f) };
+}
+
+const toolsOf = (sent) => sent.filter((m) => m.type === 'tools').at(-1)?.tools ?? [];
+
+test('declarative tools are read from getTools() on toolchange and run through executeTool', async () => {
+  const p = formPage();
+  p.form({ toolname: 'searchThings', tooldescription: 'Search things', toolautosubmit: '' });
+  p.form({ toolname: 'noAuto', tooldescription: 'Needs a person' });
+  await p.mc.registerTool({ name: 'imp', description: 'imperative', annotations: p.inRealm({ readOnlyHint: false }), execute: () => p.inRealm({ via: 'execute' }) });
+  p.change();
+  await settle();
+  const tools = toolsOf(p.sent);
+  assert.deepEqual(tools.map((t) => [t.name, t.kind, t.autosubmit]), [['imp', 'imperative', undefined], ['searchThings', 'declarative', true], ['noAuto', 'declarative', false]]);
+  assert.deepEqual(tools[0].annotations, { readOnlyHint: false }, 'an imperative tool keeps its own descriptor, not getTools()\' normalised copy');
+  assert.equal(tools[1].annotations, undefined, 'a form carries no annotations');
+  assert.deepEqual(tools[1].inputSchema, { type: 'object', properties: { query: { type: 'string' } } });
+
+  p.toPage({ type: 'call', callId: 'c1', tool: 'searchThings', args: { query: 'cats' } });
+  await settle();
+  assert.deepEqual(p.sent.at(-1), { type: 'result', callId: 'c1', ok: true, result: { found: ['cats'] }, from: 'observer' });
+  assert.deepEqual(p.executed.map((e) => [e.name, e.input.query, typeof e.signal?.aborted]), [['searchThings', 'cats', 'boolean']]);
+
+  p.toPage({ type: 'call', callId: 'c2', tool: 'imp', args: {} });
+  await settle();
+  assert.deepEqual(p.sent.at(-1).result, { via: 'execute' }, 'imperative tools still go through the page\'s own execute');
+
+  p.toPage({ type: 'call', callId: 'c3', tool: 'noAuto', args: {} });
+  await settle();
+  assert.match(p.sent.at(-1).error, /toolautosubmit/);
+  assert.equal(p.executed.length, 1, 'a form waiting for the person is never filled remotely');
+
+  p.answer(() => null); // the form navigated
+  p.toPage({ type: 'call', callId: 'c4', tool: 'searchThings', args: { query: 'dogs' } });
+  await settle();
+  assert.deepEqual(p.sent.at(-1), { type: 'result', callId: 'c4', ok: true, result: null, navigating: true, from: 'observer' });
+
+  p.forms.splice(0, 1);
+  p.change();
+  await settle();
+  assert.deepEqual(toolsOf(p.sent).map((t) => t.name), ['imp', 'noAuto']);
+});
+
+test('a cancelled form call aborts executeTool\'s signal', async () => {
+  const p = formPage();
+  p.form({ toolname: 'slowForm', tooldescription: 'slow', toolautosubmit: '' });
+  p.answer((tool, input) => new Promise((_, reject) => p.executed.at(-1).signal.addEventListener('abort', () => reject(new Error('Tool execution cancelled')))));
+  p.change();
+  await settle();
+  p.toPage({ type: 'call', callId: 'c1', tool: 'slowForm', args: {} });
+  await settle();
+  p.toPage({ type: 'cancel', callId: 'c1', reason: 'agent gave up' });
+  await settle();
+  assert.equal(p.executed[0].signal.aborted, true);
+  assert.deepEqual(p.sent.at(-1), { type: 'result', callId: 'c1', ok: false, error: 'agent gave up', from: 'observer' });
+});
+
+// The declarative path uses only what it saved at start: a page that later patches the DOM
+// methods it reads and puts getters, setters and toJSON on its Object.prototype sees none of its
+// work, and cannot change what it announces or returns.
+test('a hostile page neither sees nor changes the declarative path', async () => {
+  const p = formPage();
+  vm.runInContext(`
+    this.hooked = [];
+    for (const k of ['type', 'callId', 'ok', 'result', 'navigating', 'kind', 'autosubmit', 'desc', 'calls', 'signal', 'window', 'name', 'inputSchema', 'description', 'from', 'tools', 'form', 'done', 'reg', 'ctl', '0', 'length']) {
+      Object.defineProperty(Object.prototype, k, { configurable: true, get() { hooked.push('get ' + k); return undefined; }, set(v) { hooked.push('set ' + k); } });
+    }
+    Object.defineProperty(Object.prototype, 'toJSON', { configurable: true, get() { hooked.push('toJSON'); return undefined; } });
+    Element.prototype.getAttribute = function () { hooked.push('getAttribute'); return 'forged'; };
+    Element.prototype.hasAttribute = function () { hooked.push('hasAttribute'); return true; };
+    NodeList.prototype.item = function () { hooked.push('item'); return null; };
+    document.querySelectorAll = () => { hooked.push('querySelectorAll'); return new NodeList([]); };
+  `, p.ctx);
+  p.form({ toolname: 'searchThings', tooldescription: 'Search things', toolautosubmit: '' });
+  p.form({ toolname: 'noAuto', tooldescription: 'Needs a person' });
+  p.change();
+  await settle();
+  assert.deepEqual(toolsOf(p.sent).map((t) => [t.name, t.kind, t.autosubmit]), [['searchThings', 'declarative', true], ['noAuto', 'declarative', false]]);
+  p.toPage({ type: 'call', callId: 'c1', tool: 'searchThings', args: { query: 'cats' } });
+  p.toPage({ type: 'call', callId: 'c2', tool: 'noAuto', args: {} });
+  await settle();
+  assert.deepEqual(p.sent.find((m) => m.callId === 'c1'), { type: 'result', callId: 'c1', ok: true, result: { found: ['cats'] }, from: 'observer' });
+  assert.match(p.sent.find((m) => m.callId === 'c2').error, /toolautosubmit/);
+  assert.equal(vm.runInContext('hooked.join(", ")', p.ctx), '');
 });

@@ -23,8 +23,19 @@ globalThis.chrome = {
       return createTab(props);
     },
     sendMessage: (...a) => sendMessage(...a),
+    get: async (id) => ({ id, status: tabStatus }),
+    onRemoved: { addListener() {}, removeListener() {} },
+    onUpdated: {
+      fns: new Set(),
+      addListener(f) { this.fns.add(f); },
+      removeListener(f) { this.fns.delete(f); },
+      fire(...a) { [...this.fns].forEach((f) => f(...a)); },
+    },
   },
 };
+let tabStatus = 'loading';
+let readPage = async () => [{ result: { url: '', title: '', jsonLd: null } }];
+globalThis.chrome.scripting = { executeScript: (...a) => readPage(...a) };
 
 const { Pages, codes } = await import('../lib/pages.js');
 
@@ -150,4 +161,93 @@ test('a tab loaded before detection was on is told to reload; one with a bridge 
   assert.equal(await pages.look(9, 'chrome://settings/', true), null, 'no scripts run there anyway');
   pages.rec.docs.D9 = { documentId: 'D9', tabId: 9, origin: 'https://news.example', url: 'https://news.example/', title: 'News', tools: [tool], announcedAt: 1 };
   assert.deepEqual((await pages.look(9, 'https://news.example/', true)).tools, ['search']);
+});
+
+// A reopened page's tools settle once it has loaded and announced nothing new for settleMs: a
+// tool registered after load (but within the quiet time) is found; a page that settles without
+// the tool fails the call at once, saying what it offers. The reopen goes to the tool's own page.
+test('a reopen goes to the tool\'s own page and waits for its tools to settle', async () => {
+  created.length = 0;
+  createTab = async () => ({ id: 42 });
+  tabStatus = 'loading';
+  const pages = new Pages({ log: quiet, settleMs: 200 });
+  pages.rec.addresses[origin] = { url: `${origin}/sniffer.html`, title: 'Shop', at: 1 };
+  const ready = Promise.resolve();
+  const notes = pages.call({ origin, tool: 'addNote', args: {}, timeoutMs: 60000, url: `${origin}/notes.html` });
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(created, [{ url: `${origin}/notes.html`, active: false }], 'the tool\'s own page, not the site\'s last address');
+  const port = fakePort(42, 'doc-42', origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, ready);
+  port.onMessage.fire({ type: 'announce', url: `${origin}/notes.html`, title: 'Notes', tools: [{ name: 'search', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true }, kind: 'imperative' }] });
+  chrome.tabs.onUpdated.fire(42, { status: 'complete' }, { id: 42 });
+  await new Promise((r) => setTimeout(r, 100)); // a late registration, within the quiet time
+  port.onMessage.fire({ type: 'announce', url: `${origin}/notes.html`, title: 'Notes', tools: [
+    { name: 'search', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true }, kind: 'imperative' },
+    { name: 'addNote', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'imperative' },
+  ] });
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(port.posted.at(-1)?.tool, 'addNote', 'the late tool is found and called');
+  port.onMessage.fire({ type: 'result', callId: port.posted.at(-1).callId, ok: true, result: { added: true } });
+  assert.deepEqual(await notes, { ok: true, result: { added: true } });
+
+  created.length = 0;
+  tabStatus = 'complete';
+  createTab = async () => ({ id: 43 });
+  const started = Date.now();
+  const gone = await pages.call({ origin, tool: 'removed', args: {}, timeoutMs: 60000, url: `${origin}/other.html` });
+  assert.ok(Date.now() - started < 10000, 'not at the deadline');
+  assert.equal(gone.code, codes.noTool);
+  assert.match(gone.error, /other\.html was reopened .* no longer offers "removed"; it offers: no tools\. Nothing was run\./);
+  assert.deepEqual(created, [{ url: `${origin}/other.html`, active: false }], 'an open page of the site without the tool is not the tool\'s page');
+
+  // The tool's own page is open and no longer offers it: said at once, nothing reopened.
+  created.length = 0;
+  const here = await pages.call({ origin, tool: 'removed', args: {}, timeoutMs: 60000, url: `${origin}/notes.html#x` });
+  assert.match(here.error, /The open tab of https:\/\/shop\.example\/notes\.html, the page that offered "removed", no longer offers the tool "removed"; it offers: addNote, search\./);
+  assert.equal(created.length, 0);
+});
+
+// A form tool whose page navigated: the call is re-dispatched to a document that never announces
+// (so the old page's going away does not fail it) and answered with the new page's first
+// application/ld+json, read only on the site's own origin.
+test('a navigating form is followed to the page it went to', async () => {
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(7, 'doc-7', origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [{ name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true }] });
+  await flush();
+  const run = async (tabUrl, page) => {
+    if (page) readPage = async ({ target }) => (target.tabId === 7 ? [{ result: page }] : []);
+    const dispatched = [];
+    const call = pages.call({ callId: 'call-1', origin, tool: 'orderForm', args: { item: 'tea' }, timeoutMs: 60000, onDispatch: (id) => dispatched.push(id) });
+    await flush();
+    port.onMessage.fire({ type: 'result', callId: 'call-1', ok: true, result: null, navigating: true });
+    await flush();
+    port.onDisconnect.fire(); // the old page is gone: it must not fail the call
+    await flush();
+    chrome.tabs.onUpdated.fire(7, { status: 'complete' }, { id: 7, url: tabUrl });
+    const outcome = await call;
+    return { outcome, dispatched };
+  };
+  let r = await run(`${origin}/ordered?item=tea`, { url: `${origin}/ordered?item=tea`, title: 'Ordered', jsonLd: '{"@type":"Order","orderedItem":"tea"}' });
+  assert.deepEqual(r.dispatched, ['doc-7', 'following-call-1']);
+  assert.deepEqual(r.outcome, { ok: true, result: { navigated: true, url: `${origin}/ordered?item=tea`, title: 'Ordered', result: { '@type': 'Order', orderedItem: 'tea' } } });
+
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [{ name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true }] });
+  await flush();
+  r = await run(`${origin}/thanks`, { url: `${origin}/thanks`, title: 'Thanks', jsonLd: null });
+  assert.equal(r.outcome.result.navigated, true);
+  assert.match(r.outcome.result.note, /no <script type="application\/ld\+json">/);
+
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [{ name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true }] });
+  await flush();
+  readPage = async () => assert.fail('a page of another origin is never read');
+  r = await run('https://pay.example/checkout', null);
+  assert.deepEqual(r.outcome.result, { navigated: true, url: 'https://pay.example', note: 'The form navigated to another site (https://pay.example); its page is not read.' });
 });

@@ -95,13 +95,25 @@ test('results: the page\'s own value, errors with their code, too large refused 
   assert.deepEqual(resultMessage('c1', { ok: true, result: { n: 1 } }), { type: 'call.result', callId: 'c1', ok: true, result: { n: 1 } });
   assert.deepEqual(resultMessage('c1', { ok: true }), { type: 'call.result', callId: 'c1', ok: true, result: null });
   assert.deepEqual(resultMessage('c1', { ok: false, code: 'tool_error', error: 'Out of stock' }), { type: 'call.result', callId: 'c1', ok: false, error: { code: 'tool_error', message: 'Out of stock' } });
-  const big = 'x'.repeat(MAX_RESULT_BYTES);
-  const m = resultMessage('c1', { ok: true, result: big });
+  // The cap is on the result as the page returned it: a string's own bytes, not its JSON quotes
+  // (issue 11, item 8), and any other value's JSON text.
+  const exact = 'x'.repeat(MAX_RESULT_BYTES);
+  assert.deepEqual(resultMessage('c1', { ok: true, result: exact }), { type: 'call.result', callId: 'c1', ok: true, result: exact });
+  assert.equal(resultMessage('c1', { ok: true, result: '\n'.repeat(MAX_RESULT_BYTES) }).ok, true);
+  assert.equal(resultMessage('c1', { ok: true, result: ['y'.repeat(MAX_RESULT_BYTES - 4)] }).ok, true);
+  const m = resultMessage('c1', { ok: true, result: exact + 'é' });
   assert.equal(m.ok, false);
   assert.equal(m.error.code, 'result_too_large');
   assert.equal(m.error.size, MAX_RESULT_BYTES + 2);
+  assert.equal(resultMessage('c1', { ok: true, result: ['y'.repeat(MAX_RESULT_BYTES - 3)] }).error.size, MAX_RESULT_BYTES + 1);
+  // Within the cap but too long for one frame once escaped: refused with that length, so the
+  // server never closes the socket over it.
+  const ctl = resultMessage('c1', { ok: true, result: '\u0001'.repeat(MAX_RESULT_BYTES) });
+  assert.equal(ctl.error.code, 'result_too_large');
+  assert.equal(ctl.error.size, 6 * MAX_RESULT_BYTES + 2);
   // Multi-byte text counts in bytes.
-  assert.equal(resultMessage('c1', { ok: true, result: 'é'.repeat(MAX_RESULT_BYTES / 2) }).error.code, 'result_too_large');
+  assert.equal(resultMessage('c1', { ok: true, result: 'é'.repeat(MAX_RESULT_BYTES / 2 + 1) }).error.code, 'result_too_large');
+  assert.equal(resultMessage('c1', { ok: true, result: 'é'.repeat(MAX_RESULT_BYTES / 2) }).ok, true);
 });
 
 test('hello, names and close codes', () => {

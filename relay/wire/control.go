@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,11 +80,17 @@ type Control struct {
 	WatchOnly bool `json:"watchOnly,omitempty"`
 }
 
-// Encode marshals a control message.
+// Encode marshals a control message. A control message travels as a text frame, to a viewer's
+// browser among others, and a browser fails the socket on text that is not UTF-8; so Encode
+// holds that invariant: encoding/json writes U+FFFD for bad bytes in the strings a daemon sent
+// (a command, a directory), and the check below keeps it so if a field ever carries raw JSON.
 func (c Control) Encode() []byte {
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic("wire: encode control: " + err.Error()) // plain fields always marshal
+	}
+	if !utf8.Valid(b) {
+		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
 	}
 	return b
 }

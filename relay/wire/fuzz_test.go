@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
+	"unicode/utf8"
 )
 
 func FuzzDecodeDaemon(f *testing.F) {
@@ -79,6 +81,26 @@ func FuzzDecodeControl(f *testing.F) {
 			}
 			if c.Type == TypeAck && c.Bytes < 0 {
 				t.Fatalf("accepted ack %d", c.Bytes)
+			}
+		}
+	})
+}
+
+// FuzzEncodeControl checks the invariant of every control frame: UTF-8 JSON text, whatever the
+// daemon put in a session's command and directory (a viewer's browser fails the socket on a
+// text frame that is not UTF-8).
+func FuzzEncodeControl(f *testing.F) {
+	f.Add("s1", "vim", "/home/a")
+	f.Add("s\xff", "bad \xc3 byte", "/tmp/\xed\xa0\x80")
+	f.Add("", "\u2028</script>", "\x00")
+	f.Fuzz(func(t *testing.T, id, word, dir string) {
+		for _, c := range []Control{
+			{Type: TypeSession, Index: 1, Session: &SessionInfo{ID: id, Command: []string{word, word}, Dir: dir, Cols: 80, Rows: 24}},
+			{Type: word, ExitCode: -1},
+			{Type: TypeStatus, Online: true},
+		} {
+			if b := c.Encode(); !utf8.Valid(b) || !json.Valid(b) {
+				t.Fatalf("control frame is not UTF-8 JSON text: %q", b)
 			}
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +78,10 @@ func testLogger() *slog.Logger {
 }
 
 // Client speaks HTTP to the test server as a browser would: it keeps cookies
-// and sends the CSRF token on every request.
+// and sends the CSRF token on every request. While CSRF is the tb_csrf
+// cookie's value it follows the cookie, as a page reading it would: signing
+// in sets the sign-in's token there. A test that sets CSRF to anything else
+// keeps its value.
 type Client struct {
 	t      testing.TB
 	env    *Env
@@ -85,6 +89,10 @@ type Client struct {
 	CSRF   string
 	Bearer string // when set, sent as Authorization: Bearer
 	Origin string // when set, sent as Origin
+
+	// mu guards CSRF while requests run: concurrent Do calls each read it
+	// and follow the cookie into it. A test sets it only between requests.
+	mu sync.Mutex
 }
 
 // NewClient returns a client with an empty cookie jar and a CSRF token.
@@ -144,8 +152,11 @@ func (c *Client) Do(method, path string, body any) (int, []byte) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.CSRF != "" {
-		req.Header.Set("X-CSRF-Token", c.CSRF)
+	c.mu.Lock()
+	csrf := c.CSRF
+	c.mu.Unlock()
+	if csrf != "" {
+		req.Header.Set("X-CSRF-Token", csrf)
 	}
 	if c.Bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Bearer)
@@ -153,11 +164,19 @@ func (c *Client) Do(method, path string, body any) (int, []byte) {
 	if c.Origin != "" {
 		req.Header.Set("Origin", c.Origin)
 	}
+	following := csrf == c.Cookie("tb_csrf")
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
+	if now := c.Cookie("tb_csrf"); following && now != "" {
+		c.mu.Lock()
+		if c.CSRF == csrf {
+			c.CSRF = now
+		}
+		c.mu.Unlock()
+	}
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, out
 }

@@ -11,7 +11,14 @@
 // - Input: every onData goes out at once as one input frame holding exactly
 //   the bytes xterm.js produced (Esc, arrows, paste alike). Never batched.
 // - The socket is re-dialled with a fresh ticket, backing off from 1 s to
-//   30 s, until the session is gone or the person is signed out.
+//   30 s, while retrying can help (a restart, a network loss, the machine
+//   offline). What retrying will not fix ends the page with its reason: the
+//   session is gone, the person is signed out (a 401 the page cannot renew,
+//   or the socket closed with 4004), or the server refuses (any other 4xx,
+//   whose message is shown).
+// - State-changing requests carry the page's CSRF token from its
+//   csrf-token meta tag: framed in the extension's popup the page cannot read
+//   its cookies.
 (function () {
   'use strict';
   var page = document.getElementById('term-page');
@@ -116,23 +123,36 @@
   // ---- socket ----
   var ws = null, generation = 0, timer = null, backoff = MIN_BACKOFF, opened = 0;
 
-  function cookie(name) {
-    var m = document.cookie.match(new RegExp('(?:^|; )' + name + '=([^;]*)'));
-    return m ? decodeURIComponent(m[1]) : '';
+  var CLOSE_SIGNED_OUT = 4004;
+
+  function csrfToken() {
+    var m = document.querySelector('meta[name="csrf-token"]');
+    return m ? m.getAttribute('content') : '';
   }
 
+  // ticket asks for a viewer ticket; a refusal rejects with the status and
+  // the server's message.
   function ticket() {
     return fetch('/api/sessions/' + encodeURIComponent(sessionID) + '/viewer-ticket', {
       method: 'POST',
       credentials: 'same-origin',
-      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': cookie('tb_csrf') },
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrfToken() },
       body: JSON.stringify({ watchOnly: watchOnly })
     }).then(function (r) {
       if (r.status === 201) return r.json();
       var err = new Error('viewer ticket: ' + r.status);
       err.status = r.status;
-      throw err;
+      return r.json().then(function (b) {
+        err.message = (b && b.error && b.error.message) || err.message;
+        throw err;
+      }, function () { throw err; });
     });
+  }
+
+  // lasting tells a refusal retrying will not fix from one it may (a
+  // timeout, rate limiting, the server's own trouble).
+  function lasting(status) {
+    return status >= 400 && status < 500 && status !== 408 && status !== 429;
   }
 
   // connect asks for a ticket and dials; every earlier socket is abandoned.
@@ -148,6 +168,7 @@
       if (gen !== generation) return;
       if (err.status === 404) return sessionMissing(gen);
       if (err.status === 401) return renewSignIn(gen);
+      if (lasting(err.status)) return end('refused', 'Cannot connect: ' + err.message);
       retry(gen);
     });
   }
@@ -220,10 +241,11 @@
         output(sock, stream, m.data);
       }
     };
-    sock.onclose = function () {
+    sock.onclose = function (ev) {
       if (gen !== generation) return;
       ws = null;
       connected = false;
+      if (ev.code === CLOSE_SIGNED_OUT) return end('signedout', 'Signed out: sign in again, then reload this page.');
       retry(gen);
     };
   }

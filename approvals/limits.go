@@ -1,0 +1,62 @@
+package approvals
+
+import "fmt"
+
+// Limits on the requests one workspace (one agent's tokens) may have waiting
+// for the person at once (issue 11; docs/DECISIONS.md). A burst of requests
+// must not bury the person's inbox or the server's memory: 300 requests in
+// 2 s, or 40 of 1 MB each (a 40 MB inbox page, +850 MB RSS), were possible.
+const (
+	// DefaultMaxPending is how many requests may wait per workspace: more
+	// than a person reviews in one sitting.
+	DefaultMaxPending = 20
+	// DefaultMaxPendingBytes is how many bytes of arguments (as the person
+	// reads them, pretty-printed) may wait per workspace: room for one call
+	// at the 1 MiB argument limit and more besides.
+	DefaultMaxPendingBytes = 4 << 20
+)
+
+// LimitError is a request refused because its workspace already has as many
+// requests, or bytes of arguments, waiting as it may. Message is the
+// sentence for the agent.
+type LimitError struct{ Message string }
+
+func (e *LimitError) Error() string { return "approvals: " + e.Message }
+
+// admit checks that a new request of size bytes of arguments fits its
+// workspace's limits. The caller holds g.mu; the in-flight requests are the
+// pending ones.
+func (g *Gate) admit(workspaceID string, size int) error {
+	count, bytes := 0, 0
+	for _, w := range g.byID {
+		if w.req.WorkspaceID == workspaceID {
+			count++
+			bytes += len(w.req.Arguments)
+		}
+	}
+	if count >= g.opts.MaxPending {
+		noun := "calls"
+		if count == 1 {
+			noun = "call"
+		}
+		return &LimitError{Message: fmt.Sprintf("This workspace already has %d %s waiting for the person's approval, the most one workspace may have waiting. "+
+			"Wait for the person to answer some of them (each comes back as the result of its call), then call again.", count, noun)}
+	}
+	if bytes+size > g.opts.MaxPendingBytes {
+		return &LimitError{Message: fmt.Sprintf("The calls of this workspace waiting for the person's approval already hold %s of arguments; with this call's %s "+
+			"they would pass the %s one workspace may have waiting. Wait for the person to answer some of them, or send smaller arguments, then call again.",
+			sizeText(bytes), sizeText(size), sizeText(g.opts.MaxPendingBytes))}
+	}
+	return nil
+}
+
+// sizeText is a byte count as a person reads it.
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

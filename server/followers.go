@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"sync"
+)
+
+// followers ends what a credential opened when the credential ends. For a
+// sign-in (keyed by its refresh family): its event streams, and the
+// extension socket and terminal viewers opened with its tickets, so a
+// browser signed out of Tabbridge stops running agents' calls in its tabs
+// and typing into terminals at once. For a machine (keyed by its id): its
+// daemon's socket, so a revoked machine is cut off even when its daemon
+// was admitted a moment before.
+//
+// It is per process, as the sockets are; a credential ended on another
+// instance is noticed at the sockets' next admission (README: one instance).
+type followers struct {
+	// live reports whether a key's credential is still good (the
+	// database's word); static.
+	live func(ctx context.Context, key string) (bool, error)
+
+	mu    sync.Mutex
+	next  int
+	byKey map[string]map[int]context.CancelFunc // key → what to end; guarded by mu
+}
+
+func newFollowers(live func(ctx context.Context, key string) (bool, error)) *followers {
+	return &followers{live: live, byKey: map[string]map[int]context.CancelFunc{}}
+}
+
+// follow returns a context that is cancelled when key's credential ends or
+// parent is done, and a stop function that releases it. It registers first
+// and then asks whether the credential is still good, so an ending cannot
+// slip between admitting a socket and the socket following it: either the
+// ending's end (which comes after its write to the database) finds the
+// registration, or the check (which comes after the registration) finds the
+// credential ended and the context is cancelled at once. A failed check
+// counts as ended: a socket nobody can vouch for is closed. Key "" (a socket
+// opened with a ticket from before tickets knew their sign-in) follows
+// nothing.
+func (f *followers) follow(parent context.Context, key string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	if key == "" {
+		return ctx, cancel
+	}
+	f.mu.Lock()
+	f.next++
+	id := f.next
+	if f.byKey[key] == nil {
+		f.byKey[key] = map[int]context.CancelFunc{}
+	}
+	f.byKey[key][id] = cancel
+	f.mu.Unlock()
+	if live, err := f.live(ctx, key); err != nil || !live {
+		cancel()
+	}
+	return ctx, func() {
+		cancel()
+		f.mu.Lock()
+		delete(f.byKey[key], id)
+		if len(f.byKey[key]) == 0 {
+			delete(f.byKey, key)
+		}
+		f.mu.Unlock()
+	}
+}
+
+// end cancels everything following key. Call it after the credential's end
+// is in the database.
+func (f *followers) end(key string) {
+	f.mu.Lock()
+	cancels := f.byKey[key]
+	delete(f.byKey, key)
+	f.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
+}

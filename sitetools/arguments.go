@@ -1,0 +1,210 @@
+package sitetools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Codes of an *ArgumentsError, as the agent error of a refused call carries them.
+const (
+	CodeArgumentsTooLarge = "arguments_too_large" // over MaxArgumentsBytes, or too much to check
+	CodeArgumentsNotUTF8  = "arguments_not_utf8"  // raw bytes that are not UTF-8 text
+	CodeInvalidArguments  = "invalid_arguments"   // not a JSON object, too deep, or against the schema
+)
+
+// ArgumentsError refuses a call's arguments as a whole, before the schema is applied: they are
+// too large, are not UTF-8 text, or are not a JSON object within the nesting limit. Code says
+// which (one of the Code constants); the Violation says where and what to do.
+type ArgumentsError struct {
+	Code string
+	Violation
+}
+
+func (e *ArgumentsError) Error() string { return e.Violation.String() }
+
+func argumentsErr(code, path, format string, args ...any) *ArgumentsError {
+	return &ArgumentsError{Code: code, Violation: Violation{Path: path, Message: fmt.Sprintf(format, args...)}}
+}
+
+// decodeArguments reads an agent's arguments for validation. The text itself is checked first:
+// its size, then that it is UTF-8, since the arguments travel to the browser as they were sent
+// (json.RawMessage) while encoding/json would quietly replace bad bytes with U+FFFD in the copy
+// validated here: the page would get what the server never checked, and Chromium fails the whole
+// extension socket on a text frame that is not UTF-8.
+func decodeArguments(args json.RawMessage) (any, *ArgumentsError) {
+	args, err := checkText(args)
+	if err != nil {
+		return nil, err
+	}
+	return decodeValue(args)
+}
+
+// checkText checks the arguments' size and that they are UTF-8, and returns them trimmed.
+func checkText(args json.RawMessage) (json.RawMessage, *ArgumentsError) {
+	args = bytes.TrimSpace(args)
+	if len(args) > MaxArgumentsBytes {
+		return nil, argumentsErr(CodeArgumentsTooLarge, "arguments", "are %d bytes; the limit is %d, so send less data", len(args), MaxArgumentsBytes)
+	}
+	if !utf8.Valid(args) {
+		return nil, notUTF8(args)
+	}
+	return args, nil
+}
+
+// decodeValue decodes checked text into the value gojsonschema validates.
+func decodeValue(args json.RawMessage) (any, *ArgumentsError) {
+	if len(args) == 0 || string(args) == "null" {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var value any
+	if err := dec.Decode(&value); err != nil || dec.More() {
+		return nil, argumentsErr(CodeInvalidArguments, "arguments", "are not valid JSON; send a JSON object")
+	}
+	if _, ok := value.(map[string]any); !ok {
+		return nil, argumentsErr(CodeInvalidArguments, "arguments", "must be a JSON object, got %s", describe(value))
+	}
+	if nestedDeeper(value, MaxArgumentDepth) {
+		return nil, argumentsErr(CodeInvalidArguments, "arguments", "nest deeper than %d levels; flatten them", MaxArgumentDepth)
+	}
+	return value, nil
+}
+
+// notUTF8 says where the first byte that is not UTF-8 is: the JSON path of the string (or
+// property name) holding it, and its offset in the arguments as sent.
+func notUTF8(args []byte) *ArgumentsError {
+	off := firstInvalidUTF8(args)
+	path, inKey := pathAt(args, off)
+	where := "a string"
+	if inKey {
+		where = "a property name"
+	}
+	return argumentsErr(CodeArgumentsNotUTF8, path, "%s holds bytes that are not valid UTF-8 (at byte %d of the arguments); send text as UTF-8, and binary data encoded (base64, for example)", where, off)
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// pathFrame is one open container while pathAt walks the arguments.
+type pathFrame struct {
+	object bool
+	key    string // the last property name read (objects)
+	index  int    // the next item's index (arrays)
+	keyed  bool   // a property name was read and its value is next (objects)
+}
+
+// pathAt walks the arguments' tokens up to byte off and writes the path of the value there, the
+// way Violation paths are written (arguments.items[2].title); inKey says the byte is inside a
+// property name, in which case the path is the object's. Keys are shown as encoding/json reads
+// them (bad bytes as U+FFFD). A byte outside every string gives the innermost container's path.
+func pathAt(args []byte, off int) (path string, inKey bool) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber() // a number no float64 holds (1e400) is still a token
+	var stack []pathFrame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF || err != nil {
+			return writePath(stack, false), false
+		}
+		past := dec.InputOffset() > int64(off)
+		if d, ok := tok.(json.Delim); ok {
+			if past {
+				return writePath(stack, false), false
+			}
+			stack = pushPop(stack, d)
+			continue
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].object && !stack[top].keyed {
+			stack[top].key, stack[top].keyed = fmt.Sprint(tok), true
+			if past {
+				return writePath(stack, false), true
+			}
+			continue
+		}
+		if past {
+			return writePath(stack, true), false
+		}
+		stack = advance(stack)
+	}
+}
+
+// pushPop opens or closes a container; closing one counts it as its parent's value.
+func pushPop(stack []pathFrame, d json.Delim) []pathFrame {
+	switch d {
+	case '{', '[':
+		return append(stack, pathFrame{object: d == '{'})
+	}
+	return advance(stack[:len(stack)-1])
+}
+
+// advance moves past one value of the innermost container.
+func advance(stack []pathFrame) []pathFrame {
+	if top := len(stack) - 1; top >= 0 {
+		if stack[top].object {
+			stack[top].keyed = false
+		} else {
+			stack[top].index++
+		}
+	}
+	return stack
+}
+
+// writePath spells the open containers' path; with value, down to the value being read in the
+// innermost one, else only to the innermost container itself.
+func writePath(stack []pathFrame, value bool) string {
+	var b strings.Builder
+	b.WriteString("arguments")
+	n := len(stack)
+	for i := 1; i < n || (value && i == n); i++ {
+		writeSegment(&b, stack[i-1])
+	}
+	return b.String()
+}
+
+func writeSegment(b *strings.Builder, f pathFrame) {
+	if !f.object {
+		b.WriteString("[" + strconv.Itoa(f.index) + "]")
+		return
+	}
+	if identifier.MatchString(f.key) {
+		b.WriteString("." + f.key)
+	} else {
+		b.WriteString("[" + strconv.Quote(f.key) + "]")
+	}
+}
+
+func nestedDeeper(v any, limit int) bool {
+	if limit < 0 {
+		return true
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for _, c := range t {
+			if nestedDeeper(c, limit-1) {
+				return true
+			}
+		}
+	case []any:
+		for _, c := range t {
+			if nestedDeeper(c, limit-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
