@@ -269,11 +269,12 @@ func TestTicketEndpointChecks(t *testing.T) {
 	if status, body := anon.Do("POST", "/api/tickets", nil); status != 401 || servertest.ErrorCode(body) != "signed_out" {
 		t.Errorf("signed out: %d %s", status, body)
 	}
-	csrfless := *a
-	csrfless.CSRF = ""
-	if status, _ := csrfless.Do("POST", "/api/tickets", nil); status != 403 {
+	csrf := a.CSRF
+	a.CSRF = ""
+	if status, _ := a.Do("POST", "/api/tickets", nil); status != 403 {
 		t.Errorf("no CSRF token: %d", status)
 	}
+	a.CSRF = csrf
 }
 
 func TestPingKeepsAliveAndSilenceCloses(t *testing.T) {
