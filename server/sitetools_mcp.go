@@ -222,7 +222,7 @@ func markUntrusted(out *mcp.CallToolResult, tool, site string) {
 // cancelSettle is how long a call whose connection closed waits for the
 // client's cancel notification before it counts the agent as gone; with the
 // connection watch's own latency it keeps the drop well within a second.
-const cancelSettle = 100 * time.Millisecond
+const cancelSettle = 250 * time.Millisecond
 
 // callContext is the context a call runs under. It ends with context.Canceled
 // when the agent cancels (notifications/cancelled) or the server shuts down,
