@@ -233,9 +233,7 @@ func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args
 	if inv.LastURL == "" {
 		inv.LastURL = site.LastURL
 	}
-	for _, doc := range o.opts.Catalog.Candidates(a.OwnerID, site.Origin, d.Name) {
-		inv.Targets = append(inv.Targets, Target{BrowserID: doc.BrowserID, DocumentID: doc.DocumentID})
-	}
+	inv.Targets = o.opts.Catalog.Targets(a.OwnerID, site.Origin, d.Name)
 	out, err := o.opts.Invoker.Invoke(cctx, a.OwnerID, inv)
 	if size := ResultSize(out); err == nil && size > MaxResultBytes {
 		err = &TooLargeError{Size: size}

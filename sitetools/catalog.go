@@ -64,6 +64,9 @@ type Catalog struct {
 	mu sync.RWMutex
 	// docs holds every live document per person; guarded by mu.
 	docs map[string]map[docKey]*Document
+	// live indexes the same documents per site, keyed by siteKey, for
+	// calls; guarded by mu. An entry exists while the site has a document.
+	live map[string]*liveSite
 	// known caches each site's persisted tools, keyed by siteKey; guarded
 	// by mu. This process writes them for the browsers connected to it.
 	known map[string]*knownSite
@@ -79,9 +82,96 @@ type knownSite struct {
 
 func siteKey(userID, origin string) string { return userID + "\x00" + origin }
 
+// liveSite is one site's open documents, indexed when they change (announce,
+// use, unload) so that a call reads its route and the site's tools without
+// looking at every document: a call costs the same with 1 or 1,000 open.
+// Its slices and map are replaced, never changed in place, so what a reader
+// took under the read lock stays valid after it lets go.
+type liveSite struct {
+	docs []*Document // most recently used first
+	// union is every tool the documents offer, sorted by name; where two
+	// offer one name, the more recently used one's descriptor.
+	union []Descriptor
+	// targets lists, per tool, each browser's most recently used document
+	// offering it, most recently used first: where a call of it may go.
+	targets map[string][]Target
+}
+
+// byLastUse orders documents most recently used first.
+func byLastUse(docs []*Document) {
+	sort.SliceStable(docs, func(i, j int) bool { return docs[i].LastUsed.After(docs[j].LastUsed) })
+}
+
+// index rebuilds the site's tool union and call targets from its ordered
+// documents.
+func (ls *liveSite) index() {
+	seen := map[string]bool{}
+	var union []Descriptor
+	targets := map[string][]Target{}
+	browsers := map[string]map[string]bool{} // tool → browsers with a target for it
+	for _, d := range ls.docs {
+		for _, t := range d.Tools {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				union = append(union, t)
+			}
+			if browsers[t.Name] == nil {
+				browsers[t.Name] = map[string]bool{}
+			}
+			if !browsers[t.Name][d.BrowserID] {
+				browsers[t.Name][d.BrowserID] = true
+				targets[t.Name] = append(targets[t.Name], Target{BrowserID: d.BrowserID, DocumentID: d.DocumentID})
+			}
+		}
+	}
+	sort.Slice(union, func(i, j int) bool { return union[i].Name < union[j].Name })
+	ls.union, ls.targets = union, targets
+}
+
+// putLocked adds or replaces one document in its site's index.
+func (c *Catalog) putLocked(userID string, d *Document) {
+	k := siteKey(userID, d.Origin)
+	ls := c.live[k]
+	if ls == nil {
+		ls = &liveSite{}
+		c.live[k] = ls
+	}
+	docs := make([]*Document, 0, len(ls.docs)+1)
+	docs = append(docs, d)
+	for _, o := range ls.docs {
+		if o.BrowserID != d.BrowserID || o.DocumentID != d.DocumentID {
+			docs = append(docs, o)
+		}
+	}
+	byLastUse(docs)
+	ls.docs = docs
+	ls.index()
+}
+
+// dropLocked removes the documents gone reports from a site's index.
+func (c *Catalog) dropLocked(userID, origin string, gone func(*Document) bool) {
+	k := siteKey(userID, origin)
+	ls := c.live[k]
+	if ls == nil {
+		return
+	}
+	docs := make([]*Document, 0, len(ls.docs))
+	for _, d := range ls.docs {
+		if !gone(d) {
+			docs = append(docs, d)
+		}
+	}
+	if len(docs) == 0 {
+		delete(c.live, k)
+		return
+	}
+	ls.docs = docs
+	ls.index()
+}
+
 // NewCatalog returns an empty live catalog over db.
 func NewCatalog(db *store.DB, shared SharedFunc) *Catalog {
-	return &Catalog{db: db, shared: shared, docs: map[string]map[docKey]*Document{}, known: map[string]*knownSite{}}
+	return &Catalog{db: db, shared: shared, docs: map[string]map[docKey]*Document{}, live: map[string]*liveSite{}, known: map[string]*knownSite{}}
 }
 
 // siteRow is the persisted tool list of one person's site.
@@ -142,7 +232,11 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	if c.docs[userID] == nil {
 		c.docs[userID] = map[docKey]*Document{}
 	}
+	if old := c.docs[userID][docKey{d.BrowserID, d.DocumentID}]; old != nil && old.Origin != doc.Origin {
+		c.dropLocked(userID, old.Origin, func(o *Document) bool { return o == old })
+	}
 	c.docs[userID][docKey{d.BrowserID, d.DocumentID}] = &doc
+	c.putLocked(userID, &doc)
 	c.mu.Unlock()
 	return c.persist(ctx, userID, &doc, next)
 }
@@ -200,30 +294,6 @@ func (c *Catalog) knownSite(ctx context.Context, userID, origin string) (*knownS
 	return k, nil
 }
 
-// unionLocked merges the tools of every live document of a site; where two
-// documents offer one name, the more recently used one's descriptor wins.
-func (c *Catalog) unionLocked(userID, origin string) []Descriptor {
-	var docs []*Document
-	for _, d := range c.docs[userID] {
-		if d.Origin == origin {
-			docs = append(docs, d)
-		}
-	}
-	sort.Slice(docs, func(i, j int) bool { return docs[i].LastUsed.After(docs[j].LastUsed) })
-	seen := map[string]bool{}
-	var out []Descriptor
-	for _, d := range docs {
-		for _, t := range d.Tools {
-			if !seen[t.Name] {
-				seen[t.Name] = true
-				out = append(out, t)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
 func (c *Catalog) persist(ctx context.Context, userID string, d *Document, tools []Descriptor) error {
 	if tools == nil {
 		tools = []Descriptor{}
@@ -255,6 +325,7 @@ func (c *Catalog) Forget(userID, browserID, documentID string) (origin string, o
 		return "", false
 	}
 	delete(c.docs[userID], k)
+	c.dropLocked(userID, d.Origin, func(o *Document) bool { return o == d })
 	return d.Origin, true
 }
 
@@ -262,10 +333,15 @@ func (c *Catalog) Forget(userID, browserID, documentID string) (origin string, o
 func (c *Catalog) ForgetBrowser(userID, browserID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.docs[userID] {
+	origins := map[string]bool{}
+	for k, d := range c.docs[userID] {
 		if k.browser == browserID {
 			delete(c.docs[userID], k)
+			origins[d.Origin] = true
 		}
+	}
+	for origin := range origins {
+		c.dropLocked(userID, origin, func(d *Document) bool { return d.BrowserID == browserID })
 	}
 	if len(c.docs[userID]) == 0 {
 		delete(c.docs, userID)
@@ -277,6 +353,7 @@ func (c *Catalog) ForgetSite(userID, origin string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.known, siteKey(userID, origin))
+	delete(c.live, siteKey(userID, origin))
 	for k, d := range c.docs[userID] {
 		if d.Origin == origin {
 			delete(c.docs[userID], k)
@@ -288,9 +365,15 @@ func (c *Catalog) ForgetSite(userID, origin string) {
 func (c *Catalog) Use(userID, browserID, documentID string, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d := c.docs[userID][docKey{browserID, documentID}]; d != nil && t.After(d.LastUsed) {
-		d.LastUsed = t
+	d := c.docs[userID][docKey{browserID, documentID}]
+	if d == nil || !t.After(d.LastUsed) {
+		return
 	}
+	// A new Document, so that one a reader holds does not change under it.
+	used := *d
+	used.LastUsed = t
+	c.docs[userID][docKey{browserID, documentID}] = &used
+	c.putLocked(userID, &used)
 }
 
 // Candidates returns the live documents of a site that offer tool, most
@@ -299,13 +382,28 @@ func (c *Catalog) Candidates(userID, origin, tool string) []Document {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []Document
-	for _, d := range c.docs[userID] {
-		if d.Origin == origin && d.offers(tool) {
-			out = append(out, *d)
+	if ls := c.live[siteKey(userID, origin)]; ls != nil {
+		for _, d := range ls.docs {
+			if d.offers(tool) {
+				out = append(out, *d)
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.After(out[j].LastUsed) })
 	return out
+}
+
+// Targets returns where a call of tool on a site may go: for each browser
+// with a live document offering it, its most recently used such document,
+// most recently used first. It reads an index kept when documents change,
+// so its cost does not grow with the number of open documents; the caller
+// must not change the slice.
+func (c *Catalog) Targets(userID, origin, tool string) []Target {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if ls := c.live[siteKey(userID, origin)]; ls != nil {
+		return ls.targets[tool]
+	}
+	return nil
 }
 
 // OpenTabs counts the live documents of a site per browser.
@@ -313,9 +411,9 @@ func (c *Catalog) OpenTabs(userID, origin string) map[string]int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[string]int{}
-	for k, d := range c.docs[userID] {
-		if d.Origin == origin {
-			out[k.browser]++
+	if ls := c.live[siteKey(userID, origin)]; ls != nil {
+		for _, d := range ls.docs {
+			out[d.BrowserID]++
 		}
 	}
 	return out
@@ -333,14 +431,14 @@ func (c *Catalog) OpenIn(userID, origin string) map[string]Opened {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[string]Opened{}
-	for k, d := range c.docs[userID] {
-		if d.Origin == origin {
-			o := out[k.browser]
+	if ls := c.live[siteKey(userID, origin)]; ls != nil {
+		for _, d := range ls.docs {
+			o := out[d.BrowserID]
 			o.Tabs++
 			if d.LastUsed.After(o.LastUsed) {
 				o.LastUsed = d.LastUsed
 			}
-			out[k.browser] = o
+			out[d.BrowserID] = o
 		}
 	}
 	return out
@@ -366,9 +464,12 @@ func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error)
 	if err != nil {
 		return Site{}, err
 	}
+	var live []Descriptor
+	var latest *Document
 	c.mu.RLock()
-	live := c.unionLocked(userID, origin)
-	latest := c.latestLocked(userID, origin)
+	if ls := c.live[siteKey(userID, origin)]; ls != nil {
+		live, latest = ls.union, ls.docs[0]
+	}
 	c.mu.RUnlock()
 	s := Site{Origin: origin, Tools: mergeLive(known.tools, live), LastURL: known.lastURL, LastTitle: known.lastTitle}
 	if latest != nil {
@@ -395,17 +496,6 @@ func mergeLive(known, live []Descriptor) []Descriptor {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// latestLocked returns the most recently used live document of a site.
-func (c *Catalog) latestLocked(userID, origin string) *Document {
-	var latest *Document
-	for _, d := range c.docs[userID] {
-		if d.Origin == origin && (latest == nil || d.LastUsed.After(latest.LastUsed)) {
-			latest = d
-		}
-	}
-	return latest
 }
 
 // Tool returns one tool of a site, live or persisted, or ErrNoSuchTool.

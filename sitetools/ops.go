@@ -81,8 +81,9 @@ type Invocation struct {
 	Site      string
 	Tool      string
 	Arguments json.RawMessage
-	// Targets are the live documents offering the tool, most recently used
-	// first; empty when no tab is open (the extension then reopens LastURL).
+	// Targets are the live documents offering the tool, one per browser (its
+	// most recently used), most recently used first; empty when no tab is
+	// open (the extension then reopens LastURL). Shared: read only.
 	Targets []Target
 	// LastURL is the address of the page that last offered the tool (the
 	// site's last address for tools known from before addresses were kept

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,6 +131,13 @@ func runIdleBrowsers(b *testing.B, mode string, n int) {
 	b.StartTimer()
 	rtts := pingRandom(b, browsers, 2000, mode == "echo")
 	b.StopTimer()
+	// Again once about a third of the browsers have pinged (an idle browser
+	// pings every 20 s): what handling a ping keeps counts too.
+	goPinged, rssPinged, stackPinged := srv.mem(b)
+	b.ReportMetric(float64(goPinged-goBefore)/float64(n), "goB/browser-pinged")
+	b.ReportMetric(float64(rssPinged-rssBefore)/float64(n), "rssB/browser-pinged")
+	b.Logf("%s after the pings: Go heap+stacks %+.1f KiB/browser (stacks %+.1f), RSS %+.1f KiB/browser", mode,
+		float64(goPinged-goBefore)/1024/float64(n), float64(stackPinged-stackBefore)/1024/float64(n), float64(rssPinged-rssBefore)/1024/float64(n))
 
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
 	p50, p99 := rtts[len(rtts)/2], rtts[len(rtts)*99/100]
@@ -240,6 +248,7 @@ func TestBenchServerProcess(t *testing.T) {
 		case "mem":
 			goBytes, rss, stack := memNow()
 			fmt.Printf("MEM %d %d %d %d\n", goBytes, rss, stack, runtime.NumGoroutine())
+			writeHeapProfile(t, mode)
 		case "quit":
 			return
 		}
@@ -285,6 +294,24 @@ func echo(c *websocket.Conn) {
 		if err := c.WriteMessage(typ, msg); err != nil {
 			return
 		}
+	}
+}
+
+// writeHeapProfile writes the server's heap profile, each time memory is
+// measured, to $TABBRIDGE_BENCH_HEAPPROFILE.<mode> when that is set: where
+// the memory per browser goes (go tool pprof -sample_index=inuse_space).
+func writeHeapProfile(t *testing.T, mode string) {
+	path := os.Getenv("TABBRIDGE_BENCH_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + "." + mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -169,9 +169,18 @@ func TestInstallWritesAUnitThatStartsTheDaemon(t *testing.T) {
 			Online bool   `json:"online"`
 		} `json:"machines"`
 	}
-	person.MustJSON("GET", "/api/machines", nil, 200, &list)
-	if len(list.Machines) != 1 || list.Machines[0].ID != id || !list.Machines[0].Online {
-		t.Fatalf("machines with the unit's daemon running: %+v", list.Machines)
+	// "linked" is the daemon's side; the server registers the link just
+	// after, so the listing is read until it says online.
+	deadline := time.Now().Add(daemonWait)
+	for {
+		person.MustJSON("GET", "/api/machines", nil, 200, &list)
+		if len(list.Machines) == 1 && list.Machines[0].ID == id && list.Machines[0].Online {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("machines with the unit's daemon running: %+v", list.Machines)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 
 	command("", "daemon", "uninstall", "--no-stop")
