@@ -47,6 +47,10 @@ const (
 	WithdrawShutdown  WithdrawReason = "shutdown"  // the server is shutting down
 	WithdrawUnshared  WithdrawReason = "unshared"  // the site stopped being shared with the workspace
 	WithdrawRestart   WithdrawReason = "restart"   // left pending by an earlier run of the server (WithdrawStale)
+	// WithdrawGone: every call waiting on it went away (its connection or
+	// session closed) and none came back within the grace, or the person
+	// answered while none waited.
+	WithdrawGone WithdrawReason = "gone"
 )
 
 // Answer is what the person chose.
@@ -79,6 +83,12 @@ var (
 	ErrNotPending = errors.New("approvals: request is no longer pending")
 	// ErrBadAnswer is returned for an answer that is not once, always or deny.
 	ErrBadAnswer = errors.New("approvals: answer must be once, always or deny")
+	// ErrAgentGone is the cancellation cause a caller gives Decide's context
+	// when the agent went away (its connection or session closed) rather than
+	// cancelling: the request then stays open for the grace, so a retry of
+	// the same call rejoins it. Answer returns it for an answer given while no
+	// call waited: nothing ran, and the request is withdrawn.
+	ErrAgentGone = errors.New("approvals: the agent stopped waiting")
 
 	// ErrNoStandingGrant is returned for "Always allow" on a request of a
 	// tool the site marks consequentialHint: each of its calls must be asked.
@@ -112,7 +122,7 @@ type Decision struct {
 
 // Event tells a person's screens that a request changed.
 type Event struct {
-	Type    string // approval.created, approval.decided, approval.expired, approval.withdrawn
+	Type    string // approval.created, approval.updated (waiters came or went), approval.decided, approval.expired, approval.withdrawn
 	Request Request
 }
 
@@ -121,6 +131,10 @@ type Options struct {
 	DB *store.DB
 	// Window is how long a request waits for an answer (default 5 minutes).
 	Window time.Duration
+	// Grace is how long a request whose callers all went away stays open,
+	// marked as such, for an identical call to rejoin (default 30 s): many
+	// clients time out at 60 s and retry the same call.
+	Grace time.Duration
 	// Notify, when set, is called after each change, outside every lock.
 	Notify func(ownerID string, e Event)
 	Logger *slog.Logger
@@ -149,6 +163,9 @@ type waiting struct {
 	req   Request
 	key   string
 	timer *time.Timer
+	// grace, set while no caller waits (req.AgentGoneAt set), withdraws the
+	// request when it fires; guarded by Gate.mu.
+	grace *time.Timer
 	// waiters counts callers still waiting; guarded by Gate.mu.
 	waiters int
 	// settled is set once, under Gate.mu, when the request leaves the maps.
@@ -162,6 +179,9 @@ type waiting struct {
 func New(o Options) *Gate {
 	if o.Window == 0 {
 		o.Window = 5 * time.Minute
+	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -188,9 +208,17 @@ func (g *Gate) Waiters(requestID string) int {
 // Window is how long a request waits for an answer.
 func (g *Gate) Window() time.Duration { return g.opts.Window }
 
+// DefaultGrace is Options.Grace's default: half of the 60 s after which
+// common clients give up, so a retry that follows at once finds the request.
+const DefaultGrace = 30 * time.Second
+
+// Grace is how long a request nobody waits on stays open for a retry.
+func (g *Gate) Grace() time.Duration { return g.opts.Grace }
+
 // Decide returns whether call may run, waiting for the person when it must.
 // It returns ctx's error if the caller gives up first; the request is then
-// withdrawn once no other identical call waits on it.
+// withdrawn once no other identical call waits on it — at once when the
+// caller cancelled, after the grace when ctx's cause is ErrAgentGone.
 func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 	if call.ReadOnly && !call.Consequential {
 		askAll, err := g.AskAll(ctx, call.OwnerID, call.Site)
@@ -223,18 +251,23 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 
 // ask joins or opens the request for call and waits for its end.
 func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
-	w, opened, err := g.join(ctx, call)
+	w, event, req, err := g.join(ctx, call)
 	if err != nil {
 		return Decision{}, err
 	}
-	if opened != nil {
-		g.notify(call.OwnerID, "approval.created", *opened)
+	if sink, _ := ctx.Value(requestSinkKey{}).(func(string)); sink != nil {
+		sink(req.ID)
 	}
+	g.notify(call.OwnerID, event, req)
 	select {
 	case <-w.done:
 		return w.decision, nil
 	case <-ctx.Done():
-		g.leave(w)
+		if errors.Is(context.Cause(ctx), ErrAgentGone) {
+			g.abandon(w)
+		} else {
+			g.leave(w)
+		}
 		return Decision{}, ctx.Err()
 	}
 }
@@ -246,11 +279,12 @@ func collapseKey(call Call, argsHash string) string {
 }
 
 // join adds the caller to the in-flight request for call, opening one if
-// none exists; it returns the new request's copy when it opened one.
-func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) {
+// none exists; it returns the event to tell (approval.created, or
+// approval.updated for a joined one) and the request's copy.
+func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, error) {
 	canon, pretty, err := canonical(call.Arguments)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", Request{}, err
 	}
 	sum := sha256.Sum256(canon)
 	hash := hex.EncodeToString(sum[:])
@@ -259,10 +293,15 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 	defer g.mu.Unlock()
 	if w := g.byKey[key]; w != nil {
 		w.waiters++
-		return w, nil, nil
+		if w.grace != nil { // a retry of a call that went away: it waits again
+			w.grace.Stop()
+			w.grace, w.req.AgentGoneAt = nil, nil
+		}
+		g.saveWaiters(w)
+		return w, "approval.updated", w.req, nil
 	}
 	if err := g.admit(call.WorkspaceID, len(pretty)); err != nil {
-		return nil, nil, err
+		return nil, "", Request{}, err
 	}
 	now := store.Now()
 	req := Request{
@@ -272,12 +311,12 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, *Request, error) 
 	}
 	// Inserted under the lock so two identical calls never open two requests.
 	if err := g.opts.DB.WithContext(context.WithoutCancel(ctx)).Create(&req).Error; err != nil {
-		return nil, nil, fmt.Errorf("open approval request: %w", err)
+		return nil, "", Request{}, fmt.Errorf("open approval request: %w", err)
 	}
 	w := &waiting{req: req, key: key, waiters: 1, done: make(chan struct{})}
 	w.timer = time.AfterFunc(g.opts.Window, func() { g.expire(w) })
 	g.byKey[key], g.byID[req.ID] = w, w
-	return w, &req, nil
+	return w, "approval.created", req, nil
 }
 
 // leave drops one waiter; the last one to leave withdraws the request. The
@@ -287,9 +326,80 @@ func (g *Gate) leave(w *waiting) {
 	g.mu.Lock()
 	w.waiters--
 	last := w.waiters == 0 && g.detach(w)
+	fewer := !last && !w.settled
+	if fewer {
+		g.saveWaiters(w)
+	}
+	r := w.req
 	g.mu.Unlock()
 	if last {
 		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
+	} else if fewer {
+		g.notify(r.UserID, "approval.updated", r)
+	}
+}
+
+// abandon drops one waiter whose agent went away. The last one to go leaves
+// the request open for the grace, marked "the agent stopped waiting", so an
+// identical retry rejoins it; when the grace ends it is withdrawn.
+func (g *Gate) abandon(w *waiting) {
+	g.mu.Lock()
+	if w.settled {
+		g.mu.Unlock()
+		return
+	}
+	w.waiters--
+	if w.waiters == 0 {
+		now := store.Now()
+		w.req.AgentGoneAt = &now
+		w.grace = time.AfterFunc(g.opts.Grace, func() { g.graceOver(w) })
+	}
+	g.saveWaiters(w)
+	r := w.req
+	g.mu.Unlock()
+	g.notify(r.UserID, "approval.updated", r)
+}
+
+type requestSinkKey struct{}
+
+// WithRequestSink returns ctx for Decide, which then tells sink the id of
+// the request the call waits on (see CancelAbandoned).
+func WithRequestSink(ctx context.Context, sink func(requestID string)) context.Context {
+	return context.WithValue(ctx, requestSinkKey{}, sink)
+}
+
+// CancelAbandoned withdraws a request, as cancelled, if no call waits on it:
+// a client's cancel may arrive after its connection closed and the call
+// counted as gone; it still means the agent does not want the call.
+func (g *Gate) CancelAbandoned(requestID string) {
+	g.mu.Lock()
+	w := g.byID[requestID]
+	ok := w != nil && w.waiters == 0 && g.detach(w)
+	g.mu.Unlock()
+	if ok {
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
+	}
+}
+
+// graceOver withdraws a request no call came back to.
+func (g *Gate) graceOver(w *waiting) {
+	g.mu.Lock()
+	ok := w.waiters == 0 && g.detach(w)
+	g.mu.Unlock()
+	if ok {
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn")
+	}
+}
+
+// saveWaiters writes how many calls wait on a request, and whether its
+// agent went away, to its row, so every screen can say so. The caller holds
+// g.mu, so rows take the counts in the order they happened.
+func (g *Gate) saveWaiters(w *waiting) {
+	w.req.Waiters = w.waiters
+	err := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", w.req.ID, StatusPending).
+		Updates(map[string]any{"waiters": w.waiters, "agent_gone_at": w.req.AgentGoneAt}).Error
+	if err != nil {
+		g.opts.Logger.Error("save approval waiters", "request", w.req.ID, "err", err)
 	}
 }
 
@@ -320,6 +430,9 @@ func (g *Gate) detach(w *waiting) bool {
 	delete(g.byKey, w.key)
 	delete(g.byID, w.req.ID)
 	w.timer.Stop()
+	if w.grace != nil {
+		w.grace.Stop()
+	}
 	return true
 }
 
@@ -367,6 +480,13 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	}
 	if a == AlwaysAllow && req.Consequential {
 		return Request{}, ErrNoStandingGrant
+	}
+	g.mu.Lock()
+	gone := w.waiters == 0 && g.detach(w)
+	g.mu.Unlock()
+	if gone { // nobody would receive the result: nothing runs
+		ended := g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn")
+		return ended, ErrAgentGone
 	}
 	d := Decision{Allowed: a != Deny, Source: SourceAsked, Answer: a, DecidedBy: ownerID}
 	status := StatusAllowed

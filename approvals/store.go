@@ -31,10 +31,15 @@ type Request struct {
 	WithdrawnReason WithdrawReason `json:"withdrawnReason,omitempty"`
 	// Consequential marks a tool annotated consequentialHint: it always
 	// asks, and "Always allow" is refused (ErrNoStandingGrant).
-	Consequential bool      `json:"consequential,omitempty"`
-	Waiters       int       `json:"-"`
-	CreatedAt     time.Time `json:"createdAt"`
-	ExpiresAt     time.Time `json:"expiresAt"`
+	Consequential bool `json:"consequential,omitempty"`
+	// Waiters counts the identical calls waiting on a pending request: Allow
+	// once runs each of them.
+	Waiters int `json:"waiters"`
+	// AgentGoneAt is when the last call waiting on a pending request went
+	// away; it is withdrawn a grace later unless an identical call rejoins.
+	AgentGoneAt *time.Time `json:"agentGoneAt,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ExpiresAt   time.Time  `json:"expiresAt"`
 }
 
 // TableName is approval_requests.

@@ -38,7 +38,12 @@ const password = "correct horse battery"
 // options page; turns detection on; and signs in through the web app's first-run page in a tab of the same browser,
 // so the worker's fetches carry the cookie. tweak, if given, adjusts the server's options.
 func newWorld(t *testing.T, tweak ...func(*server.Options)) *world {
-	w := &world{t: t, root: t, live: startLive(t, tweak...)}
+	return newWorldOn(t, startLive(t, tweak...))
+}
+
+// newWorldOn is newWorld on a server already running (in process, or the real binary).
+func newWorldOn(t *testing.T, live *liveServer) *world {
+	w := &world{t: t, root: t, live: live}
 	w.b = startExtensionBrowser(t, ChromiumOptions{})
 	w.site = serveTestSite(t)
 	w.worker = w.b.Worker(t)

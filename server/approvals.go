@@ -56,6 +56,10 @@ func (s *Server) postAnswer(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"approval": r})
 }
 
+// agentGoneNotice tells the person that their answer came when no call
+// waited on the request any more.
+const agentGoneNotice = "The agent stopped waiting for this call (its connection closed), so nothing was run and the request is withdrawn. If the agent calls again, a new request appears."
+
 func approvalError(err error) error {
 	switch {
 	case errors.Is(err, approvals.ErrBadAnswer):
@@ -64,6 +68,8 @@ func approvalError(err error) error {
 		return badRequest("no_standing_grant", "The site marks this tool as consequential: every call must be confirmed, so it cannot be always allowed. Answer \"once\" or \"deny\".")
 	case errors.Is(err, approvals.ErrNotFound):
 		return notFound("approval request")
+	case errors.Is(err, approvals.ErrAgentGone):
+		return errorf(http.StatusConflict, "agent_gone", agentGoneNotice)
 	case errors.Is(err, approvals.ErrNotPending):
 		return errorf(http.StatusConflict, "not_pending", "This request was already answered, expired, or withdrawn by its caller; nothing waits on it now.")
 	}
@@ -95,6 +101,9 @@ func (s *Server) deleteGrant(c *fiber.Ctx) error {
 func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	s.logApproval(e)
 	s.publish(ownerID, e.Type, e.Request)
+	if e.Type == "approval.updated" {
+		return // the count of waiting requests is unchanged: no badge message
+	}
 	if msg, ok := s.badge(ownerID); ok {
 		msg.Event = e.Type
 		msg.Request = &bridge.ApprovalRef{ID: e.Request.ID, Tool: e.Request.Tool, Site: e.Request.Site, TaskID: e.Request.TaskID}

@@ -52,9 +52,18 @@ func (s *Server) newMCPHandler() http.Handler {
 	}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.trackGrantSessions(h))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := r.Context().Value(localAgent).(*store.AgentIdentity)
 		if r.Method == http.MethodPost {
 			s.mcpPosts.Add(1)
 			defer s.mcpPosts.Done()
+		}
+		// The watch reads the connection from fasthttp's RequestCtx, so it
+		// starts before ownContext replaces the request's context.
+		if r.Method == http.MethodPost && id != nil {
+			defer s.gone.watch(r, id.TokenID, s.gate.CancelAbandoned)()
+		}
+		if r.Method == http.MethodDelete && id != nil {
+			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
 		}
 		r, done := ownContext(r)
 		defer done()

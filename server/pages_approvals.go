@@ -158,7 +158,7 @@ func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
 		return view{}, err
 	}
 	return view{Title: "Inbox", Nav: "inbox", Src: "/", User: s.pageUser(c),
-		Data: fiber.Map{"Requests": reqs, "Names": n}}, nil
+		Data: fiber.Map{"Requests": reqs, "Names": n, "Grace": s.gate.Grace().String()}}, nil
 }
 
 // pageInbox is the home page: every request waiting for the person, oldest
@@ -177,12 +177,16 @@ func (s *Server) pageInbox(c *fiber.Ctx) error {
 func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 	back := answerBack(c.FormValue("back"))
 	_, err := s.gate.Answer(c.Context(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")))
-	if errors.Is(err, approvals.ErrNotPending) {
+	if errors.Is(err, approvals.ErrNotPending) || errors.Is(err, approvals.ErrAgentGone) {
 		v, verr := s.backView(c, back)
 		if verr != nil {
 			return verr
 		}
-		v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
+		if errors.Is(err, approvals.ErrAgentGone) {
+			v.Data["Notice"] = agentGoneNotice
+		} else {
+			v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
+		}
 		page := "inbox"
 		if back != "/" {
 			page = "task"
@@ -224,7 +228,10 @@ func (s *Server) backView(c *fiber.Ctx, back string) (view, error) {
 type timelineItem struct {
 	At       time.Time
 	Approval *approvals.Request
-	Call     *store.AuditEntry
+	// Runs are the calls that waited on Approval, with their outcomes (and
+	// results), so the person who answered sees what their answer did.
+	Runs []*store.AuditEntry
+	Call *store.AuditEntry
 }
 
 // taskTimeline merges a task's requests and calls in time order.
@@ -237,9 +244,15 @@ func (s *Server) taskTimeline(ctx context.Context, uid, taskID string) ([]timeli
 	if err != nil {
 		return nil, err
 	}
+	runs := map[string][]*store.AuditEntry{}
+	for i := len(calls) - 1; i >= 0; i-- { // oldest first
+		if id := calls[i].RequestID; id != "" {
+			runs[id] = append(runs[id], &calls[i])
+		}
+	}
 	out := make([]timelineItem, 0, len(reqs)+len(calls))
 	for i := range reqs {
-		out = append(out, timelineItem{At: reqs[i].CreatedAt, Approval: &reqs[i]})
+		out = append(out, timelineItem{At: reqs[i].CreatedAt, Approval: &reqs[i], Runs: runs[reqs[i].ID]})
 	}
 	for i := range calls {
 		out = append(out, timelineItem{At: calls[i].CreatedAt, Call: &calls[i]})
@@ -330,6 +343,7 @@ var withdrawnLabels = map[approvals.WithdrawReason]string{
 	approvals.WithdrawUnshared:  "the site is no longer shared with this workspace",
 	approvals.WithdrawShutdown:  "the server shut down",
 	approvals.WithdrawRestart:   "the server restarted",
+	approvals.WithdrawGone:      "the agent stopped waiting",
 }
 
 // outcomes names each outcome a call is recorded with, and colours its
@@ -343,6 +357,10 @@ var outcomes = map[string]struct{ label, class string }{
 	sitetools.OutcomeWithdrawn: {"Withdrawn", "status-notstarted"},
 	sitetools.OutcomeCancelled: {"Cancelled by the agent", "status-notstarted"},
 	sitetools.OutcomeFailed:    {"Failed", "status-rejected"},
+	sitetools.OutcomeGone:      {"Agent went away", "status-notstarted"},
+	sitetools.OutcomeRunning:   {"Running", "status-ongoing"},
+	// A killed server left it running: the person should look at the page.
+	sitetools.OutcomeInterrupted: {"Interrupted", "status-rejected"},
 }
 
 // outcomeLabel names a call's outcome.

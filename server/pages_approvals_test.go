@@ -338,7 +338,7 @@ func TestTaskPageShowsApprovalsAndCallsInTimeOrder(t *testing.T) {
 		p := b.get("/tasks/" + id.task)
 		p.want(t, 200, "Allowed once", "answered by you", "Waiting", "decision: Asked — answered by you", "2.0 KB sent, 90 B back",
 			"took 1.5 s", "the page threw: no such row", `status-rejected">Failed`, "Read-only", `<summary id="req-`+first.ID+`-summary">Arguments</summary>`,
-			"&#34;n&#34;: 3", "Always allow third_tool on this site", `data-live="approval.created approval.decided approval.expired approval.withdrawn call.finished workspace.deleted"`)
+			"&#34;n&#34;: 3", "Always allow third_tool on this site", `data-live="approval.created approval.updated approval.decided approval.expired approval.withdrawn call.finished workspace.deleted"`)
 		last := -1
 		for _, tool := range []string{"first_tool", "second_tool", "third_tool", "fourth_tool"} {
 			i := strings.Index(p.body, tool)

@@ -68,6 +68,9 @@ type Options struct {
 	ProgressInterval time.Duration
 	// ApprovalWindow is how long a request waits for the person (default 5 minutes).
 	ApprovalWindow time.Duration
+	// ApprovalGrace is how long a request stays open once every call waiting
+	// on it went away, for a retry to rejoin (default approvals.DefaultGrace).
+	ApprovalGrace time.Duration
 	// ApprovalMaxPending and ApprovalMaxPendingBytes limit the requests one
 	// workspace has waiting for the person, by count and by bytes of
 	// arguments (defaults approvals.DefaultMaxPending, DefaultMaxPendingBytes).
@@ -116,9 +119,11 @@ type Server struct {
 	// mcpPosts counts MCP POST requests in flight (each ends once its answer
 	// is written), so shutdown lets them answer before connections close.
 	mcpPosts sync.WaitGroup
-	public   *url.URL  // parsed PublicURL, static
-	live     *live.Hub // per-person events for the web app's streams; static
-	pages    *pages    // parsed web app templates; static
+	// gone tells a waiting call that the client behind its MCP POST went away.
+	gone   goneWatches
+	public *url.URL  // parsed PublicURL, static
+	live   *live.Hub // per-person events for the web app's streams; static
+	pages  *pages    // parsed web app templates; static
 	// signins is sign-in family → what it opened, ended with it; machines is
 	// machine id → its daemon's socket, ended when it is revoked. Static.
 	signins, machines *followers
@@ -167,12 +172,17 @@ func New(opts Options) (*Server, error) {
 	if s.oauth, err = s.newOAuth(); err != nil {
 		return nil, err
 	}
-	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Notify: s.onApproval, Logger: opts.Logger,
+	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Grace: opts.ApprovalGrace, Notify: s.onApproval, Logger: opts.Logger,
 		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes})
 	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	} else if n > 0 {
 		opts.Logger.Info("withdrew approval requests left by an earlier run", "count", n)
+	}
+	if n, err := opts.DB.InterruptRunning(context.Background()); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	} else if n > 0 {
+		opts.Logger.Info("marked calls left running by an earlier run as interrupted", "count", n)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = sitetools.NewCatalog(opts.DB, opts.DB.Shares)

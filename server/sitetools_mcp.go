@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/sitetools"
 )
 
@@ -181,10 +182,8 @@ func (s *Server) mcpCallSiteTool(ctx context.Context, req *mcp.CallToolRequest) 
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := s.callContext(ctx, req)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel) // shutdown ends the call
-	defer stop()
 	defer s.progress(ctx, req)()
 	res, err := s.ops.Call(ctx, a, sitetools.CallRequest{Site: in.Site, Tool: in.Tool, Arguments: in.Arguments, TaskID: in.TaskID})
 	if err != nil {
@@ -218,6 +217,64 @@ func markUntrusted(out *mcp.CallToolResult, tool, site string) {
 	}
 	out.Content = append([]mcp.Content{notice}, out.Content...)
 	out.Meta = mcp.Meta{untrustedKey: true}
+}
+
+// cancelSettle is how long a call whose connection closed waits for the
+// client's cancel notification before it counts the agent as gone; with the
+// connection watch's own latency it keeps the drop well within a second.
+const cancelSettle = 250 * time.Millisecond
+
+// callContext is the context a call runs under. It ends with context.Canceled
+// when the agent cancels (notifications/cancelled) or the server shuts down,
+// and with the cause approvals.ErrAgentGone when the agent stopped waiting:
+// the connection carrying the call closed, its MCP session ended (deleted,
+// expired, or its streams failed), or its cancel said the client timed out.
+// The gate keeps a request open a grace for the latter, for a retry of the
+// same call to rejoin.
+func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	var pw *postWatch
+	if req.Extra != nil {
+		pw = s.gone.watchOf(req.Extra.Header.Get(goneHeader))
+	}
+	stopParent := context.AfterFunc(parent, func() {
+		if errors.Is(context.Cause(parent), context.Canceled) && (pw == nil || !pw.timedOut.Load()) {
+			cancel(context.Canceled)
+		} else {
+			cancel(approvals.ErrAgentGone)
+		}
+	})
+	stopShutdown := context.AfterFunc(s.ctx, func() { cancel(context.Canceled) })
+	leaveSession := func() {}
+	if id, err := agentOf(req); err == nil && req.Session != nil && req.Session.ID() != "" {
+		leaveSession = s.gone.inSession(req.Session.ID(), id.TokenID, func() { cancel(approvals.ErrAgentGone) })
+	}
+	if pw != nil {
+		ctx = approvals.WithRequestSink(ctx, func(id string) { pw.request.Store(&id) })
+		ctx = sitetools.WithHangup(ctx, pw.gone)
+		go endOnHangup(ctx, cancel, pw.gone)
+	}
+	return ctx, func() { stopParent(); stopShutdown(); leaveSession(); cancel(context.Canceled) }
+}
+
+// endOnHangup ends ctx as gone once the connection carrying its call closed.
+// A client that cancels also drops its connection, and its
+// notifications/cancelled may come just after: a cancel withdraws the
+// request at once, so it is given cancelSettle to arrive. (One that comes
+// later still withdraws it: goneWatches.noteCancels.)
+func endOnHangup(ctx context.Context, cancel context.CancelCauseFunc, gone <-chan struct{}) {
+	select {
+	case <-gone:
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTimer(cancelSettle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		cancel(approvals.ErrAgentGone)
+	case <-ctx.Done():
+	}
 }
 
 // progress sends a progress notification at a steady pace while a call waits

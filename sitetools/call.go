@@ -40,25 +40,56 @@ const (
 	OutcomeWithdrawn = "withdrawn" // the server ended before an answer
 	OutcomeCancelled = "cancelled" // the agent gave up
 	OutcomeFailed    = "failed"    // the browser or page failed
+	// OutcomeGone: the agent went away (its connection or session closed)
+	// before the call could run or finish.
+	OutcomeGone = "gone"
+	// OutcomeRunning and OutcomeInterrupted are given by the store (equal to
+	// store.OutcomeRunning and store.OutcomeInterrupted): a call recorded
+	// before dispatch, and one a killed server left running.
+	OutcomeRunning     = "running"
+	OutcomeInterrupted = "interrupted"
 )
 
 // Call validates a call against the page's own schema, passes it through the
 // approval gate, runs it in the person's browser and records it in the audit
 // log. Every failure an agent can act on is an *AgentError; ctx's error is
-// returned when the agent cancels.
+// returned when the agent cancels or goes away (its cause then is
+// approvals.ErrAgentGone).
+//
+// A call that passes validation is recorded as running before it waits for
+// the person or reaches a browser, and completed when it ends, so a server
+// killed meanwhile leaves it visible (interrupted from the next start).
 func (o *Ops) Call(ctx context.Context, a Agent, req CallRequest) (*CallResult, error) {
 	start := time.Now()
 	entry := &store.AuditEntry{UserID: a.OwnerID, WorkspaceID: a.WorkspaceID, TokenID: a.TokenID, TaskID: req.TaskID,
 		Site: req.Site, Tool: req.Tool, ArgsBytes: int64(len(req.Arguments)), Decision: "none"}
 	res, err := o.call(ctx, a, req, entry)
 	entry.DurationMS = time.Since(start).Milliseconds()
-	entry.Outcome, entry.Error = outcomeOf(res, err)
-	if aerr := o.opts.DB.AppendAudit(context.WithoutCancel(ctx), entry); aerr != nil {
+	entry.Outcome, entry.Error = outcomeOf(ctx, res, err)
+	if entry.RequestID != "" && res != nil {
+		entry.Result = resultText(res.Result) // the person who allowed it sees what it did
+	}
+	record := o.opts.DB.AppendAudit // a call refused before begin
+	if !entry.CreatedAt.IsZero() {
+		record = o.opts.DB.FinishAudit // begun: complete its row, once
+	}
+	if aerr := record(context.WithoutCancel(ctx), entry); aerr != nil {
 		o.opts.Logger.Error("audit", "err", aerr)
 	} else if o.opts.OnCall != nil {
 		o.opts.OnCall(entry)
 	}
 	return res, err
+}
+
+// begin records a call that passed validation as running, before it can
+// wait for the person or reach a browser; the call goes no further unless
+// the row is committed.
+func (o *Ops) begin(ctx context.Context, entry *store.AuditEntry) error {
+	if err := o.opts.DB.BeginAudit(context.WithoutCancel(ctx), entry); err != nil {
+		entry.CreatedAt = time.Time{} // not begun: Call appends the ended row if it can
+		return fmt.Errorf("record call: %w", err)
+	}
+	return nil
 }
 
 func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.AuditEntry) (*CallResult, error) {
@@ -73,9 +104,15 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 	if err := o.runnable(a, site.Origin, d); err != nil {
 		return nil, err
 	}
+	if err := o.begin(ctx, entry); err != nil {
+		return nil, err
+	}
 	dec, err := o.opts.Gate.Decide(ctx, approvals.Call{OwnerID: a.OwnerID, WorkspaceID: a.WorkspaceID, TaskID: req.TaskID,
 		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.ReadOnly(), Consequential: d.Annotations.ConsequentialHint})
 	entry.Decision, entry.DecidedBy = string(dec.Source), dec.DecidedBy
+	if dec.Source == approvals.SourceAsked {
+		entry.RequestID = dec.RequestID
+	}
 	if err != nil {
 		return nil, o.gateError(err, site.Origin, d.Name, ctx)
 	}
@@ -88,6 +125,10 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 		if site, d, err = o.find(ctx, a, req.Site, req.Tool); err != nil {
 			return nil, err
 		}
+	}
+	if hungUp(ctx) { // the agent left as the answer came: nothing runs
+		<-ctx.Done() // ends soon, as a cancel or as gone (WithHangup)
+		return nil, ctx.Err()
 	}
 	out, err := o.invoke(ctx, a, site, d, req.Arguments)
 	if err != nil {
@@ -234,10 +275,50 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 	return fmt.Errorf("run %s on %s: %w", tool, origin, err)
 }
 
+type hangupKey struct{}
+
+// WithHangup returns ctx carrying a channel closed as soon as the agent's
+// connection closed. The caller must end ctx shortly after that channel
+// closes (it may first wait to learn whether the agent cancelled or went
+// away); meanwhile a call the person allows is not dispatched.
+func WithHangup(ctx context.Context, hungUp <-chan struct{}) context.Context {
+	return context.WithValue(ctx, hangupKey{}, hungUp)
+}
+
+// hungUp reports whether ctx has ended or its agent's connection closed.
+func hungUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	ch, _ := ctx.Value(hangupKey{}).(<-chan struct{})
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// resultText is a page's result as the person reads it: a string's text, any
+// other value's JSON.
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
 // outcomeOf names a call's outcome for the audit log.
-func outcomeOf(res *CallResult, err error) (outcome, message string) {
+func outcomeOf(ctx context.Context, res *CallResult, err error) (outcome, message string) {
 	if err == nil {
 		return OutcomeOK, ""
+	}
+	if errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), approvals.ErrAgentGone) {
+		return OutcomeGone, "the agent went away (its connection or session closed) before the call finished; it was not run, or was cancelled in the page"
 	}
 	if errors.Is(err, context.Canceled) {
 		return OutcomeCancelled, "the agent cancelled the call"

@@ -9,25 +9,39 @@ import (
 	"gorm.io/gorm"
 )
 
-// AuditEntry is one agent call, as recorded after it ended. Rows are only
-// ever appended.
+// AuditEntry is one agent call. A call that may reach a browser is recorded
+// (outcome OutcomeRunning) before it is dispatched and completed once when it
+// ends; a refused call is recorded ended. Rows are never deleted, and an
+// ended row never changes.
 type AuditEntry struct {
-	ID          string    `json:"id"`
-	UserID      string    `json:"-"`
-	WorkspaceID string    `json:"workspaceId"`
-	TokenID     string    `json:"tokenId"`
-	TaskID      string    `json:"taskId"`
-	Site        string    `json:"site"`
-	Tool        string    `json:"tool"`
-	ArgsBytes   int64     `json:"argsBytes"`
-	ResultBytes int64     `json:"resultBytes"`
-	Decision    string    `json:"decision"`
-	DecidedBy   string    `json:"decidedBy"`
-	Outcome     string    `json:"outcome"`
-	Error       string    `json:"error"`
-	DurationMS  int64     `json:"durationMs"`
-	CreatedAt   time.Time `json:"createdAt"`
+	ID          string `json:"id"`
+	UserID      string `json:"-"`
+	WorkspaceID string `json:"workspaceId"`
+	TokenID     string `json:"tokenId"`
+	TaskID      string `json:"taskId"`
+	Site        string `json:"site"`
+	Tool        string `json:"tool"`
+	ArgsBytes   int64  `json:"argsBytes"`
+	ResultBytes int64  `json:"resultBytes"`
+	Decision    string `json:"decision"`
+	DecidedBy   string `json:"decidedBy"`
+	Outcome     string `json:"outcome"`
+	Error       string `json:"error"`
+	DurationMS  int64  `json:"durationMs"`
+	// RequestID is the approval request the call waited on ("" when it
+	// asked nobody); Result is the page's result of such a call, so the
+	// person who allowed it sees what it did.
+	RequestID string    `json:"requestId,omitempty"`
+	Result    string    `json:"result,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
+
+// The outcomes the store itself gives a call: running from BeginAudit until
+// FinishAudit, interrupted when the server stopped in between.
+const (
+	OutcomeRunning     = "running"
+	OutcomeInterrupted = "interrupted"
+)
 
 // TableName keeps the table's singular-sounding name.
 func (AuditEntry) TableName() string { return "audit_log" }
@@ -44,6 +58,43 @@ func (db *DB) AppendAudit(ctx context.Context, e *AuditEntry) error {
 		return fmt.Errorf("append audit: %w", err)
 	}
 	return nil
+}
+
+// BeginAudit records a call about to be dispatched, as running, and returns
+// once its row is committed: a crash after that leaves the call visible
+// (InterruptRunning). A batching writer (group commit) may replace the
+// single insert, but must keep that contract — the caller dispatches only
+// after BeginAudit returns nil.
+func (db *DB) BeginAudit(ctx context.Context, e *AuditEntry) error {
+	e.Outcome = OutcomeRunning
+	return db.AppendAudit(ctx, e)
+}
+
+// FinishAudit completes a row BeginAudit wrote, once: an ended row (say,
+// one InterruptRunning marked) is left as it is.
+func (db *DB) FinishAudit(ctx context.Context, e *AuditEntry) error {
+	err := db.WithContext(ctx).Model(&AuditEntry{}).Where("id = ? AND outcome = ?", e.ID, OutcomeRunning).
+		Updates(map[string]any{"site": e.Site, "decision": e.Decision, "decided_by": e.DecidedBy, "outcome": e.Outcome,
+			"error": e.Error, "duration_ms": e.DurationMS, "result_bytes": e.ResultBytes, "request_id": e.RequestID,
+			"result": e.Result}).Error
+	if err != nil {
+		return fmt.Errorf("finish audit: %w", err)
+	}
+	return nil
+}
+
+// InterruptRunning marks the calls an earlier run of the server left
+// running (it was killed mid-call) as interrupted. Like the withdrawal of
+// stale approval requests it runs at start, before this server dispatches
+// anything.
+func (db *DB) InterruptRunning(ctx context.Context) (int64, error) {
+	res := db.WithContext(ctx).Model(&AuditEntry{}).Where("outcome = '" + OutcomeRunning + "'"). // literal: matches audit_log_running
+													Updates(map[string]any{"outcome": OutcomeInterrupted,
+			"error": "The Tabbridge server stopped while this call was waiting or running; whether it had an effect in the page is unknown."})
+	if res.Error != nil {
+		return 0, fmt.Errorf("interrupt running calls: %w", res.Error)
+	}
+	return res.RowsAffected, nil
 }
 
 // AuditFilter narrows a person's audit log; empty fields match everything.

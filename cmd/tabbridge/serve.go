@@ -39,6 +39,7 @@ type serveConfig struct {
 	logLevel     string
 	shutdownWait time.Duration
 	approvalWait time.Duration
+	goneGrace    time.Duration
 	mcpIdle      time.Duration
 	oauthAccess  time.Duration
 	oauthCIMD    bool
@@ -116,6 +117,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.logLevel, "log-level", env("TABBRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (TABBRIDGE_LOG_LEVEL)")
 	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
+	fs.DurationVar(&c.goneGrace, "approval-grace", envDuration("TABBRIDGE_APPROVAL_GRACE", 30*time.Second), "how long a request stays open after every call waiting on it went away, for a retry of the same call to rejoin it (TABBRIDGE_APPROVAL_GRACE)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
 	fs.DurationVar(&c.oauthAccess, "oauth-access-ttl", envDuration("TABBRIDGE_OAUTH_ACCESS_TTL", 15*time.Minute), "lifetime of the access tokens MCP clients get by signing in with OAuth; they refresh them (TABBRIDGE_OAUTH_ACCESS_TTL)")
 	fs.BoolVar(&c.oauthCIMD, "oauth-metadata-documents", envBoolDefault("TABBRIDGE_OAUTH_METADATA_DOCUMENTS", true), "accept MCP clients identified by a client ID metadata document URL, which the server fetches from the internet; false makes them register instead (TABBRIDGE_OAUTH_METADATA_DOCUMENTS)")
@@ -142,7 +144,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
-	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"mcp-session-timeout", c.mcpIdle}, {"oauth-access-ttl", c.oauthAccess}} {
+	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"approval-grace", c.goneGrace}, {"mcp-session-timeout", c.mcpIdle}, {"oauth-access-ttl", c.oauthAccess}} {
 		if d.value <= 0 {
 			return nil, fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)
 		}
@@ -253,7 +255,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv, err := server.New(server.Options{
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
-		ApprovalWindow: cfg.approvalWait, MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
+		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
 		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
 		ExtensionMaxCalls: cfg.browserCallsMax,

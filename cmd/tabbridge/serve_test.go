@@ -103,6 +103,8 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		{map[string]string{"TABBRIDGE_MCP_SESSION_TIMEOUT": "-1s"}, nil, "TABBRIDGE_MCP_SESSION_TIMEOUT"},
 		{nil, []string{"--approval-window", "-5s"}, "--approval-window -5s: want a positive duration"},
 		{nil, []string{"--mcp-session-timeout", "0s"}, "--mcp-session-timeout"},
+		{map[string]string{"TABBRIDGE_APPROVAL_GRACE": "30"}, nil, `TABBRIDGE_APPROVAL_GRACE="30": want a positive duration`},
+		{nil, []string{"--approval-grace", "0s"}, "--approval-grace 0s: want a positive duration"},
 		{map[string]string{"TABBRIDGE_MCP_SESSIONS_PER_TOKEN": "many"}, nil, `TABBRIDGE_MCP_SESSIONS_PER_TOKEN="many": want a positive whole number`},
 		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_MAX": "0"}, nil, "TABBRIDGE_APPROVALS_PENDING_MAX"},
 		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_BYTES": "4MiB"}, nil, "TABBRIDGE_APPROVALS_PENDING_BYTES"},
@@ -226,5 +228,20 @@ func createOwner(t *testing.T, base string) {
 	resp.Body.Close()
 	if resp.StatusCode != 201 {
 		t.Fatalf("setup: %d", resp.StatusCode)
+	}
+}
+
+func TestApprovalGraceFromFlagOrEnvironment(t *testing.T) {
+	c, err := parseServe(nil, func(string) string { return "" }, io.Discard)
+	if err != nil || c.goneGrace != 30*time.Second {
+		t.Fatalf("default grace %v (%v), want 30s", c.goneGrace, err)
+	}
+	c, err = parseServe(nil, func(k string) string { return map[string]string{"TABBRIDGE_APPROVAL_GRACE": "45s"}[k] }, io.Discard)
+	if err != nil || c.goneGrace != 45*time.Second {
+		t.Fatalf("grace from the environment %v (%v), want 45s", c.goneGrace, err)
+	}
+	c, err = parseServe([]string{"--approval-grace", "10s"}, func(k string) string { return map[string]string{"TABBRIDGE_APPROVAL_GRACE": "45s"}[k] }, io.Discard)
+	if err != nil || c.goneGrace != 10*time.Second {
+		t.Fatalf("grace from the flag %v (%v), want 10s", c.goneGrace, err)
 	}
 }

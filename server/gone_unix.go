@@ -1,0 +1,78 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package server
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+)
+
+var (
+	aLongTimeAgo = time.Unix(1, 0)
+	noDeadline   time.Time
+)
+
+// watchConn calls onGone once when the peer of conn closes it (FIN or RST).
+// It peeks (MSG_PEEK) through the runtime's poller, so it never takes a byte
+// that fasthttp would read: if the client sends data instead (a pipelined
+// request, or a TLS alert), the watch ends without firing. false means this
+// kind of connection cannot be watched.
+func watchConn(conn net.Conn, onGone func()) (*connWatch, bool) {
+	raw := conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	sc, ok := raw.(syscall.Conn)
+	if !ok {
+		return nil, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	w := &connWatch{conn: raw, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		if w.peek(rc) {
+			onGone()
+		}
+	}()
+	return w, true
+}
+
+// peek blocks until the peer closes the connection (true), sends data, or
+// the watch stops (false). A read deadline fasthttp set for the request
+// (ReadTimeout) is cleared and the wait goes on.
+func (w *connWatch) peek(rc syscall.RawConn) bool {
+	buf := make([]byte, 1)
+	for {
+		var n int
+		var perr error
+		err := rc.Read(func(fd uintptr) bool {
+			n, _, perr = syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			return !errors.Is(perr, syscall.EAGAIN) && !errors.Is(perr, syscall.EINTR)
+		})
+		switch {
+		case err == nil && perr == nil:
+			return n == 0 // 0 bytes: the peer closed; data: it is still there
+		case err == nil:
+			return true // ECONNRESET and the like: the connection is gone
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.mu.Lock()
+			stopped := w.stopped
+			if !stopped {
+				_ = w.conn.SetReadDeadline(noDeadline)
+			}
+			w.mu.Unlock()
+			if stopped {
+				return false
+			}
+		default:
+			return true // the connection was closed under us
+		}
+	}
+}
