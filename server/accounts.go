@@ -50,7 +50,7 @@ func (s *Server) getCSRF(c *fiber.Ctx) error {
 }
 
 func (s *Server) getSetup(c *fiber.Ctx) error {
-	has, err := s.opts.DB.HasUsers(c.Context())
+	has, err := s.opts.DB.HasUsers(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Server) postSetup(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	u, err := s.createOwner(c.Context(), in)
+	u, err := s.createOwner(c.UserContext(), in)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (s *Server) postSignup(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	u, err := s.createOpenAccount(c.Context(), in)
+	u, err := s.createOpenAccount(c.UserContext(), in)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *Server) postSignin(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	u, err := s.checkCredentials(c.Context(), in.Email, in.Password)
+	u, err := s.checkCredentials(c.UserContext(), in.Email, in.Password)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (s *Server) refreshSession(c *fiber.Ctx) (uid, family string, err error) {
 		if r, ok := s.recentRotation(tok); ok {
 			return r, nil
 		}
-		uid, family, next, err := s.opts.DB.RotateRefresh(context.WithoutCancel(c.Context()), tok, s.opts.RefreshTTL)
+		uid, family, next, err := s.opts.DB.RotateRefresh(context.WithoutCancel(c.UserContext()), tok, s.opts.RefreshTTL)
 		r := rotation{uid, family, next, s.opts.Now()}
 		if err == nil {
 			s.recent.Store(tok, r)
@@ -286,7 +286,7 @@ func (s *Server) endSession(c *fiber.Ctx) error {
 	if tok := c.Cookies(cookieAccess); tok != "" {
 		if claims, err := s.parseAccess(tok); err == nil || errors.Is(err, errAccessExpired) {
 			if claims != nil {
-				if err := s.opts.DB.RevokeFamily(c.Context(), claims.Family); err != nil {
+				if err := s.opts.DB.RevokeFamily(c.UserContext(), claims.Family); err != nil {
 					return err
 				}
 				s.signins.end(claims.Family)
@@ -294,7 +294,7 @@ func (s *Server) endSession(c *fiber.Ctx) error {
 		}
 	}
 	if tok := c.Cookies(cookieRefresh); tok != "" {
-		family, err := s.opts.DB.RevokeRefreshFamilyOf(c.Context(), tok)
+		family, err := s.opts.DB.RevokeRefreshFamilyOf(c.UserContext(), tok)
 		if err != nil {
 			return err
 		}
@@ -307,7 +307,7 @@ func (s *Server) endSession(c *fiber.Ctx) error {
 }
 
 func (s *Server) getMe(c *fiber.Ctx) error {
-	u, err := s.opts.DB.UserByID(c.Context(), userID(c))
+	u, err := s.opts.DB.UserByID(c.UserContext(), userID(c))
 	if err != nil {
 		return storeError(err, "account")
 	}
@@ -315,7 +315,7 @@ func (s *Server) getMe(c *fiber.Ctx) error {
 }
 
 func (s *Server) requireOwner(c *fiber.Ctx) (*store.User, error) {
-	u, err := s.opts.DB.UserByID(c.Context(), userID(c))
+	u, err := s.opts.DB.UserByID(c.UserContext(), userID(c))
 	if err != nil {
 		return nil, storeError(err, "account")
 	}
@@ -338,7 +338,7 @@ func (s *Server) postInvitation(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	inv, token, err := s.createInvitation(c.Context(), u.ID, in.Note)
+	inv, token, err := s.createInvitation(c.UserContext(), u.ID, in.Note)
 	if err != nil {
 		return err
 	}
@@ -363,7 +363,7 @@ func (s *Server) getInvitations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	invs, err := s.opts.DB.Invitations(c.Context(), u.ID)
+	invs, err := s.opts.DB.Invitations(c.UserContext(), u.ID)
 	if err != nil {
 		return err
 	}
@@ -375,7 +375,7 @@ func (s *Server) deleteInvitation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.opts.DB.DeleteInvitation(c.Context(), u.ID, c.Params("id")); err != nil {
+	if err := s.opts.DB.DeleteInvitation(c.UserContext(), u.ID, c.Params("id")); err != nil {
 		return storeError(err, "unused invitation")
 	}
 	return c.SendStatus(http.StatusNoContent)
@@ -386,7 +386,7 @@ func (s *Server) postAcceptInvitation(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	u, err := s.acceptInvitation(c.Context(), in)
+	u, err := s.acceptInvitation(c.UserContext(), in)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func (s *Server) mountApprovals(me guard) {
 // getApprovals lists the person's pending requests, oldest first; ?task=
 // narrows them to one task.
 func (s *Server) getApprovals(c *fiber.Ctx) error {
-	reqs, err := s.gate.Pending(c.Context(), userID(c), c.Query("task"))
+	reqs, err := s.gate.Pending(c.UserContext(), userID(c), c.Query("task"))
 	if err != nil {
 		return err
 	}
@@ -31,11 +31,11 @@ func (s *Server) getApprovals(c *fiber.Ctx) error {
 
 // getTaskApprovals lists every request of one of the person's tasks, in time order.
 func (s *Server) getTaskApprovals(c *fiber.Ctx) error {
-	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	t, err := s.opts.DB.Task(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "task")
 	}
-	reqs, err := s.gate.TaskRequests(c.Context(), userID(c), t.ID)
+	reqs, err := s.gate.TaskRequests(c.UserContext(), userID(c), t.ID)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *Server) postAnswer(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	r, err := s.gate.Answer(c.Context(), userID(c), c.Params("id"), approvals.Answer(in.Answer))
+	r, err := s.gate.Answer(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(in.Answer))
 	if err != nil {
 		return approvalError(err)
 	}
@@ -77,7 +77,7 @@ func approvalError(err error) error {
 }
 
 func (s *Server) getGrants(c *fiber.Ctx) error {
-	gs, err := s.gate.Grants(c.Context(), userID(c))
+	gs, err := s.gate.Grants(c.UserContext(), userID(c))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) getGrants(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteGrant(c *fiber.Ctx) error {
-	if err := s.gate.RevokeGrant(c.Context(), userID(c), c.Params("id")); err != nil {
+	if err := s.gate.RevokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		if errors.Is(err, approvals.ErrNotFound) {
 			return notFound("grant")
 		}

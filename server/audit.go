@@ -26,7 +26,7 @@ func (s *Server) getAudit(c *fiber.Ctx) error {
 		}
 		f.Limit = n
 	}
-	entries, err := s.opts.DB.AuditLog(c.Context(), userID(c), f)
+	entries, err := s.opts.DB.AuditLog(c.UserContext(), userID(c), f)
 	if err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func (s *Server) logRefusal(c *fiber.Ctx, ae *apiError) {
 		ae.Status == http.StatusTooManyRequests:
 		level = slog.LevelInfo
 	}
-	s.opts.Logger.Log(c.Context(), level, "request refused", "method", c.Method(), "path", loggedPath(c.Path()), "status", ae.Status,
+	s.opts.Logger.Log(c.UserContext(), level, "request refused", "method", c.Method(), "path", loggedPath(c.Path()), "status", ae.Status,
 		"code", ae.Code, "reason", ae.Message)
 }
 

@@ -71,7 +71,7 @@ func (s *Server) extensionGate(c *fiber.Ctx) error {
 	if tok == "" {
 		return errorf(http.StatusUnauthorized, "ticket_required", "Ask for a ticket with POST /api/tickets, then open the socket with ?ticket=<ticket>.")
 	}
-	t, err := s.tickets.Redeem(c.Context(), tok, tickets.PurposeExtension)
+	t, err := s.tickets.Redeem(c.UserContext(), tok, tickets.PurposeExtension)
 	if errors.Is(err, tickets.ErrInvalid) {
 		return errorf(http.StatusUnauthorized, "ticket_invalid", "This ticket is unknown, used, expired or for something else; ask for a new one with POST /api/tickets.")
 	}
@@ -121,7 +121,7 @@ func (s *Server) postTicket(c *fiber.Ctx) error {
 	if in.Purpose != "" && in.Purpose != tickets.PurposeExtension {
 		return badRequest("invalid_field", "Field \"purpose\" must be %q (or left out).", tickets.PurposeExtension)
 	}
-	tok, exp, err := s.tickets.Issue(c.Context(), userID(c), familyID(c), tickets.PurposeExtension, "")
+	tok, exp, err := s.tickets.Issue(c.UserContext(), userID(c), familyID(c), tickets.PurposeExtension, "")
 	if err != nil {
 		return err
 	}

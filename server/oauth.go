@@ -80,7 +80,7 @@ func (s *Server) oauthError(c *fiber.Ctx, err error) error {
 }
 
 func (s *Server) postRegister(c *fiber.Ctx) error {
-	resp, err := s.oauth.Register(c.Context(), c.Body())
+	resp, err := s.oauth.Register(c.UserContext(), c.Body())
 	if err != nil {
 		return s.oauthError(c, err)
 	}
@@ -94,7 +94,7 @@ func (s *Server) postToken(c *fiber.Ctx) error {
 		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request",
 			Description: "Send the token request as application/x-www-form-urlencoded (RFC 6749 §4.1.3)."})
 	}
-	resp, g, err := s.oauth.Token(c.Context(), form)
+	resp, g, err := s.oauth.Token(c.UserContext(), form)
 	var oe *oauth.Error
 	if errors.As(err, &oe) && oe.Revoked != "" {
 		s.opts.Logger.Warn("oauth code or refresh token presented again; its grant is revoked", "grant", oe.Revoked, "grant_type", form.Get("grant_type"))
@@ -115,7 +115,7 @@ func (s *Server) postRevoke(c *fiber.Ctx) error {
 	if err != nil {
 		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request", Description: "Send the revocation as a form."})
 	}
-	id, err := s.oauth.Revoke(c.Context(), form)
+	id, err := s.oauth.Revoke(c.UserContext(), form)
 	if err != nil {
 		return s.oauthError(c, err)
 	}
@@ -137,7 +137,7 @@ func (s *Server) pageAuthorize(c *fiber.Ctx) error {
 }
 
 func (s *Server) authorizeFrom(c *fiber.Ctx, q url.Values) error {
-	req, err := s.oauth.ParseAuthorize(c.Context(), q)
+	req, err := s.oauth.ParseAuthorize(c.UserContext(), q)
 	var re *oauth.RedirectError
 	if errors.As(err, &re) {
 		return s.redirectToClient(c, re.URL)
@@ -152,7 +152,7 @@ func (s *Server) authorizeFrom(c *fiber.Ctx, q url.Values) error {
 	if c.Method() == fiber.MethodPost {
 		return s.answerAuthorize(c, req)
 	}
-	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	ws, err := s.opts.DB.Workspaces(c.UserContext(), userID(c))
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (s *Server) answerAuthorize(c *fiber.Ctx, req *oauth.AuthRequest) error {
 	if err != nil {
 		return err
 	}
-	to, err := s.oauth.Approve(c.Context(), req, userID(c), w.ID)
+	to, err := s.oauth.Approve(c.UserContext(), req, userID(c), w.ID)
 	if err != nil {
 		return err
 	}
@@ -189,13 +189,13 @@ func (s *Server) answerAuthorize(c *fiber.Ctx, req *oauth.AuthRequest) error {
 // or the one they named there when they had none.
 func (s *Server) consentWorkspace(c *fiber.Ctx) (*store.Workspace, error) {
 	if id := c.FormValue("workspace"); id != "" || c.FormValue("newWorkspace") == "" {
-		return s.opts.DB.Workspace(c.Context(), userID(c), id)
+		return s.opts.DB.Workspace(c.UserContext(), userID(c), id)
 	}
 	name, err := cleanName("name", c.FormValue("newWorkspace"))
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.opts.DB.CreateWorkspace(c.Context(), userID(c), name)
+	w, err := s.opts.DB.CreateWorkspace(c.UserContext(), userID(c), name)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (s *Server) grantRevoked(grantID string) {
 }
 
 func (s *Server) getClients(c *fiber.Ctx) error {
-	gs, err := s.opts.DB.OAuthGrants(c.Context(), userID(c), c.Params("id"))
+	gs, err := s.opts.DB.OAuthGrants(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -374,7 +374,7 @@ func (s *Server) postPageRevokeClient(c *fiber.Ctx) error {
 // and its MCP sessions end at once.
 func (s *Server) revokeClient(c *fiber.Ctx) error {
 	uid, ws, id := userID(c), c.Params("id"), c.Params("grantId")
-	if err := s.opts.DB.RevokeOAuthGrant(c.Context(), uid, ws, id); err != nil {
+	if err := s.opts.DB.RevokeOAuthGrant(c.UserContext(), uid, ws, id); err != nil {
 		return storeError(err, "connected client")
 	}
 	s.grantRevoked(id)

@@ -140,7 +140,7 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 	v.Now = s.opts.Now()
 	v.Items = navItems
 	if v.User != nil {
-		n, err := s.gate.PendingCount(c.Context(), v.User.ID)
+		n, err := s.gate.PendingCount(c.UserContext(), v.User.ID)
 		if err != nil {
 			return fmt.Errorf("render %s: %w", name, err)
 		}
@@ -303,7 +303,7 @@ func (s *Server) notFoundPage(c *fiber.Ctx) error {
 // pageUser is the signed-in person of a page request, or nil.
 func (s *Server) pageUser(c *fiber.Ctx) *store.User {
 	if id := userID(c); id != "" {
-		if u, err := s.opts.DB.UserByID(c.Context(), id); err == nil {
+		if u, err := s.opts.DB.UserByID(c.UserContext(), id); err == nil {
 			return u
 		}
 	}

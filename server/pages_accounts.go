@@ -58,7 +58,7 @@ func (s *Server) formFailed(c *fiber.Ctx, page string, v view, err error) error 
 }
 
 func (s *Server) pageSetup(c *fiber.Ctx) error {
-	has, err := s.opts.DB.HasUsers(c.Context())
+	has, err := s.opts.DB.HasUsers(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) pageSetup(c *fiber.Ctx) error {
 
 func (s *Server) postPageSetup(c *fiber.Ctx) error {
 	in := accountForm(c)
-	u, err := s.createOwner(c.Context(), in)
+	u, err := s.createOwner(c.UserContext(), in)
 	if err != nil {
 		return s.formFailed(c, "setup", formView("Set up Tabbridge", in), err)
 	}
@@ -86,7 +86,7 @@ func (s *Server) pageSignedIn(c *fiber.Ctx, u *store.User, next string) error {
 }
 
 func (s *Server) pageSignin(c *fiber.Ctx) error {
-	has, err := s.opts.DB.HasUsers(c.Context())
+	has, err := s.opts.DB.HasUsers(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Server) signinView(c *fiber.Ctx, email string) view {
 
 func (s *Server) postPageSignin(c *fiber.Ctx) error {
 	email := c.FormValue("email")
-	u, err := s.checkCredentials(c.Context(), email, c.FormValue("password"))
+	u, err := s.checkCredentials(c.UserContext(), email, c.FormValue("password"))
 	if err != nil {
 		return s.formFailed(c, "signin", s.signinView(c, email), err)
 	}
@@ -121,7 +121,7 @@ func (s *Server) pageSignup(c *fiber.Ctx) error {
 
 func (s *Server) postPageSignup(c *fiber.Ctx) error {
 	in := accountForm(c)
-	u, err := s.createOpenAccount(c.Context(), in)
+	u, err := s.createOpenAccount(c.UserContext(), in)
 	if err != nil {
 		return s.formFailed(c, "signup", formView("Create an account", in), err)
 	}
@@ -137,7 +137,7 @@ func (s *Server) pageInvite(c *fiber.Ctx) error {
 func (s *Server) postPageInvite(c *fiber.Ctx) error {
 	in := accountForm(c)
 	in.Token = c.Params("token")
-	u, err := s.acceptInvitation(c.Context(), in)
+	u, err := s.acceptInvitation(c.UserContext(), in)
 	if err != nil {
 		v := formView("Join Tabbridge", in)
 		v.Data["Token"] = in.Token
@@ -155,18 +155,18 @@ func (s *Server) postPageSignout(c *fiber.Ctx) error {
 
 // settingsView loads the account and, for the owner, the invitations.
 func (s *Server) settingsView(c *fiber.Ctx) (view, error) {
-	u, err := s.opts.DB.UserByID(c.Context(), userID(c))
+	u, err := s.opts.DB.UserByID(c.UserContext(), userID(c))
 	if err != nil {
 		return view{}, storeError(err, "account")
 	}
 	v := view{Title: "Settings", Nav: "settings", Src: "/settings", User: u, Data: fiber.Map{}}
-	signIns, err := s.signInList(c.Context(), u.ID, familyID(c))
+	signIns, err := s.signInList(c.UserContext(), u.ID, familyID(c))
 	if err != nil {
 		return view{}, err
 	}
 	v.Data["SignIns"] = signIns
 	if u.IsOwner {
-		invs, err := s.opts.DB.Invitations(c.Context(), u.ID)
+		invs, err := s.opts.DB.Invitations(c.UserContext(), u.ID)
 		if err != nil {
 			return view{}, err
 		}
@@ -189,7 +189,7 @@ func (s *Server) postPageInvitation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	inv, token, err := s.createInvitation(c.Context(), u.ID, c.FormValue("note"))
+	inv, token, err := s.createInvitation(c.UserContext(), u.ID, c.FormValue("note"))
 	if err != nil {
 		v, verr := s.settingsView(c)
 		if verr != nil {
@@ -212,7 +212,7 @@ func (s *Server) postPageWithdrawInvitation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.opts.DB.DeleteInvitation(c.Context(), u.ID, c.Params("id")); err != nil {
+	if err := s.opts.DB.DeleteInvitation(c.UserContext(), u.ID, c.Params("id")); err != nil {
 		return storeError(err, "unused invitation")
 	}
 	return c.Redirect("/settings", http.StatusSeeOther)

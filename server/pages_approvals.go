@@ -46,11 +46,11 @@ type names struct {
 }
 
 func (s *Server) namesFor(c *fiber.Ctx) (*names, error) {
-	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	ws, err := s.opts.DB.Workspaces(c.UserContext(), userID(c))
 	if err != nil {
 		return nil, err
 	}
-	n := &names{s: s, ctx: c.Context(), uid: userID(c), workspaces: map[string]string{},
+	n := &names{s: s, ctx: c.UserContext(), uid: userID(c), workspaces: map[string]string{},
 		tasks: map[string]*store.Task{}, people: map[string]string{}}
 	for _, w := range ws {
 		n.workspaces[w.ID] = w.Name
@@ -142,7 +142,7 @@ func (n *names) Person(id string) string {
 }
 
 func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
-	reqs, err := s.gate.Pending(c.Context(), userID(c), "")
+	reqs, err := s.gate.Pending(c.UserContext(), userID(c), "")
 	if err != nil {
 		return view{}, err
 	}
@@ -176,7 +176,7 @@ func (s *Server) pageInbox(c *fiber.Ctx) error {
 // page says so calmly and shows what still waits.
 func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 	back := answerBack(c.FormValue("back"))
-	_, err := s.gate.Answer(c.Context(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")))
+	_, err := s.gate.Answer(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")))
 	if errors.Is(err, approvals.ErrNotPending) || errors.Is(err, approvals.ErrAgentGone) {
 		v, verr := s.backView(c, back)
 		if verr != nil {
@@ -201,7 +201,7 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 
 // endedNotice tells the person how a request they tried to answer ended.
 func (s *Server) endedNotice(c *fiber.Ctx, id string) string {
-	r, err := s.gate.Request(c.Context(), userID(c), id)
+	r, err := s.gate.Request(c.UserContext(), userID(c), id)
 	if err != nil {
 		return "That request already ended; nothing waits on it now."
 	}
@@ -262,7 +262,7 @@ func (s *Server) taskTimeline(ctx context.Context, uid, taskID string) ([]timeli
 }
 
 func (s *Server) grantsView(c *fiber.Ctx) (view, error) {
-	gs, err := s.gate.Grants(c.Context(), userID(c))
+	gs, err := s.gate.Grants(c.UserContext(), userID(c))
 	if err != nil {
 		return view{}, err
 	}
@@ -276,7 +276,7 @@ func (s *Server) grantsView(c *fiber.Ctx) (view, error) {
 		for i, g := range gs {
 			ids[i] = g.RequestID
 		}
-		err := s.opts.DB.WithContext(c.Context()).Where("user_id = ? AND id IN ?", userID(c), ids).Find(&reqs).Error
+		err := s.opts.DB.WithContext(c.UserContext()).Where("user_id = ? AND id IN ?", userID(c), ids).Find(&reqs).Error
 		if err != nil {
 			return view{}, fmt.Errorf("grant requests: %w", err)
 		}
@@ -303,7 +303,7 @@ func (s *Server) pageGrants(c *fiber.Ctx) error {
 }
 
 func (s *Server) postPageRevokeGrant(c *fiber.Ctx) error {
-	if err := s.gate.RevokeGrant(c.Context(), userID(c), c.Params("id")); err != nil {
+	if err := s.gate.RevokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		if errors.Is(err, approvals.ErrNotFound) {
 			return notFound("grant")
 		}

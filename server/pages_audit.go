@@ -36,7 +36,7 @@ func (s *Server) auditChoicesOf(c *fiber.Ctx, f store.AuditFilter) (auditChoices
 		name string
 		into *[]string
 	}{{"site", &out.Sites}, {"tool", &out.Tools}, {"task_id", &out.Tasks}} {
-		vals, err := s.opts.DB.AuditValues(c.Context(), userID(c), col.name)
+		vals, err := s.opts.DB.AuditValues(c.UserContext(), userID(c), col.name)
 		if err != nil {
 			return out, fmt.Errorf("audit choices: %w", err)
 		}
@@ -68,7 +68,7 @@ func contains(list []string, v string) bool {
 func (s *Server) pageAudit(c *fiber.Ctx) error {
 	f := store.AuditFilter{Site: c.Query("site"), Tool: c.Query("tool"), TaskID: c.Query("task"),
 		Outcome: c.Query("outcome"), Before: c.Query("before"), Limit: auditPageSize + 1}
-	entries, err := s.opts.DB.AuditLog(c.Context(), userID(c), f)
+	entries, err := s.opts.DB.AuditLog(c.UserContext(), userID(c), f)
 	if err != nil {
 		return err
 	}

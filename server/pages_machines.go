@@ -28,7 +28,7 @@ type machineRow struct {
 }
 
 func (s *Server) machinesView(c *fiber.Ctx) (view, error) {
-	ms, err := s.opts.DB.Machines(c.Context(), userID(c))
+	ms, err := s.opts.DB.Machines(c.UserContext(), userID(c))
 	if err != nil {
 		return view{}, err
 	}
@@ -67,7 +67,7 @@ func (s *Server) postPageMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return s.machinesFormFailed(c, "create", err)
 	}
-	m, plain, err := s.opts.DB.CreateMachine(c.Context(), userID(c), name)
+	m, plain, err := s.opts.DB.CreateMachine(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
@@ -83,14 +83,14 @@ func (s *Server) postPageMachine(c *fiber.Ctx) error {
 }
 
 func (s *Server) postPageRenameMachine(c *fiber.Ctx) error {
-	if _, err := s.opts.DB.Machine(c.Context(), userID(c), c.Params("id")); err != nil {
+	if _, err := s.opts.DB.Machine(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return storeError(err, "machine")
 	}
 	name, err := cleanName("name", c.FormValue("name"))
 	if err != nil {
 		return s.machinesFormFailed(c, c.Params("id"), err)
 	}
-	m, err := s.opts.DB.RenameMachine(c.Context(), userID(c), c.Params("id"), name)
+	m, err := s.opts.DB.RenameMachine(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "machine")
 	}
@@ -99,7 +99,7 @@ func (s *Server) postPageRenameMachine(c *fiber.Ctx) error {
 }
 
 func (s *Server) pageRevokeMachine(c *fiber.Ctx) error {
-	m, err := s.opts.DB.Machine(c.Context(), userID(c), c.Params("id"))
+	m, err := s.opts.DB.Machine(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "machine")
 	}
@@ -110,7 +110,7 @@ func (s *Server) pageRevokeMachine(c *fiber.Ctx) error {
 
 // postPageRevokeMachine revokes the token and closes the daemon's socket.
 func (s *Server) postPageRevokeMachine(c *fiber.Ctx) error {
-	if err := s.revokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
+	if err := s.revokeMachine(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
 	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
@@ -131,7 +131,7 @@ func (s *Server) pageTerminal(c *fiber.Ctx) error {
 	if err != nil {
 		return notFound("session")
 	}
-	m, err := s.opts.DB.Machine(c.Context(), userID(c), sess.MachineID)
+	m, err := s.opts.DB.Machine(c.UserContext(), userID(c), sess.MachineID)
 	if err != nil {
 		return storeError(err, "session")
 	}

@@ -69,7 +69,7 @@ func (s *Server) sitesView(c *fiber.Ctx) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	ws, err := s.opts.DB.Workspaces(c.Context(), uid)
+	ws, err := s.opts.DB.Workspaces(c.UserContext(), uid)
 	if err != nil {
 		return view{}, err
 	}
@@ -141,7 +141,7 @@ func (s *Server) postPageAskAll(c *fiber.Ctx) error {
 // postPageMoveSite shares a site with another workspace instead.
 func (s *Server) postPageMoveSite(c *fiber.Ctx) error {
 	uid := userID(c)
-	site, err := s.opts.DB.SharedSite(c.Context(), uid, c.Params("id"))
+	site, err := s.opts.DB.SharedSite(c.UserContext(), uid, c.Params("id"))
 	if err != nil {
 		return storeError(err, "shared site")
 	}
@@ -155,7 +155,7 @@ func (s *Server) postPageMoveSite(c *fiber.Ctx) error {
 }
 
 func (s *Server) pageUnshareSite(c *fiber.Ctx) error {
-	site, err := s.opts.DB.SharedSite(c.Context(), userID(c), c.Params("id"))
+	site, err := s.opts.DB.SharedSite(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "shared site")
 	}
@@ -185,7 +185,7 @@ type browserSite struct {
 
 func (s *Server) browsersView(c *fiber.Ctx) (view, error) {
 	uid := userID(c)
-	rows, err := s.opts.DB.Browsers(c.Context(), uid)
+	rows, err := s.opts.DB.Browsers(c.UserContext(), uid)
 	if err != nil {
 		return view{}, err
 	}

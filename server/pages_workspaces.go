@@ -23,7 +23,7 @@ func (s *Server) mountWorkspacePages(me guard) {
 }
 
 func (s *Server) workspacesView(c *fiber.Ctx) (view, error) {
-	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	ws, err := s.opts.DB.Workspaces(c.UserContext(), userID(c))
 	if err != nil {
 		return view{}, err
 	}
@@ -48,7 +48,7 @@ func (s *Server) postPageWorkspace(c *fiber.Ctx) error {
 		v.Data["Name"] = c.FormValue("name")
 		return s.formFailed(c, "workspaces", v, err)
 	}
-	w, err := s.opts.DB.CreateWorkspace(c.Context(), userID(c), name)
+	w, err := s.opts.DB.CreateWorkspace(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
@@ -60,19 +60,19 @@ func (s *Server) postPageWorkspace(c *fiber.Ctx) error {
 // tasks; another person's workspace is not found.
 func (s *Server) workspaceView(c *fiber.Ctx) (view, error) {
 	uid := userID(c)
-	w, err := s.opts.DB.Workspace(c.Context(), uid, c.Params("id"))
+	w, err := s.opts.DB.Workspace(c.UserContext(), uid, c.Params("id"))
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
-	toks, err := s.opts.DB.AgentTokens(c.Context(), uid, w.ID)
+	toks, err := s.opts.DB.AgentTokens(c.UserContext(), uid, w.ID)
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
-	tasks, err := s.opts.DB.Tasks(c.Context(), uid, w.ID)
+	tasks, err := s.opts.DB.Tasks(c.UserContext(), uid, w.ID)
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
-	clients, err := s.opts.DB.OAuthGrants(c.Context(), uid, w.ID)
+	clients, err := s.opts.DB.OAuthGrants(c.UserContext(), uid, w.ID)
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
@@ -106,7 +106,7 @@ func (s *Server) postPageRenameWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return s.workspaceFormFailed(c, "name", err)
 	}
-	w, err := s.opts.DB.RenameWorkspace(c.Context(), userID(c), c.Params("id"), name)
+	w, err := s.opts.DB.RenameWorkspace(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -115,7 +115,7 @@ func (s *Server) postPageRenameWorkspace(c *fiber.Ctx) error {
 }
 
 func (s *Server) pageDeleteWorkspace(c *fiber.Ctx) error {
-	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	w, err := s.opts.DB.Workspace(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -137,7 +137,7 @@ func (s *Server) postPageToken(c *fiber.Ctx) error {
 	if err != nil {
 		return s.workspaceFormFailed(c, "tokenName", err)
 	}
-	tok, plain, err := s.opts.DB.CreateAgentToken(c.Context(), userID(c), c.Params("id"), name)
+	tok, plain, err := s.opts.DB.CreateAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -165,11 +165,11 @@ func (s *Server) postPageTask(c *fiber.Ctx) error {
 	if err := in.validate(true); err != nil {
 		return s.workspaceFormFailed(c, "title", err)
 	}
-	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	w, err := s.opts.DB.Workspace(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	t, err := s.opts.DB.CreateTask(c.Context(), w.ID, in.Title, userID(c))
+	t, err := s.opts.DB.CreateTask(c.UserContext(), w.ID, in.Title, userID(c))
 	if err != nil {
 		return err
 	}
@@ -183,15 +183,15 @@ func (s *Server) taskView(c *fiber.Ctx) (view, error) { return s.taskViewOf(c, c
 // approvals and calls in time order.
 func (s *Server) taskViewOf(c *fiber.Ctx, id string) (view, error) {
 	uid := userID(c)
-	t, err := s.opts.DB.Task(c.Context(), uid, id)
+	t, err := s.opts.DB.Task(c.UserContext(), uid, id)
 	if err != nil {
 		return view{}, storeError(err, "task")
 	}
-	w, err := s.opts.DB.Workspace(c.Context(), uid, t.WorkspaceID)
+	w, err := s.opts.DB.Workspace(c.UserContext(), uid, t.WorkspaceID)
 	if err != nil {
 		return view{}, storeError(err, "task")
 	}
-	timeline, err := s.taskTimeline(c.Context(), uid, t.ID)
+	timeline, err := s.taskTimeline(c.UserContext(), uid, t.ID)
 	if err != nil {
 		return view{}, err
 	}
@@ -226,11 +226,11 @@ func (s *Server) postPageUpdateTask(c *fiber.Ctx) error {
 		}
 		return s.formFailed(c, "task", v, err)
 	}
-	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	t, err := s.opts.DB.Task(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "task")
 	}
-	if t, err = s.opts.DB.UpdateTask(c.Context(), t.WorkspaceID, t.ID, in.Title, in.Status); err != nil {
+	if t, err = s.opts.DB.UpdateTask(c.UserContext(), t.WorkspaceID, t.ID, in.Title, in.Status); err != nil {
 		return storeError(err, "task")
 	}
 	s.publish(userID(c), evTaskUpdated, fiber.Map{"task": t})

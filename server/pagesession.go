@@ -20,7 +20,7 @@ func (s *Server) cookieSession(c *fiber.Ctx) (uid, family string, err error) {
 	if tok := c.Cookies(cookieAccess); tok != "" {
 		claims, err := s.parseAccess(tok)
 		if err == nil {
-			active, err := s.opts.DB.FamilyActive(c.Context(), claims.Family)
+			active, err := s.opts.DB.FamilyActive(c.UserContext(), claims.Family)
 			if err != nil {
 				return "", "", err
 			}
@@ -91,7 +91,7 @@ func (s *Server) pageSession(c *fiber.Ctx) error {
 }
 
 func (s *Server) toSignin(c *fiber.Ctx) error {
-	has, err := s.opts.DB.HasUsers(c.Context())
+	has, err := s.opts.DB.HasUsers(c.UserContext())
 	if err != nil {
 		return err
 	}

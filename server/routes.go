@@ -78,7 +78,7 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
 	if err := s.opts.DB.Ping(ctx); err != nil {
 		s.opts.Logger.Warn("readiness: database unreachable", "err", err)
@@ -100,8 +100,8 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 	if status >= 500 {
 		level = slog.LevelWarn
 	}
-	if s.opts.Logger.Enabled(c.Context(), level) {
-		s.opts.Logger.Log(c.Context(), level, "request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
+	if s.opts.Logger.Enabled(c.UserContext(), level) {
+		s.opts.Logger.Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (s *Server) startSession(c *fiber.Ctx, userID, family, refresh string) erro
 // signIn starts a new refresh family for userID, sets the cookies and
 // returns the sign-in's CSRF token.
 func (s *Server) signIn(c *fiber.Ctx, userID string) (string, error) {
-	refresh, family, err := s.opts.DB.IssueRefreshFor(c.Context(), userID, c.Get(fiber.HeaderUserAgent), s.opts.RefreshTTL)
+	refresh, family, err := s.opts.DB.IssueRefreshFor(c.UserContext(), userID, c.Get(fiber.HeaderUserAgent), s.opts.RefreshTTL)
 	if err != nil {
 		return "", err
 	}
@@ -129,7 +129,7 @@ func (s *Server) person(c *fiber.Ctx) error {
 	if err != nil {
 		return errorf(http.StatusUnauthorized, "signed_out", "Your sign-in is not valid; sign in again.")
 	}
-	active, err := s.opts.DB.FamilyActive(c.Context(), claims.Family)
+	active, err := s.opts.DB.FamilyActive(c.UserContext(), claims.Family)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Server) agent(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, "agent_token_required",
 			"Send a workspace's agent token as 'Authorization: Bearer <token>'; a person creates one in the Tabbridge web app.")
 	}
-	id, err := s.authenticateAgent(c.Context(), strings.TrimSpace(tok))
+	id, err := s.authenticateAgent(c.UserContext(), strings.TrimSpace(tok))
 	if errors.Is(err, store.ErrNotFound) {
 		return errorf(http.StatusUnauthorized, "agent_token_invalid",
 			"This agent token is unknown or revoked; ask the person to create a new one in the Tabbridge web app.")

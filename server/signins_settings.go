@@ -48,7 +48,7 @@ func (s *Server) signInList(ctx context.Context, uid, current string) ([]signInV
 }
 
 func (s *Server) getSignIns(c *fiber.Ctx) error {
-	list, err := s.signInList(c.Context(), userID(c), familyID(c))
+	list, err := s.signInList(c.UserContext(), userID(c), familyID(c))
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *Server) getSignIns(c *fiber.Ctx) error {
 // endSignIn ends one of the person's sign-ins; ending the current one also
 // clears this browser's cookies, as sign-out does.
 func (s *Server) endSignIn(c *fiber.Ctx, id string) (current bool, err error) {
-	if err := s.opts.DB.EndSignIn(c.Context(), userID(c), id); err != nil {
+	if err := s.opts.DB.EndSignIn(c.UserContext(), userID(c), id); err != nil {
 		return false, storeError(err, "sign-in")
 	}
 	s.signins.end(id)
@@ -86,7 +86,7 @@ type passwordChange struct {
 // changePassword checks the current password, sets the new one and ends the
 // person's other sign-ins; it returns how many it ended.
 func (s *Server) changePassword(c *fiber.Ctx, in passwordChange) (int, error) {
-	u, err := s.opts.DB.UserByID(c.Context(), userID(c))
+	u, err := s.opts.DB.UserByID(c.UserContext(), userID(c))
 	if err != nil {
 		return 0, storeError(err, "account")
 	}
@@ -101,7 +101,7 @@ func (s *Server) changePassword(c *fiber.Ctx, in passwordChange) (int, error) {
 	if err := validPassword(in.New); err != nil {
 		return 0, badRequest("invalid_field", "The new password must be 8 to 256 bytes long.")
 	}
-	ended, err := s.opts.DB.SetPassword(c.Context(), u.ID, hashPassword(in.New), familyID(c))
+	ended, err := s.opts.DB.SetPassword(c.UserContext(), u.ID, hashPassword(in.New), familyID(c))
 	if err != nil {
 		return 0, err
 	}

@@ -17,7 +17,7 @@ import (
 // theirs. The change itself has succeeded; a failed push is logged, and the
 // browsers catch up on their next connect.
 func (s *Server) pushSites(c *fiber.Ctx, uid string) {
-	if err := s.hub.PushSites(c.Context(), uid); err != nil {
+	if err := s.hub.PushSites(c.UserContext(), uid); err != nil {
 		s.opts.Logger.Warn("push shared sites", "user", uid, "err", err)
 	}
 }
@@ -53,7 +53,7 @@ func (s *Server) getSites(c *fiber.Ctx) error {
 // have each open — by their sites.open list or a page that announced tools —
 // and each site's setting and tools.
 func (s *Server) siteViews(c *fiber.Ctx, uid string) ([]siteView, error) {
-	rows, err := s.opts.DB.SharedSites(c.Context(), uid)
+	rows, err := s.opts.DB.SharedSites(c.UserContext(), uid)
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +129,14 @@ func (s *Server) shareSite(c *fiber.Ctx, uid, rawOrigin, workspaceID string) (si
 	if workspaceID == "" {
 		return nil, "", badRequest("invalid_field", "Field \"workspaceId\" is required: the workspace to share the site with.")
 	}
-	site, prev, err = s.opts.DB.ShareSite(c.Context(), uid, workspaceID, origin)
+	site, prev, err = s.opts.DB.ShareSite(c.UserContext(), uid, workspaceID, origin)
 	if err != nil {
 		return nil, "", storeError(err, "workspace")
 	}
 	if prev != "" && prev != site.WorkspaceID {
 		// Moved: the previous workspace's agents lose it, with their grants
 		// and waiting requests, as if it had been unshared from them.
-		if err := s.gate.ForgetSite(c.Context(), uid, prev, origin); err != nil {
+		if err := s.gate.ForgetSite(c.UserContext(), uid, prev, origin); err != nil {
 			return nil, "", err
 		}
 	}
@@ -160,15 +160,15 @@ func (s *Server) deleteSite(c *fiber.Ctx) error {
 // unshareSite stops sharing one of uid's sites and tells the person's
 // browsers and pages.
 func (s *Server) unshareSite(c *fiber.Ctx, uid, id string) (*store.SharedSite, error) {
-	site, err := s.opts.DB.SharedSite(c.Context(), uid, id)
+	site, err := s.opts.DB.SharedSite(c.UserContext(), uid, id)
 	if err != nil {
 		return nil, storeError(err, "shared site")
 	}
-	if err := s.opts.DB.UnshareSite(c.Context(), uid, site.ID); err != nil {
+	if err := s.opts.DB.UnshareSite(c.UserContext(), uid, site.ID); err != nil {
 		return nil, storeError(err, "shared site")
 	}
 	s.catalog.ForgetSite(uid, site.Origin)
-	if err := s.gate.ForgetSite(c.Context(), uid, "", site.Origin); err != nil {
+	if err := s.gate.ForgetSite(c.UserContext(), uid, "", site.Origin); err != nil {
 		return nil, err
 	}
 	s.pushSites(c, uid)
@@ -197,11 +197,11 @@ func (s *Server) patchSite(c *fiber.Ctx) error {
 
 // setAskAll sets the "ask for every tool" setting of one of uid's sites.
 func (s *Server) setAskAll(c *fiber.Ctx, uid, id string, on bool) (*store.SharedSite, error) {
-	site, err := s.opts.DB.SharedSite(c.Context(), uid, id)
+	site, err := s.opts.DB.SharedSite(c.UserContext(), uid, id)
 	if err != nil {
 		return nil, storeError(err, "shared site")
 	}
-	if err := s.gate.SetAskAll(c.Context(), uid, site.Origin, on); err != nil {
+	if err := s.gate.SetAskAll(c.UserContext(), uid, site.Origin, on); err != nil {
 		return nil, err
 	}
 	s.publish(uid, evSiteUpdated, fiber.Map{"site": site, "askAll": on})
@@ -223,7 +223,7 @@ type browserView struct {
 
 func (s *Server) getBrowsers(c *fiber.Ctx) error {
 	uid := userID(c)
-	rows, err := s.opts.DB.Browsers(c.Context(), uid)
+	rows, err := s.opts.DB.Browsers(c.UserContext(), uid)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func (s *Server) renameBrowser(c *fiber.Ctx, uid, id, rawName string) (*store.Br
 	if err != nil {
 		return nil, badRequest("invalid_field", "Field %s", err)
 	}
-	b, err := s.opts.DB.RenameBrowser(c.Context(), uid, id, name)
+	b, err := s.opts.DB.RenameBrowser(c.UserContext(), uid, id, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound("browser")
 	}
@@ -276,11 +276,11 @@ func (s *Server) renameBrowser(c *fiber.Ctx, uid, id, rawName string) (*store.Br
 
 // fillSite adds a site's setting and tools to its view.
 func (s *Server) fillSite(c *fiber.Ctx, v *siteView) error {
-	ask, err := s.gate.AskAll(c.Context(), v.UserID, v.Origin)
+	ask, err := s.gate.AskAll(c.UserContext(), v.UserID, v.Origin)
 	if err != nil {
 		return err
 	}
-	cat, err := s.catalog.Site(c.Context(), v.UserID, v.Origin)
+	cat, err := s.catalog.Site(c.UserContext(), v.UserID, v.Origin)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (s *Server) machineView(m store.Machine) machineView {
 }
 
 func (s *Server) getMachines(c *fiber.Ctx) error {
-	ms, err := s.opts.DB.Machines(c.Context(), userID(c))
+	ms, err := s.opts.DB.Machines(c.UserContext(), userID(c))
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (s *Server) postMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	m, plain, err := s.opts.DB.CreateMachine(c.Context(), userID(c), name)
+	m, plain, err := s.opts.DB.CreateMachine(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.opts.DB.RenameMachine(c.Context(), userID(c), c.Params("id"), name)
+	m, err := s.opts.DB.RenameMachine(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "machine")
 	}
@@ -104,7 +104,7 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 
 // deleteMachine revokes the machine's token and closes its socket at once.
 func (s *Server) deleteMachine(c *fiber.Ctx) error {
-	if err := s.revokeMachine(c.Context(), userID(c), c.Params("id")); err != nil {
+	if err := s.revokeMachine(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
 	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
@@ -124,7 +124,7 @@ func (s *Server) revokeMachine(ctx context.Context, uid, id string) error {
 }
 
 func (s *Server) getMachineSessions(c *fiber.Ctx) error {
-	m, err := s.opts.DB.Machine(c.Context(), userID(c), c.Params("id"))
+	m, err := s.opts.DB.Machine(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "machine")
 	}
@@ -150,7 +150,7 @@ func (s *Server) postViewerTicket(c *fiber.Ctx) error {
 	if in.WatchOnly {
 		mode = modeWatch
 	}
-	plain, exp, err := s.tickets.Issue(c.Context(), userID(c), familyID(c), tickets.PurposeViewer, sess.ID+":"+mode)
+	plain, exp, err := s.tickets.Issue(c.UserContext(), userID(c), familyID(c), tickets.PurposeViewer, sess.ID+":"+mode)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *Server) daemonGate(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, "machine_token_required",
 			"Send the machine token as 'Authorization: Bearer tbm_…'; a person creates one under Machines in the web app.")
 	}
-	m, err := s.opts.DB.AuthenticateMachine(c.Context(), strings.TrimSpace(tok))
+	m, err := s.opts.DB.AuthenticateMachine(c.UserContext(), strings.TrimSpace(tok))
 	if errors.Is(err, store.ErrNotFound) {
 		return errMachineTokenInvalid
 	}
@@ -187,7 +187,7 @@ func (s *Server) daemonGate(c *fiber.Ctx) error {
 			"Send this install's id as '%s' (%d to %d printable characters); 'tabbridge daemon enroll' writes one beside the token.",
 			wire.InstallHeader, wire.MinInstallID, wire.MaxInstallID)
 	}
-	switch err := s.opts.DB.ClaimMachine(c.Context(), m, install); {
+	switch err := s.opts.DB.ClaimMachine(c.UserContext(), m, install); {
 	case errors.Is(err, store.ErrOtherInstall):
 		s.publish(m.UserID, evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
 		return errorf(http.StatusConflict, "machine_other_install",
@@ -229,7 +229,7 @@ func (s *Server) viewerGate(c *fiber.Ctx) error {
 		return errorf(http.StatusForbidden, "origin_not_allowed",
 			"Viewer sockets open only from %s or the Tabbridge extension; this one came from %q.", s.publicOrigin(), origin)
 	}
-	t, err := s.tickets.Redeem(c.Context(), c.Query("ticket"), tickets.PurposeViewer)
+	t, err := s.tickets.Redeem(c.UserContext(), c.Query("ticket"), tickets.PurposeViewer)
 	if errors.Is(err, tickets.ErrInvalid) {
 		return errorf(http.StatusUnauthorized, "ticket_invalid",
 			"This viewer ticket is unknown, used or expired; ask for a new one (POST /api/sessions/:id/viewer-ticket) and connect within a minute.")

@@ -24,7 +24,7 @@ func (s *Server) mountWorkspaces(me guard) {
 }
 
 func (s *Server) getWorkspaces(c *fiber.Ctx) error {
-	ws, err := s.opts.DB.Workspaces(c.Context(), userID(c))
+	ws, err := s.opts.DB.Workspaces(c.UserContext(), userID(c))
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (s *Server) postWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.opts.DB.CreateWorkspace(c.Context(), userID(c), name)
+	w, err := s.opts.DB.CreateWorkspace(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) postWorkspace(c *fiber.Ctx) error {
 }
 
 func (s *Server) getWorkspace(c *fiber.Ctx) error {
-	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	w, err := s.opts.DB.Workspace(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -57,7 +57,7 @@ func (s *Server) patchWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.opts.DB.RenameWorkspace(c.Context(), userID(c), c.Params("id"), name)
+	w, err := s.opts.DB.RenameWorkspace(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -77,11 +77,11 @@ func (s *Server) deleteWorkspace(c *fiber.Ctx) error {
 // those sites: their live tools, waiting requests, and the site list the
 // person's browsers hold.
 func (s *Server) removeWorkspace(c *fiber.Ctx, uid, id string) error {
-	sites, err := s.opts.DB.WorkspaceSites(c.Context(), id)
+	sites, err := s.opts.DB.WorkspaceSites(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
-	if err := s.opts.DB.DeleteWorkspace(c.Context(), uid, id); err != nil {
+	if err := s.opts.DB.DeleteWorkspace(c.UserContext(), uid, id); err != nil {
 		return storeError(err, "workspace")
 	}
 	for _, site := range sites {
@@ -89,7 +89,7 @@ func (s *Server) removeWorkspace(c *fiber.Ctx, uid, id string) error {
 			continue
 		}
 		s.catalog.ForgetSite(uid, site.Origin)
-		if err := s.gate.ForgetSite(c.Context(), uid, "", site.Origin); err != nil {
+		if err := s.gate.ForgetSite(c.UserContext(), uid, "", site.Origin); err != nil {
 			return err
 		}
 	}
@@ -99,7 +99,7 @@ func (s *Server) removeWorkspace(c *fiber.Ctx, uid, id string) error {
 }
 
 func (s *Server) getAgentTokens(c *fiber.Ctx) error {
-	toks, err := s.opts.DB.AgentTokens(c.Context(), userID(c), c.Params("id"))
+	toks, err := s.opts.DB.AgentTokens(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -112,7 +112,7 @@ func (s *Server) postAgentToken(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	tok, plain, err := s.opts.DB.CreateAgentToken(c.Context(), userID(c), c.Params("id"), name)
+	tok, plain, err := s.opts.DB.CreateAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -140,7 +140,7 @@ func (s *Server) deleteAgentToken(c *fiber.Ctx) error {
 // revokeToken revokes an agent token of one of uid's workspaces (API and
 // page alike) and tells the person's pages.
 func (s *Server) revokeToken(c *fiber.Ctx, uid, workspaceID, tokenID string) error {
-	if err := s.opts.DB.RevokeAgentToken(c.Context(), uid, workspaceID, tokenID); err != nil {
+	if err := s.opts.DB.RevokeAgentToken(c.UserContext(), uid, workspaceID, tokenID); err != nil {
 		return storeError(err, "agent token")
 	}
 	s.publish(uid, evTokenRevoked, fiber.Map{"token": fiber.Map{"id": tokenID, "workspaceId": workspaceID}})
@@ -148,7 +148,7 @@ func (s *Server) revokeToken(c *fiber.Ctx, uid, workspaceID, tokenID string) err
 }
 
 func (s *Server) getTasks(c *fiber.Ctx) error {
-	ts, err := s.opts.DB.Tasks(c.Context(), userID(c), c.Params("id"))
+	ts, err := s.opts.DB.Tasks(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -182,16 +182,16 @@ func (s *Server) postTask(c *fiber.Ctx) error {
 	if err := in.validate(true); err != nil {
 		return err
 	}
-	w, err := s.opts.DB.Workspace(c.Context(), userID(c), c.Params("id"))
+	w, err := s.opts.DB.Workspace(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	t, err := s.opts.DB.CreateTask(c.Context(), w.ID, in.Title, userID(c))
+	t, err := s.opts.DB.CreateTask(c.UserContext(), w.ID, in.Title, userID(c))
 	if err != nil {
 		return err
 	}
 	if in.Status != "" && in.Status != t.Status {
-		if t, err = s.opts.DB.UpdateTask(c.Context(), w.ID, t.ID, "", in.Status); err != nil {
+		if t, err = s.opts.DB.UpdateTask(c.UserContext(), w.ID, t.ID, "", in.Status); err != nil {
 			return err
 		}
 	}
@@ -200,7 +200,7 @@ func (s *Server) postTask(c *fiber.Ctx) error {
 }
 
 func (s *Server) getTask(c *fiber.Ctx) error {
-	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	t, err := s.opts.DB.Task(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "task")
 	}
@@ -218,11 +218,11 @@ func (s *Server) patchTask(c *fiber.Ctx) error {
 	if in.Title == "" && in.Status == "" {
 		return badRequest("invalid_field", "Send \"title\", \"status\" or both.")
 	}
-	t, err := s.opts.DB.Task(c.Context(), userID(c), c.Params("id"))
+	t, err := s.opts.DB.Task(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "task")
 	}
-	t, err = s.opts.DB.UpdateTask(c.Context(), t.WorkspaceID, t.ID, in.Title, in.Status)
+	t, err = s.opts.DB.UpdateTask(c.UserContext(), t.WorkspaceID, t.ID, in.Title, in.Status)
 	if err != nil {
 		return storeError(err, "task")
 	}
