@@ -218,7 +218,7 @@ func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
 		case approvals.WithdrawUnshared:
 			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn because the person stopped sharing %s with this workspace, so it was not run. Call listSiteTools to see the sites you can use.", tool, origin, origin)
 		case approvals.WithdrawShutdown:
-			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered because the Tabbridge server is restarting, so it was not run. Call again in a moment.", tool, origin)
+			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered because the Tabbridge server is shutting down (usually to restart), so it was not run. Call again in a moment.", tool, origin)
 		}
 		return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered, so it was not run. Call again if it is still needed.", tool, origin)
 	}
