@@ -132,7 +132,8 @@ func TestTerminalInThePopup(t *testing.T) {
 	// Signing out (here: the person's sign-in in the browser, from its tab)
 	// ends the viewer the popup opened with that sign-in, and the page says
 	// so rather than retrying.
-	run(t, app, "sign out in the tab", chromedp.Navigate(env.URL+"/workspaces"), chromedp.Click(chromedp.CSS(`form[action="/signout"] button`)),
+	run(t, app, "sign out in the tab", chromedp.Navigate(env.URL+"/workspaces"),
+		chromedp.Click(chromedp.ID("user-menu-button")), chromedp.Click(chromedp.ID("sign-out")),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/signin"]`)))
 	ctx2, cancel2 := context.WithTimeout(frame, 20*time.Second)
 	defer cancel2()
