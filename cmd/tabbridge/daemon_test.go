@@ -129,6 +129,32 @@ func TestRevokedTokenEndsTheDaemon(t *testing.T) {
 }
 
 // sessions lists the machine's sessions as the server has them.
+// waitOnline reads the person's machine list until machine is online: a
+// daemon logs "linked" once its socket opens, and the server registers the
+// link just after.
+func waitOnline(t *testing.T, person *servertest.Client, machine string) {
+	t.Helper()
+	var list struct {
+		Machines []struct {
+			ID     string `json:"id"`
+			Online bool   `json:"online"`
+		} `json:"machines"`
+	}
+	deadline := time.Now().Add(daemonWait)
+	for {
+		person.MustJSON("GET", "/api/machines", nil, 200, &list)
+		for _, m := range list.Machines {
+			if m.ID == machine && m.Online {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("machine %s never listed online: %+v", machine, list.Machines)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func sessions(person *servertest.Client, machine string) []struct {
 	ID       string `json:"id"`
 	Exited   bool   `json:"exited"`

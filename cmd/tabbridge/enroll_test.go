@@ -101,6 +101,7 @@ func TestSecondInstallIsRefused(t *testing.T) {
 	logA := newLogWriter()
 	startDaemon(t, logA, "--credentials", enroll(t, url, token), "--control", filepath.Join(t.TempDir(), "a.sock"))
 	logA.waitFor(t, "linked to server")
+	waitOnline(t, person, id)
 
 	logB := newLogWriter()
 	doneB, _ := startDaemon(t, logB, "--credentials", enroll(t, url, token), "--control", filepath.Join(t.TempDir(), "b.sock"))

@@ -163,25 +163,7 @@ func TestInstallWritesAUnitThatStartsTheDaemon(t *testing.T) {
 		}
 	})
 	log.waitFor(t, "linked to server")
-	var list struct {
-		Machines []struct {
-			ID     string `json:"id"`
-			Online bool   `json:"online"`
-		} `json:"machines"`
-	}
-	// "linked" is the daemon's side; the server registers the link just
-	// after, so the listing is read until it says online.
-	deadline := time.Now().Add(daemonWait)
-	for {
-		person.MustJSON("GET", "/api/machines", nil, 200, &list)
-		if len(list.Machines) == 1 && list.Machines[0].ID == id && list.Machines[0].Online {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("machines with the unit's daemon running: %+v", list.Machines)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitOnline(t, person, id)
 
 	command("", "daemon", "uninstall", "--no-stop")
 	if _, err := os.Stat(unitPath); !os.IsNotExist(err) {
