@@ -59,7 +59,7 @@ func (s *Server) mountExtension(web guard) {
 // spend a ticket), 401 for a missing, used, expired or foreign ticket.
 func (s *Server) extensionGate(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
-		return errorf(http.StatusUpgradeRequired, "upgrade_required", "This is the extension's WebSocket endpoint; open it as a WebSocket with ?ticket=… (docs/PROTOCOL.md).")
+		return errorf(http.StatusUpgradeRequired, "websocket_required", "This is the extension's WebSocket endpoint; open it as a WebSocket with ?ticket=… (docs/PROTOCOL.md).")
 	}
 	if origin := c.Get(fiber.HeaderOrigin); !s.extensionOrigin(origin) {
 		return errorf(http.StatusForbidden, "origin_not_allowed", "Only the Tabbridge extension may open this socket; origin %q is not an allowed extension.", origin)

@@ -203,7 +203,7 @@ func TestExtensionSocketRefusals(t *testing.T) {
 		b.Close()
 		// Not a WebSocket at all.
 		status, body := a.Do("GET", "/ws/extension?ticket=x", nil)
-		if status != 426 || servertest.ErrorCode(body) != "upgrade_required" {
+		if status != 426 || servertest.ErrorCode(body) != "websocket_required" {
 			t.Errorf("plain GET: %d %s", status, body)
 		}
 	})

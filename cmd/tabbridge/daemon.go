@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -37,6 +37,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	control := fs.String("control", getenv("TABBRIDGE_CONTROL"), "unix socket where 'tabbridge run' starts sessions; default "+daemon.DefaultControlPath()+" (TABBRIDGE_CONTROL)")
 	cols := fs.Int("cols", 120, "initial width of a session started here")
 	rows := fs.Int("rows", 40, "initial height of a session started here")
+	logLevel := fs.String("log-level", cmp.Or(getenv("TABBRIDGE_LOG_LEVEL"), "info"), "debug, info, warn or error (TABBRIDGE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -50,7 +51,10 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, err := newLogger(*logLevel, stderr)
+	if err != nil {
+		return err
+	}
 	d, err := daemon.New(daemon.Options{Server: c.Server, Token: c.Token, InstallID: c.Install, Logger: log})
 	if err != nil {
 		return err
@@ -109,7 +113,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		serveErr = <-served
 	}
 	if err := d.Close(stopCtx); err != nil {
-		log.Warn("stop sessions", "err", err)
+		log.Warn("close the daemon", "err", err)
 	}
 	if errors.Is(serveErr, daemon.ErrRefused) {
 		return fmt.Errorf("%w: create a new machine in the web app and enroll with its token ('tabbridge daemon enroll')", serveErr)

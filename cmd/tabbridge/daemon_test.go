@@ -260,3 +260,22 @@ func TestDaemonNamesWhatIsMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonLogLevel: the daemon takes --log-level as serve does: warn keeps
+// its routine info lines out of the log, and a level it does not know stops
+// it with a message naming the choices.
+func TestDaemonLogLevel(t *testing.T) {
+	url, person, id, token := newMachine(t)
+	log := newLogWriter()
+	_, interrupt := startDaemon(t, log, "--log-level", "warn", "--credentials", enroll(t, url, token), "--control", filepath.Join(t.TempDir(), "d.sock"))
+	waitOnline(t, person, id)
+	interrupt()
+	if s := log.String(); strings.Contains(s, "linked to server") || strings.Contains(s, "daemon ready") {
+		t.Fatalf("at warn the daemon logged info lines:\n%s", s)
+	}
+	err := run(context.Background(), []string{"daemon", "--log-level", "loud", "--credentials", enroll(t, url, token), "--control", filepath.Join(t.TempDir(), "e.sock")},
+		func(string) string { return "" }, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
+		t.Fatalf("--log-level loud: %v", err)
+	}
+}

@@ -173,10 +173,14 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	return &c, nil
 }
 
-func (c *serveConfig) logger(w io.Writer) (*slog.Logger, error) {
+func (c *serveConfig) logger(w io.Writer) (*slog.Logger, error) { return newLogger(c.logLevel, w) }
+
+// newLogger is the structured logger of serve and daemon alike, at a level
+// named as --log-level takes it.
+func newLogger(name string, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", c.logLevel)
+	if err := level.UnmarshalText([]byte(name)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", name)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
 }
