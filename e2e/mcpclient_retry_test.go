@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,13 +21,7 @@ import (
 // out") and, once the server has taken that in, calls again the same way. The retry finds the person's one card, marked meanwhile as
 // "the agent stopped waiting", and Allow once runs the write once, for the retry.
 func TestTypeScriptClientThatTimesOutRejoinsItsRequest(t *testing.T) {
-	dir := repoPath(t, "e2e/mcpclient")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the TypeScript SDK is not installed: scripts/test runs 'npm ci' in e2e/mcpclient")
-		}
-		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
-	}
+	dir := tsClientDir(t)
 	env := servertest.Start(t, storetest.SQLite, nil)
 	person := env.Person(t, "alice@example.com")
 	ws := person.Workspace("Work")

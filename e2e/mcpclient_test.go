@@ -15,11 +15,11 @@ import (
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
-// TestTypeScriptSDKClient drives /mcp with the official MCP TypeScript SDK's
-// client — what Claude Code and most standard clients are built on — to show
-// a standard client works unmodified: it lists tools, lists a shared site,
-// runs a read-only tool in a (Go test) browser and reads an error.
-func TestTypeScriptSDKClient(t *testing.T) {
+// tsClientDir returns e2e/mcpclient, where the official MCP TypeScript SDK
+// client is installed; without it the test fails in CI (scripts/test runs
+// 'npm ci' there) and is skipped elsewhere.
+func tsClientDir(t *testing.T) string {
+	t.Helper()
 	dir := repoPath(t, "e2e/mcpclient")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
 		if os.Getenv("CI") != "" {
@@ -27,6 +27,15 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		}
 		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
 	}
+	return dir
+}
+
+// TestTypeScriptSDKClient drives /mcp with the official MCP TypeScript SDK's
+// client — what Claude Code and most standard clients are built on — to show
+// a standard client works unmodified: it lists tools, lists a shared site,
+// runs a read-only tool in a (Go test) browser and reads an error.
+func TestTypeScriptSDKClient(t *testing.T) {
+	dir := tsClientDir(t)
 	env := servertest.Start(t, storetest.SQLite, nil)
 	person := env.Person(t, "alice@example.com")
 	ws := person.Workspace("Work")

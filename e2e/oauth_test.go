@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -256,12 +255,7 @@ func (w *oauthE2E) tsClient(t *testing.T, state string, onAuthorize func(string)
 // token expired refreshes with no browser; disconnecting it in the web app
 // makes the next request fail with a challenge that starts the flow again.
 func TestOAuthTypeScriptSDKClient(t *testing.T) {
-	if _, err := os.Stat(repoPath(t, "e2e/mcpclient/node_modules/@modelcontextprotocol/sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the TypeScript SDK is not installed: scripts/test runs 'npm ci' in e2e/mcpclient")
-		}
-		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
-	}
+	tsClientDir(t)
 	w := newOAuthE2E(t, startOAuthServer(t))
 	state := filepath.Join(t.TempDir(), "state.json")
 	first := w.tsClient(t, state, func(u string) bool {
@@ -478,12 +472,7 @@ func (r recording) Token() (*oauth2.Token, error) {
 // document's host. The document's loopback redirect URI has no port, and
 // matches the client's listener on whatever port it got (RFC 8252 §7.3).
 func TestOAuthTypeScriptSDKClientMetadataDocument(t *testing.T) {
-	if _, err := os.Stat(repoPath(t, "e2e/mcpclient/node_modules/@modelcontextprotocol/sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the TypeScript SDK is not installed: scripts/test runs 'npm ci' in e2e/mcpclient")
-		}
-		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
-	}
+	tsClientDir(t)
 	var docURL string
 	doc := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(rw).Encode(map[string]any{"client_id": docURL, "client_name": "TypeScript SDK (metadata document)",

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -389,19 +387,6 @@ func tsCalls(t *testing.T, url, token string, calls []map[string]any) []tsResult
 		t.Fatal(err)
 	}
 	return got
-}
-
-// tsClientDir is the TypeScript client's folder; the test is skipped outside CI without its SDK.
-func tsClientDir(t *testing.T) string {
-	t.Helper()
-	dir := repoPath(t, "e2e/mcpclient")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the TypeScript SDK is not installed: scripts/test runs 'npm ci' in e2e/mcpclient")
-		}
-		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
-	}
-	return dir
 }
 
 func runTSCalls(dir, url, token string, calls []map[string]any) ([]tsResult, error) {
