@@ -162,7 +162,10 @@ func redirectMatches(registered, got string) bool {
 	if err1 != nil || err2 != nil || r.Scheme != "http" || g.Scheme != "http" || !isLoopbackHost(r.Hostname()) {
 		return false
 	}
-	return r.Hostname() == g.Hostname() && r.EscapedPath() == g.EscapedPath() && r.RawQuery == g.RawQuery && r.User == nil && g.User == nil
+	// Only the port may differ (RFC 8252 §7.3); a fragment is never part of a
+	// redirect URI (RFC 6749 §3.1.2), so one that carries one matches nothing.
+	return r.Hostname() == g.Hostname() && r.EscapedPath() == g.EscapedPath() && r.RawQuery == g.RawQuery && r.User == nil && g.User == nil &&
+		g.Fragment == "" && !strings.Contains(got, "#")
 }
 
 // client resolves a client_id: an https URL is a metadata document to fetch
