@@ -59,9 +59,14 @@ function note(text, kind = '') {
 }
 
 // showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site. The
-// controls change only once the answers are in: a refresh starts on the click that brings focus
-// back to the popup, and hiding the button under that click would swallow it.
+// controls change only once every answer is in, and then all at once, with no await between
+// hiding a control and showing its replacement: a refresh starts on the click that brings focus
+// back to the popup (or on the frame loading), and a button hidden for even one frame under a
+// click swallows it. A run that finishes after a newer one started changes nothing: its answers
+// may predate the newer run's (a Stop sharing clicked meanwhile).
+let sharingGeneration = 0;
 async function showSharing(server) {
+  const generation = ++sharingGeneration;
   const origin = originOf(await tabReady);
   const box = $('share-box');
   if (!origin) {
@@ -69,16 +74,19 @@ async function showSharing(server) {
     return;
   }
   const [sitesRes, wsRes] = await Promise.all([authed(server, 'GET', '/api/sites'), authed(server, 'GET', '/api/workspaces')]);
+  const failure = !sitesRes.ok || !wsRes.ok ? (await errorOf(sitesRes.ok ? wsRes : sitesRes)).message : null;
+  const { sites } = failure === null ? await sitesRes.json() : { sites: [] };
+  const { workspaces } = failure === null ? await wsRes.json() : { workspaces: [] };
+  if (generation !== sharingGeneration) return;
+  // From here on, no await: the strip changes in one step.
   $('share').disabled = true;
   $('unshare').hidden = true;
   $('workspace').hidden = true;
-  if (!sitesRes.ok || !wsRes.ok) {
-    note((await errorOf(sitesRes.ok ? wsRes : sitesRes)).message);
+  if (failure !== null) {
+    note(failure);
     box.dataset.state = 'error';
     return;
   }
-  const { sites } = await sitesRes.json();
-  const { workspaces } = await wsRes.json();
   const shared = sites.find((s) => s.origin === origin);
   if (shared) {
     $('unshare').hidden = false;
