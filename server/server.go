@@ -148,6 +148,12 @@ type Server struct {
 	recent sync.Map
 
 	shutdownOnce sync.Once
+	// listening guards listeners and closed: a Shutdown that comes before Serve (a
+	// serve command cancelled while it starts) must still stop it, and Fiber's own
+	// shutdown stops only a server that is already running.
+	listening sync.Mutex
+	listeners []net.Listener
+	closed    bool
 }
 
 // New builds a Server with its routes.
@@ -268,8 +274,29 @@ func (s *Server) Live() *live.Hub { return s.live }
 // App returns the Fiber app, for tests that drive it in memory.
 func (s *Server) App() *fiber.App { return s.app }
 
-// Serve answers requests on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+// Serve answers requests on ln until Shutdown, which closes ln. Called after
+// Shutdown, it closes ln and returns ErrServerClosed at once.
+func (s *Server) Serve(ln net.Listener) error {
+	s.listening.Lock()
+	if s.closed {
+		s.listening.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners = append(s.listeners, ln)
+	s.listening.Unlock()
+	err := s.app.Listener(ln)
+	s.listening.Lock()
+	closed := s.closed
+	s.listening.Unlock()
+	if closed {
+		return nil
+	}
+	return err
+}
+
+// ErrServerClosed is what Serve returns when it is called after Shutdown.
+var ErrServerClosed = errors.New("the server was shut down before it started serving")
 
 // Shutdown stops in two steps: first it ends long-lived handlers and stops
 // taking connections, letting requests in flight finish until ctx ends; then
@@ -281,7 +308,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.gate.Close()
 		s.endToolCalls(ctx)
 		s.relay.Close() // hijacked sockets are not tracked by Fiber
+		s.listening.Lock()
+		s.closed = true
+		listeners := s.listeners
+		s.listening.Unlock()
 		err = s.app.ShutdownWithContext(ctx)
+		// A Serve that had not yet started its server when Fiber shut down would
+		// serve on: closing its listener ends it either way.
+		for _, ln := range listeners {
+			ln.Close()
+		}
 		s.wg.Wait()
 	})
 	return err
