@@ -54,7 +54,7 @@ const MaxLag = 1 << 20
 // calls, so a snapshot or resize waits for at most about this much work.
 const feedChunk = 32 << 10
 
-// Emulator is a terminal emulator owned by one goroutine: x/vt is not safe
+// Emulator is a terminal emulator owned by one goroutine: the screen model is not safe
 // for concurrent use, and a redraw must see the screen between two writes.
 // Every method hands its work to that goroutine and waits for it, except
 // Feed, which queues output for it.
@@ -217,7 +217,7 @@ func (e *Emulator) Snapshot() (Snapshot, error) {
 	var s Snapshot
 	err := e.do(func(t *term) {
 		s = Snapshot{
-			Offset: t.fed, Cols: t.vt.Width(), Rows: t.vt.Height(), Title: t.title,
+			Offset: t.fed, Cols: t.cols, Rows: t.rows, Title: t.title,
 			History: t.history(), Redraw: t.redraw(), Tail: e.pendingLag(t.fed),
 		}
 	})
