@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // claudeTitle is Claude Code's title: "✳" is E2 9C B3, and 0x9C is the C1

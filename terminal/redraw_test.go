@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
 )
 
 // dirtyStream leaves a target terminal in as many wrong states as the

@@ -21,8 +21,8 @@ const (
 type color uint32
 
 func mkColor(mode int, value int) color { return color(uint32(mode)<<24 | uint32(value)&0xFFFFFF) }
-func (c color) mode() int              { return int(c >> 24) }
-func (c color) value() int             { return int(c & 0xFFFFFF) }
+func (c color) mode() int               { return int(c >> 24) }
+func (c color) value() int              { return int(c & 0xFFFFFF) }
 
 // Flags of a pen, xterm.js's FgFlags and BgFlags.
 const (
@@ -251,7 +251,6 @@ func newBuffer(cols, rows, scrollback int) *buffer {
 func (b *buffer) clear() {
 	b.ring, b.start, b.n = nil, 0, 0
 	b.x, b.y, b.top, b.bottom = 0, 0, 0, b.rows-1
-	b.savedX, b.savedY, b.savedPen, b.savedCS = 0, 0, pen{}, 0
 	b.setupTabs()
 }
 
