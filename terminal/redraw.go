@@ -38,7 +38,16 @@ func (t *term) redraw() []byte {
 		b.WriteString("\x1b[?6h")
 	}
 	b.WriteString("\x1b]1;" + t.icon + "\x07\x1b]2;" + t.title + "\x07")
-	t.writeCursor(&b, buf, buf.x, buf.y, t.modes.origin)
+	if t.modes.origin && !t.altActive() && (buf.y < buf.top || buf.y > buf.bottom) {
+		// Origin mode with the cursor outside the region (a buffer switch
+		// leaves it so): CUP cannot go there, but the alternate buffer's
+		// region is the whole screen and leaving it copies its cursor.
+		b.WriteString("\x1b[?47h")
+		t.writeCursor(&b, buf, buf.x, buf.y, false)
+		b.WriteString("\x1b[?47l")
+	} else {
+		t.writeCursor(&b, buf, buf.x, buf.y, t.modes.origin)
+	}
 	if t.modes.insert {
 		b.WriteString("\x1b[4h")
 	}

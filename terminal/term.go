@@ -315,6 +315,10 @@ func (t *term) printRune(r rune) {
 			row.set(t.cols-1, cell{width: 1, style: style})
 		}
 	}
+	if b.x >= t.cols { // a zero-width character at a pending wrap: xterm.js writes past the line
+		b.x++
+		return
+	}
 	row.set(b.x, cell{r: r, width: uint8(w), style: style})
 	b.x++
 	for i := 1; i < w; i++ {
