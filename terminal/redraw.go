@@ -227,14 +227,20 @@ func (t *term) writeModes(b *bytes.Buffer) {
 	case encSGRPixels:
 		flag(1016, true, true)
 	}
-	style := 0
-	if m.cursorStyle != 0 {
-		style = m.cursorStyle*2 - 1
+	// DECSCUSR: 0 unsets both; 1–6 set a shape and blinking; 7 and 8 set
+	// only blinking (xterm.js keeps the shape), as a program's out of range
+	// parameter does.
+	b.WriteString("\x1b[0 q")
+	if m.cursorBlink != 0 {
+		style := 7
+		if m.cursorStyle != 0 {
+			style = m.cursorStyle*2 - 1
+		}
 		if m.cursorBlink == 2 {
 			style++
 		}
+		b.WriteString("\x1b[" + strconv.Itoa(style) + " q")
 	}
-	b.WriteString("\x1b[" + strconv.Itoa(style) + " q")
 }
 
 // writeCharsets designates G0–G3 and invokes a level so that cs is the

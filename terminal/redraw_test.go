@@ -72,7 +72,9 @@ func observe(t *term) observed {
 	}
 	if o.alt {
 		n := t.normal
-		o.main = append(o.main, fmt.Sprintf("cursor %d,%d saved %d,%d %+v", n.x, n.y, n.savedX, n.savedY-n.ybase(), n.savedPen))
+		// A saved row that scrolled off the top reads back as row 0 (DECRC
+		// clamps it), and a redraw can only save rows on the screen.
+		o.main = append(o.main, fmt.Sprintf("cursor %d,%d saved %d,%d %+v", n.x, n.y, n.savedX, max(n.savedY-n.ybase(), 0), n.savedPen))
 	}
 	return o
 }

@@ -380,8 +380,7 @@ func (b *buffer) trimHistory() {
 		return
 	}
 	b.start = (b.start + drop) % len(b.ring)
-	b.n -= drop
-	b.savedY = max(b.savedY-drop, 0)
+	b.n -= drop // the saved row stays as it is: xterm.js leaves it
 }
 
 // resize follows xterm.js's Buffer.resize without reflow: lines are cut or

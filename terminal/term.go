@@ -55,6 +55,9 @@ type term struct {
 	buf         *buffer // the active one
 	pen         pen
 	styles      *styleTable
+	lastPen     pen    // the last pen interned, and its id: most writes reuse it
+	lastID      uint16
+	lastOK      bool
 	links       []linkRef
 	linkIndex   map[linkRef]uint16
 	modes       modes
@@ -144,18 +147,22 @@ func (t *term) write(p []byte) {
 
 // styleOf interns p, compacting the table when it is full.
 func (t *term) styleOf(p pen) uint16 {
-	if id, ok := t.styles.id(p); ok {
-		return id
+	if t.lastOK && p == t.lastPen {
+		return t.lastID
 	}
-	t.compactStyles()
-	id, _ := t.styles.id(p)
+	id, ok := t.styles.id(p)
+	if !ok {
+		t.compactStyles()
+		id, _ = t.styles.id(p)
+	}
+	t.lastPen, t.lastID, t.lastOK = p, id, true
 	return id
 }
 
 // compactStyles rebuilds the style table from the styles cells still use.
 func (t *term) compactStyles() {
 	old := t.styles
-	t.styles = newStyleTable()
+	t.styles, t.lastOK = newStyleTable(), false
 	for _, b := range []*buffer{t.normal, t.alt} {
 		for i := range b.n {
 			l := b.at(i)
@@ -528,7 +535,7 @@ func (t *term) fullReset() {
 	t.buf = t.normal
 	t.charsets, t.gl, t.cs = [4]byte{}, 0, 0
 	t.modes = defaultModes()
-	t.styles = newStyleTable()
+	t.styles, t.lastOK = newStyleTable(), false
 	t.links, t.linkIndex = []linkRef{{}}, map[linkRef]uint16{}
 }
 

@@ -323,7 +323,16 @@ func (t *term) setPrivateMode(m int, set bool) {
 	case 9, 1000, 1002, 1003:
 		t.modes.mouse = mouseNone
 		if set {
-			t.modes.mouse = map[int]int{9: mouseX10, 1000: mouseVT200, 1002: mouseDrag, 1003: mouseAny}[m]
+			switch m {
+			case 9:
+				t.modes.mouse = mouseX10
+			case 1000:
+				t.modes.mouse = mouseVT200
+			case 1002:
+				t.modes.mouse = mouseDrag
+			default:
+				t.modes.mouse = mouseAny
+			}
 		}
 	case 1004:
 		t.modes.sendFocus = set
@@ -625,7 +634,10 @@ func (t *term) esc(cmd ansi.Cmd) {
 			t.setCharset(0, 0)
 		}
 	case '(', ')', '*', '+', '-', '.':
-		g := map[byte]int{'(': 0, ')': 1, '*': 2, '+': 3, '-': 1, '.': 2}[inter]
+		g := strings.IndexByte("()*+", inter)
+		if g < 0 {
+			g = strings.IndexByte("?-.", inter) // G1–G2 of the 96-character sets
+		}
 		cs := final
 		if _, ok := xtermCharsets[cs]; !ok {
 			cs = 0
