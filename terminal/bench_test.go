@@ -70,7 +70,6 @@ func BenchmarkEmulatorFeed(b *testing.B) {
 	}
 }
 
-
 func BenchmarkCutter(b *testing.B) {
 	data := catOutput()
 	c := NewCutter()

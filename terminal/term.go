@@ -55,7 +55,7 @@ type term struct {
 	buf         *buffer // the active one
 	pen         pen
 	styles      *styleTable
-	lastPen     pen    // the last pen interned, and its id: most writes reuse it
+	lastPen     pen // the last pen interned, and its id: most writes reuse it
 	lastID      uint16
 	lastOK      bool
 	links       []linkRef
