@@ -23,7 +23,7 @@ func (t *term) redraw() []byte {
 	if t.altActive() {
 		t.paintScreen(&b, t.normal)
 		t.writeSaved(&b, t.normal)
-		t.writeCursor(&b, t.normal, t.normal.x, t.normal.y, false)
+		t.writeCursor(&b, t.normal, t.normal.x, t.normal.y, false, true)
 		b.WriteString("\x1b[0m\x1b(B\x0f\x1b[?47h")
 	}
 	t.paintScreen(&b, t.buf)
@@ -38,22 +38,23 @@ func (t *term) redraw() []byte {
 		b.WriteString("\x1b[?6h")
 	}
 	b.WriteString("\x1b]1;" + t.icon + "\x07\x1b]2;" + t.title + "\x07")
-	if t.modes.origin && !t.altActive() && (buf.y < buf.top || buf.y > buf.bottom) {
-		// Origin mode with the cursor outside the region (a buffer switch
-		// leaves it so): CUP cannot go there, but the alternate buffer's
-		// region is the whole screen and leaving it copies its cursor.
-		b.WriteString("\x1b[?47h")
-		t.writeCursor(&b, buf, buf.x, buf.y, false)
-		b.WriteString("\x1b[?47l")
+	t.placeCursor(&b, buf, true)
+	b.WriteString("\x1b[0m")
+	writeSGR(&b, t.pen, t.links)
+	if t.cs != t.charsets[t.gl] && t.cs == buf.savedCS {
+		// The program's DECRC left the saved set in use, not the invoked
+		// one: do the same, then put the cursor and pen back.
+		t.writeCharsets(&b, t.charsets[t.gl])
+		b.WriteString("\x1b8")
+		t.placeCursor(&b, buf, false)
+		b.WriteString("\x1b[0m")
+		writeSGR(&b, t.pen, t.links)
 	} else {
-		t.writeCursor(&b, buf, buf.x, buf.y, t.modes.origin)
+		t.writeCharsets(&b, t.charsets[t.gl])
 	}
 	if t.modes.insert {
 		b.WriteString("\x1b[4h")
 	}
-	b.WriteString("\x1b[0m")
-	writeSGR(&b, t.pen, t.links)
-	t.writeCharsets(&b, t.cs)
 	if t.hidden {
 		b.WriteString("\x1b[?25l")
 	} else {
@@ -63,6 +64,20 @@ func (t *term) redraw() []byte {
 		b.WriteString("\x1b[?2026l")
 	}
 	return b.Bytes()
+}
+
+// placeCursor puts the cursor where buf has it. Origin mode with the
+// cursor outside the region (a buffer switch leaves it so) cannot be
+// reached by CUP, but the alternate buffer's region is the whole screen and
+// leaving it copies its cursor.
+func (t *term) placeCursor(b *bytes.Buffer, buf *buffer, ascii bool) {
+	if t.modes.origin && !t.altActive() && (buf.y < buf.top || buf.y > buf.bottom) {
+		b.WriteString("\x1b[?47h")
+		t.writeCursor(b, buf, buf.x, buf.y, false, ascii)
+		b.WriteString("\x1b[?47l")
+		return
+	}
+	t.writeCursor(b, buf, buf.x, buf.y, t.modes.origin, ascii)
 }
 
 // paintScreen writes every row of buf's screen.
@@ -121,17 +136,20 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
 	y := buf.savedY - buf.ybase()
 	y = min(max(y, 0), t.rows-1)
-	t.writeCursor(b, buf, buf.savedX, y, false)
+	t.writeCursor(b, buf, buf.savedX, y, false, true)
 	b.WriteString("\x1b[0m")
 	writeSGR(b, buf.savedPen, nil)
-	t.writeCharsets(b, buf.savedCS)
+	temp := t.writeCharsets(b, buf.savedCS)
 	b.WriteString("\x1b7")
+	if temp {
+		t.writeCharsets(b, t.charsets[t.gl])
+	}
 }
 
 // writeCursor moves to (x, y); x == cols, a pending wrap, is reached by
 // writing the last cell again. Under origin mode rows count from the
 // region's top.
-func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin bool) {
+func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin, ascii bool) {
 	row := y
 	if origin {
 		row -= buf.top
@@ -148,7 +166,9 @@ func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin bool) 
 	writeCUP(b, row, last)
 	b.WriteString("\x1b[0m")
 	writeSGR(b, t.styles.pens[l.cells[last].style], t.links)
-	b.WriteString("\x1b(B\x0f")
+	if ascii {
+		b.WriteString("\x1b(B\x0f")
+	}
 	c := l.cells[last]
 	switch {
 	case c.comb:
@@ -243,27 +263,25 @@ func (t *term) writeModes(b *bytes.Buffer) {
 	}
 }
 
-// writeCharsets designates G0–G3 and invokes a level so that cs is the
-// charset in use. DECRC can leave xterm.js using a set other than the
-// invoked level's; that is reproduced by invoking a level that holds cs
-// when one does (the level itself is then off).
-func (t *term) writeCharsets(b *bytes.Buffer, cs byte) {
-	for g, c := range t.charsets {
+// writeCharsets designates G0–G3 and invokes the level, with cs in the
+// invoked level if it is not there: a DECSC then saves cs as the set in
+// use. It reports whether it put cs there, for the caller to designate the
+// real set again after its DECSC.
+func (t *term) writeCharsets(b *bytes.Buffer, cs byte) bool {
+	final := func(c byte) byte {
 		if c == 0 {
-			c = 'B'
+			return 'B'
 		}
-		b.WriteString(string([]byte{0x1b, "()*+"[g], c}))
+		return c
 	}
-	gl := t.gl
-	if t.charsets[gl] != cs {
-		for g, c := range t.charsets {
-			if c == cs {
-				gl = g
-				break
-			}
+	for g, c := range t.charsets {
+		if g == t.gl {
+			c = cs
 		}
+		b.WriteString(string([]byte{0x1b, "()*+"[g], final(c)}))
 	}
-	b.WriteString([]string{"\x0f", "\x0e", "\x1bn", "\x1bo"}[gl])
+	b.WriteString([]string{"\x0f", "\x0e", "\x1bn", "\x1bo"}[t.gl])
+	return cs != t.charsets[t.gl]
 }
 
 // writeSGR writes p as SGR after a reset, and its hyperlink.
