@@ -33,8 +33,19 @@ func NewCutter() *Cutter {
 // ground, the last ground point at all; -1 when p has none.
 func (c *Cutter) Scan(p []byte) (clear, ground int) {
 	clear, ground = -1, -1
-	for i, b := range p {
+	for i := 0; i < len(p); i++ {
+		b := p[i]
 		before := c.s.p.State()
+		if before == parser.GroundState && b >= 0x20 && b < 0x7f {
+			// printable ASCII between sequences: every byte is a ground
+			// point and none ends a pending wrap, so the run is skipped
+			// without the parser (which would stay in ground).
+			for i+1 < len(p) && p[i+1] >= 0x20 && p[i+1] < 0x7f {
+				i++
+			}
+			ground = i + 1
+			continue
+		}
 		_, action, keep := c.s.advance(b)
 		if !keep || !c.s.ground() {
 			continue
