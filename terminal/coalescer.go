@@ -194,7 +194,8 @@ func (c *Coalescer) windowEnd(p *pending) {
 	}
 }
 
-// emit sends buf[:n] and keeps the rest.
+// emit sends buf[:n] and keeps the rest in a new array: an emitted batch
+// is never written again, so Emit may keep it.
 func (c *Coalescer) emit(p *pending, n int) {
 	if n <= 0 {
 		return

@@ -119,6 +119,11 @@ func (e *Emulator) wakeFeed() {
 // unless the emulator is MaxLag behind: it then waits for room, which is
 // what slows a program that outruns its emulator.
 func (e *Emulator) Feed(p []byte) error {
+	return e.feed(bytes.Clone(p))
+}
+
+// feed queues p, which the caller hands over: nobody writes to it again.
+func (e *Emulator) feed(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
@@ -130,7 +135,7 @@ func (e *Emulator) Feed(p []byte) error {
 		e.feedMu.Unlock()
 		return ErrClosed
 	}
-	e.lag = append(e.lag, bytes.Clone(p))
+	e.lag = append(e.lag, p)
 	e.lagBytes += len(p)
 	e.feedMu.Unlock()
 	e.wakeFeed()
