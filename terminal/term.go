@@ -174,11 +174,19 @@ func (t *term) compactStyles() {
 	}
 }
 
-// curCell is a cell of the current pen, erase cells the erase attribute:
-// the current background colour and nothing else (xterm.js's
-// _eraseAttrData).
-func (t *term) curStyle() uint16 { return t.styleOf(t.pen) }
+// curStyle is the style of cells the current pen writes. An underline
+// style without the underline flag (DECRC restores the flags, not the
+// style, as xterm.js does) shows nothing, so cells do not keep it.
+func (t *term) curStyle() uint16 {
+	p := t.pen
+	if p.flags&flagUnderline == 0 {
+		p.ul = 0
+	}
+	return t.styleOf(p)
+}
 
+// eraseCell is an erased cell: the current background colour and nothing
+// else (xterm.js's _eraseAttrData).
 func (t *term) eraseCell() cell {
 	if t.pen.bg == 0 {
 		return cell{width: 1}
