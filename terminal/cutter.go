@@ -12,8 +12,8 @@ import (
 // the two agree where strings end) and costs far less than the emulator.
 //
 // Pending wrap: after a character printed into the last column the cursor
-// waits to wrap, and x/vt does not expose that state, so a redraw taken there
-// loses it. The cutter cannot see columns cheaply, so it reports a second,
+// waits to wrap; the redraw reproduces that state (by writing the last cell
+// again), but a cut where no wrap is pending is the simpler redraw. The cutter cannot see columns cheaply, so it reports a second,
 // preferred offset: the last ground point right after an action that ends a
 // pending wrap (CR, LF, VT, FF, BS, IND, RIS, or a CSI that moves the cursor
 // or erases characters). Everything else is only a ground point.
@@ -58,7 +58,7 @@ func (c *Cutter) Scan(p []byte) (clear, ground int) {
 	return clear, ground
 }
 
-// csiEndsWrap marks CSI finals after which x/vt never has a pending wrap:
+// csiEndsWrap marks CSI finals after which no wrap is pending:
 // cursor moves, DECSTBM (homes the cursor) and ECH/EL (erase characters).
 var csiEndsWrap = [128]bool{
 	'A': true, 'B': true, 'C': true, 'D': true, 'E': true, 'F': true, 'G': true,
