@@ -201,7 +201,12 @@ func (c *Coalescer) emit(p *pending, n int) {
 		return
 	}
 	c.opts.Emit(Batch{Offset: p.offset, Data: p.buf[:n]})
-	p.buf = append([]byte(nil), p.buf[n:]...)
+	rest := p.buf[n:]
+	p.buf = nil
+	if len(rest) > 0 || n >= c.opts.MaxBatch/2 {
+		// bulk output: one array per batch rather than one per doubling
+		p.buf = append(make([]byte, 0, max(c.opts.MaxBatch+32<<10, len(rest))), rest...)
+	}
 	p.offset += int64(n)
 	p.clear, p.ground = shift(p.clear, n), shift(p.ground, n)
 }
