@@ -106,7 +106,11 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 	for x := 0; x < end; x++ {
 		c := l.cells[x]
 		if c.width == 0 && c.r == 0 && !c.comb {
-			continue // the second half of a wide character
+			// the second half of a wide character, or one ICH split off
+			// its first half (that one stays a blank: no sequence but the
+			// same ICH makes it), so the next cell is placed by column
+			reposition = true
+			continue
 		}
 		if c.style != curID {
 			p := t.styles.pens[c.style]

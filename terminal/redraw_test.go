@@ -61,10 +61,8 @@ func observe(t *term) observed {
 		title: t.title, icon: t.icon, top: t.buf.top, bottom: t.buf.bottom,
 		charsets: t.charsets, gl: t.gl, cs: t.cs,
 	}
+	o.pen = normalPen(o.pen)
 	o.pen.link = 0
-	if o.pen.flags&flagUnderline == 0 {
-		o.pen.ul = 0 // shows nothing without the flag (term.curStyle)
-	}
 	b := t.buf
 	o.saved = fmt.Sprintf("%d,%d %+v %q", b.savedX, max(min(b.savedY-b.ybase(), t.rows-1), 0), b.savedPen, b.savedCS)
 	for y := range t.rows {

@@ -182,6 +182,9 @@ func (l *line) resize(cols int, fill cell) {
 			}
 		}
 		l.cells = l.cells[:cols:cols]
+		if cols > 0 && l.cells[cols-1].width == 2 { // its second half is cut off
+			l.set(cols-1, blankOf(l.cells[cols-1]))
+		}
 		return
 	}
 	l.cells = append(l.cells, make([]cell, cols-old)...)

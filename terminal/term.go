@@ -174,15 +174,22 @@ func (t *term) compactStyles() {
 	}
 }
 
-// curStyle is the style of cells the current pen writes. An underline
-// style without the underline flag (DECRC restores the flags, not the
-// style, as xterm.js does) shows nothing, so cells do not keep it.
+// curStyle is the style of cells the current pen writes.
 func (t *term) curStyle() uint16 {
-	p := t.pen
-	if p.flags&flagUnderline == 0 {
+	return t.styleOf(normalPen(t.pen))
+}
+
+// normalPen drops what a pen cannot show: DECRC restores the flags and not
+// the underline style, as xterm.js does, so the flag can come without a
+// style (a single underline) and a style without the flag (nothing).
+func normalPen(p pen) pen {
+	switch {
+	case p.flags&flagUnderline == 0:
 		p.ul = 0
+	case p.ul == 0:
+		p.ul = 1
 	}
-	return t.styleOf(p)
+	return p
 }
 
 // eraseCell is an erased cell: the current background colour and nothing
@@ -337,7 +344,9 @@ func (t *term) printRune(r rune) {
 	row.set(b.x, cell{r: r, width: uint8(w), style: style})
 	b.x++
 	for i := 1; i < w; i++ {
-		row.set(b.x, cell{width: 0, style: style})
+		if b.x < t.cols { // a wide character in a one-column terminal
+			row.set(b.x, cell{width: 0, style: style})
+		}
 		b.x++
 	}
 	if b.x < t.cols && row.cells[b.x].width == 0 && row.cells[b.x].r == 0 {
