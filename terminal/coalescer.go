@@ -16,6 +16,12 @@ const Window = 25 * time.Millisecond
 // typing still goes out about 40 times a second between keys.
 const EchoWindow = 10 * time.Millisecond
 
+// coalescerQueue is how many reads the PTY reader may hand over before the
+// coalescer takes them: the reader then does not wait for the coalescer's
+// goroutine to be scheduled after every read (a few MB/s on a loaded
+// machine).
+const coalescerQueue = 64
+
 // MaxBatch is the default CoalescerOptions.MaxBatch. Only output faster
 // than about 2.6 MB/s reaches it, where coalescing saves nothing anyway.
 const MaxBatch = 64 << 10
@@ -49,8 +55,13 @@ type CoalescerOptions struct {
 	// Clock makes the window timers; default the system clock.
 	Clock Clock
 	// Emit receives batches in order, from the coalescer's goroutine.
-	// While it runs, Write blocks: a slow consumer slows the reader.
+	// While it runs, Write blocks once Queue reads wait: a slow consumer
+	// slows the reader.
 	Emit func(Batch)
+	// Queue is how many writes may wait for the coalescer's goroutine;
+	// default coalescerQueue, negative for none (Write returns once the
+	// coalescer has the bytes: tests that drive the clock need that).
+	Queue int
 }
 
 // Coalescer turns output chunks into batches: the first bytes after a quiet
@@ -81,7 +92,10 @@ func NewCoalescer(o CoalescerOptions) *Coalescer {
 	if o.EchoWindow <= 0 {
 		o.EchoWindow = EchoWindow
 	}
-	c := &Coalescer{in: make(chan []byte), done: make(chan struct{}), opts: o}
+	if o.Queue == 0 {
+		o.Queue = coalescerQueue
+	}
+	c := &Coalescer{in: make(chan []byte, max(o.Queue, 0)), done: make(chan struct{}), opts: o}
 	go c.run()
 	return c
 }
@@ -180,13 +194,19 @@ func (c *Coalescer) windowEnd(p *pending) {
 	}
 }
 
-// emit sends buf[:n] and keeps the rest.
+// emit sends buf[:n] and keeps the rest in a new array: an emitted batch
+// is never written again, so Emit may keep it.
 func (c *Coalescer) emit(p *pending, n int) {
 	if n <= 0 {
 		return
 	}
 	c.opts.Emit(Batch{Offset: p.offset, Data: p.buf[:n]})
-	p.buf = append([]byte(nil), p.buf[n:]...)
+	rest := p.buf[n:]
+	p.buf = nil
+	if len(rest) > 0 || n >= c.opts.MaxBatch/2 {
+		// bulk output: one array per batch rather than one per doubling
+		p.buf = append(make([]byte, 0, max(c.opts.MaxBatch+32<<10, len(rest))), rest...)
+	}
 	p.offset += int64(n)
 	p.clear, p.ground = shift(p.clear, n), shift(p.ground, n)
 }

@@ -37,7 +37,7 @@ type coalescerRig struct {
 
 func newRig(t *testing.T) *coalescerRig {
 	r := &coalescerRig{t: t, clock: &fakeClock{timers: make(chan *fakeTimer, 16)}, batches: make(chan Batch, 16)}
-	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, Emit: func(b Batch) { r.batches <- b }})
+	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, Emit: func(b Batch) { r.batches <- b }, Queue: -1})
 	t.Cleanup(func() { _ = r.c.Close() })
 	return r
 }
@@ -159,7 +159,7 @@ func TestCoalescerCutsOnlyAtGround(t *testing.T) {
 
 func TestCoalescerSendsANeverEndingStringOnceItIsLarge(t *testing.T) {
 	r := &coalescerRig{t: t, clock: &fakeClock{timers: make(chan *fakeTimer, 16)}, batches: make(chan Batch, 16)}
-	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, MaxBatch: 20, Emit: func(b Batch) { r.batches <- b }})
+	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, MaxBatch: 20, Emit: func(b Batch) { r.batches <- b }, Queue: -1})
 	t.Cleanup(func() { _ = r.c.Close() })
 	r.write("\x1b]0;0123456789") // 15 bytes, no cut point
 	recv(t, r.clock.timers, "window").fire()
@@ -191,7 +191,7 @@ func TestCoalescerCloseFlushesEverything(t *testing.T) {
 
 func TestCoalescerBoundsBatches(t *testing.T) {
 	r := &coalescerRig{t: t, clock: &fakeClock{timers: make(chan *fakeTimer, 16)}, batches: make(chan Batch, 16)}
-	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, MaxBatch: 20, Emit: func(b Batch) { r.batches <- b }})
+	r.c = NewCoalescer(CoalescerOptions{Clock: r.clock, MaxBatch: 20, Emit: func(b Batch) { r.batches <- b }, Queue: -1})
 	t.Cleanup(func() { _ = r.c.Close() })
 	r.write("a")
 	r.expect(0, "a")

@@ -12,8 +12,8 @@ import (
 // the two agree where strings end) and costs far less than the emulator.
 //
 // Pending wrap: after a character printed into the last column the cursor
-// waits to wrap, and x/vt does not expose that state, so a redraw taken there
-// loses it. The cutter cannot see columns cheaply, so it reports a second,
+// waits to wrap; the redraw reproduces that state (by writing the last cell
+// again), but a cut where no wrap is pending is the simpler redraw. The cutter cannot see columns cheaply, so it reports a second,
 // preferred offset: the last ground point right after an action that ends a
 // pending wrap (CR, LF, VT, FF, BS, IND, RIS, or a CSI that moves the cursor
 // or erases characters). Everything else is only a ground point.
@@ -33,8 +33,19 @@ func NewCutter() *Cutter {
 // ground, the last ground point at all; -1 when p has none.
 func (c *Cutter) Scan(p []byte) (clear, ground int) {
 	clear, ground = -1, -1
-	for i, b := range p {
+	for i := 0; i < len(p); i++ {
+		b := p[i]
 		before := c.s.p.State()
+		if before == parser.GroundState && b >= 0x20 && b < 0x7f {
+			// printable ASCII between sequences: every byte is a ground
+			// point and none ends a pending wrap, so the run is skipped
+			// without the parser (which would stay in ground).
+			for i+1 < len(p) && p[i+1] >= 0x20 && p[i+1] < 0x7f {
+				i++
+			}
+			ground = i + 1
+			continue
+		}
 		_, action, keep := c.s.advance(b)
 		if !keep || !c.s.ground() {
 			continue
@@ -47,7 +58,7 @@ func (c *Cutter) Scan(p []byte) (clear, ground int) {
 	return clear, ground
 }
 
-// csiEndsWrap marks CSI finals after which x/vt never has a pending wrap:
+// csiEndsWrap marks CSI finals after which no wrap is pending:
 // cursor moves, DECSTBM (homes the cursor) and ECH/EL (erase characters).
 var csiEndsWrap = [128]bool{
 	'A': true, 'B': true, 'C': true, 'D': true, 'E': true, 'F': true, 'G': true,

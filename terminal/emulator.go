@@ -54,7 +54,7 @@ const MaxLag = 1 << 20
 // calls, so a snapshot or resize waits for at most about this much work.
 const feedChunk = 32 << 10
 
-// Emulator is a terminal emulator owned by one goroutine: x/vt is not safe
+// Emulator is a terminal emulator owned by one goroutine: the screen model is not safe
 // for concurrent use, and a redraw must see the screen between two writes.
 // Every method hands its work to that goroutine and waits for it, except
 // Feed, which queues output for it.
@@ -119,6 +119,11 @@ func (e *Emulator) wakeFeed() {
 // unless the emulator is MaxLag behind: it then waits for room, which is
 // what slows a program that outruns its emulator.
 func (e *Emulator) Feed(p []byte) error {
+	return e.feed(bytes.Clone(p))
+}
+
+// feed queues p, which the caller hands over: nobody writes to it again.
+func (e *Emulator) feed(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
@@ -130,7 +135,7 @@ func (e *Emulator) Feed(p []byte) error {
 		e.feedMu.Unlock()
 		return ErrClosed
 	}
-	e.lag = append(e.lag, bytes.Clone(p))
+	e.lag = append(e.lag, p)
 	e.lagBytes += len(p)
 	e.feedMu.Unlock()
 	e.wakeFeed()
@@ -217,7 +222,7 @@ func (e *Emulator) Snapshot() (Snapshot, error) {
 	var s Snapshot
 	err := e.do(func(t *term) {
 		s = Snapshot{
-			Offset: t.fed, Cols: t.vt.Width(), Rows: t.vt.Height(), Title: t.title,
+			Offset: t.fed, Cols: t.cols, Rows: t.rows, Title: t.title,
 			History: t.history(), Redraw: t.redraw(), Tail: e.pendingLag(t.fed),
 		}
 	})

@@ -2,171 +2,373 @@ package terminal
 
 import (
 	"bytes"
-	"fmt"
-	"sort"
-
-	uv "github.com/charmbracelet/ultraviolet"
-	"github.com/charmbracelet/x/ansi"
+	"strconv"
 )
 
 // redrawReset puts a terminal in a known state before painting: SGR, scroll
 // region, origin mode, character sets, hyperlink, insert mode; autowrap off
-// so a full row cannot wrap; both screen modes left for the main screen.
-const redrawReset = "\x1b[0m\x1b[r\x1b[?6l\x1b(B\x1b)B\x1b*B\x1b+B\x0f" +
-	"\x1b]8;;\x07\x1b[4l\x1b[?7l\x1b[?1049l\x1b[?1047l"
-
-// skipModes are restored by other steps of a redraw, or must not be
-// replayed: 25 (cursor visibility, last), 1047/1048/1049 (screens, saved
-// cursor) and 2026 (the redraw's own synchronized update).
-var skipModes = map[int]bool{25: true, 1047: true, 1048: true, 1049: true, 2026: true}
+// so a full row cannot wrap; the normal buffer active.
+const redrawReset = "\x1b[?1049l\x1b[?1047l\x1b[?47l\x1b[0m\x1b[r\x1b[?6l\x1b(B\x1b)B\x1b*B\x1b+B\x0f" +
+	"\x1b]8;;\x07\x1b[4l\x1b[?7l"
 
 // redraw returns bytes that make a terminal of the same size, fresh or
-// dirty, show exactly this screen: the recipe in DESIGN.md Known pitfalls.
+// dirty, show exactly this screen: every cell written at its own column,
+// then the state a program can see (modes, region, saved cursor, cursor,
+// pen, character sets, title).
 func (t *term) redraw() []byte {
 	var b bytes.Buffer
+	b.Grow(t.cols * t.rows * 2)
 	b.WriteString("\x1b[?2026h")
 	b.WriteString(redrawReset)
-	alt := t.vt.IsAltScreen()
-	if alt && t.main != nil {
-		paint(&b, t.main.Lines)
-		t.enterAltScreen(&b)
+	if t.altActive() {
+		t.paintScreen(&b, t.normal)
+		t.writeSaved(&b, t.normal)
+		t.writeCursor(&b, t.normal, t.normal.x, t.normal.y, false, true)
+		b.WriteString("\x1b[0m\x1b(B\x0f\x1b[?47h")
 	}
-	paint(&b, t.activeLines())
-	s := t.scr[t.cur()]
-	cur := t.cursor()
-	// x/vt does not home the cursor when origin mode is set, so a cursor can
-	// sit outside the scroll region under it; CUP cannot put it there, so
-	// origin mode is then set after the cursors, by absolute positions.
-	origin := t.modes[ansi.ModeOrigin].IsSet()
-	late := origin && (outside(s, s.saved.pos.Y) || outside(s, cur.pos.Y))
-	t.writeModes(&b, late)
-	t.writeCharsets(&b)
-	if s.top != 0 || s.bottom != t.vt.Height() {
-		fmt.Fprintf(&b, "\x1b[%d;%dr", s.top+1, s.bottom)
+	t.paintScreen(&b, t.buf)
+	t.writeTabs(&b)
+	t.writeSaved(&b, t.buf)
+	t.writeModes(&b)
+	buf := t.buf
+	if buf.top != 0 || buf.bottom != t.rows-1 {
+		b.WriteString("\x1b[" + strconv.Itoa(buf.top+1) + ";" + strconv.Itoa(buf.bottom+1) + "r")
 	}
-	fmt.Fprintf(&b, "\x1b]1;%s\x07\x1b]2;%s\x07", t.icon, t.title)
-	top := 0
-	if origin && !late {
-		top = s.top
-	}
-	writeCursor(&b, s.saved, top)
-	b.WriteString("\x1b7")
-	writeCursor(&b, cur, top)
-	if late {
+	if t.modes.origin {
 		b.WriteString("\x1b[?6h")
 	}
-	b.WriteString("\x1b[?2026l")
-	return b.Bytes()
-}
-
-// activeLines copies the rows of the active screen.
-func (t *term) activeLines() []uv.Line {
-	lines := make([]uv.Line, t.vt.Height())
-	for y := range lines {
-		lines[y] = t.line(y)
+	b.WriteString("\x1b]1;" + t.icon + "\x07\x1b]2;" + t.title + "\x07")
+	t.placeCursor(&b, buf, true)
+	b.WriteString("\x1b[0m")
+	writeSGR(&b, t.pen, t.links)
+	if t.cs != t.charsets[t.gl] && t.cs == buf.savedCS {
+		// The program's DECRC left the saved set in use, not the invoked
+		// one: do the same, then put the cursor and pen back.
+		t.writeCharsets(&b, t.charsets[t.gl])
+		b.WriteString("\x1b8")
+		t.placeCursor(&b, buf, false)
+		b.WriteString("\x1b[0m")
+		writeSGR(&b, t.pen, t.links)
+	} else {
+		t.writeCharsets(&b, t.charsets[t.gl])
 	}
-	return lines
-}
-
-// paint writes each row: move, erase the line (not the display, which x/vt
-// would push into history), then the row rendered from its cells.
-func paint(b *bytes.Buffer, lines []uv.Line) {
-	b.WriteString("\x1b[0m\x1b]8;;\x07") // the alternate screen inherits the main pen
-	for y, l := range lines {
-		fmt.Fprintf(b, "\x1b[%dH\x1b[2K", y+1)
-		b.WriteString(l.Render())
+	if t.modes.insert {
+		b.WriteString("\x1b[4h")
 	}
-	b.WriteString("\x1b[0m\x1b]8;;\x07")
-}
-
-// enterAltScreen restores the main screen's cursor as it was at the switch
-// and enters the alternate screen the way the program did. 1049 saves the
-// cursor as it enters, so only 1047 needs the saved cursor set first.
-func (t *term) enterAltScreen(b *bytes.Buffer) {
-	if t.altVia == 1049 {
-		writeCursor(b, t.mainCur, 0)
-		b.WriteString("\x1b[?1049h")
-		return
-	}
-	writeCursor(b, t.scr[0].saved, 0)
-	b.WriteString("\x1b7")
-	writeCursor(b, t.mainCur, 0)
-	b.WriteString("\x1b[?1047h")
-}
-
-// outside reports whether row y is outside s's scroll region.
-func outside(s screenState, y int) bool {
-	return y < s.top || y >= s.bottom
-}
-
-// writeModes sets every tracked mode, resets before sets, because xterm.js
-// turns all mouse tracking off on any mouse mode reset.
-func (t *term) writeModes(b *bytes.Buffer, skipOrigin bool) {
-	var resets, sets []string
-	for m, s := range t.modes {
-		if s.IsPermanentlySet() || s.IsPermanentlyReset() || (skipOrigin && m == ansi.ModeOrigin) {
-			continue
-		}
-		seq := modeSeq(m, s.IsSet())
-		if seq == "" {
-			continue
-		}
-		if s.IsSet() {
-			sets = append(sets, seq)
-		} else {
-			resets = append(resets, seq)
-		}
-	}
-	sort.Strings(resets)
-	sort.Strings(sets)
-	for _, s := range append(resets, sets...) {
-		b.WriteString(s)
-	}
-}
-
-// modeSeq is the sequence that sets or resets m, or "" for modes a redraw
-// handles elsewhere.
-func modeSeq(m ansi.Mode, set bool) string {
-	final := 'l'
-	if set {
-		final = 'h'
-	}
-	switch m := m.(type) {
-	case ansi.DECMode:
-		if skipModes[int(m)] {
-			return ""
-		}
-		return fmt.Sprintf("\x1b[?%d%c", int(m), final)
-	case ansi.ANSIMode:
-		return fmt.Sprintf("\x1b[%d%c", int(m), final)
-	}
-	return ""
-}
-
-// writeCursor sets style, position, pen, link and visibility. Under origin
-// mode rows count from the scroll region's top, given as top.
-func writeCursor(b *bytes.Buffer, c cursorState, top int) {
-	n := int(c.style)*2 + 1
-	if c.steady {
-		n++
-	}
-	fmt.Fprintf(b, "\x1b[%d q", n)
-	fmt.Fprintf(b, "\x1b[%d;%dH", c.pos.Y-top+1, c.pos.X+1)
-	b.WriteString("\x1b[0m") // a pen's SGR only adds: the saved cursor's bold must not stay
-	b.WriteString(c.pen.String())
-	b.WriteString(ansi.SetHyperlink(c.link.URL, c.link.Params))
-	if c.hidden {
+	if t.hidden {
 		b.WriteString("\x1b[?25l")
 	} else {
 		b.WriteString("\x1b[?25h")
 	}
+	if !t.modes.syncOutput {
+		b.WriteString("\x1b[?2026l")
+	}
+	return b.Bytes()
 }
 
-// writeCharsets restores the G0–G3 designations and the set invoked into GL,
-// which painting needed at their defaults.
-func (t *term) writeCharsets(b *bytes.Buffer) {
-	for g, final := range t.charsets {
-		b.WriteString(string([]byte{ansi.ESC, "()*+"[g], final}))
+// placeCursor puts the cursor where buf has it. Origin mode with the
+// cursor outside the region (a buffer switch leaves it so) cannot be
+// reached by CUP, but the alternate buffer's region is the whole screen and
+// leaving it copies its cursor.
+func (t *term) placeCursor(b *bytes.Buffer, buf *buffer, ascii bool) {
+	if t.modes.origin && !t.altActive() && (buf.y < buf.top || buf.y > buf.bottom) {
+		b.WriteString("\x1b[?47h")
+		t.writeCursor(b, buf, buf.x, buf.y, false, ascii)
+		b.WriteString("\x1b[?47l")
+		return
+	}
+	t.writeCursor(b, buf, buf.x, buf.y, t.modes.origin, ascii)
+}
+
+// paintScreen writes every row of buf's screen.
+func (t *term) paintScreen(b *bytes.Buffer, buf *buffer) {
+	b.WriteString("\x1b[0m")
+	for y := range t.rows {
+		writeCUP(b, y, 0)
+		b.WriteString("\x1b[2K")
+		t.writeLine(b, buf.row(y))
+		b.WriteString("\x1b[0m\x1b]8;;\x07")
+	}
+}
+
+// writeLine writes a line's cells from column 0, leaving out trailing
+// default blanks; a cell after one that is not one ASCII character wide is
+// placed by column (CHA), which also keeps a zero-width character from
+// joining the one before it.
+func (t *term) writeLine(b *bytes.Buffer, l *line) {
+	end := len(l.cells)
+	for end > 0 && l.cells[end-1] == (cell{width: 1}) {
+		end--
+	}
+	cur := pen{}
+	curID := uint16(0)
+	reposition := false
+	for x := 0; x < end; x++ {
+		c := l.cells[x]
+		if c.width == 0 && c.r == 0 && !c.comb {
+			// the second half of a wide character, or one ICH split off
+			// its first half (that one stays a blank: no sequence but the
+			// same ICH makes it), so the next cell is placed by column
+			reposition = true
+			continue
+		}
+		if c.style != curID {
+			p := t.styles.pens[c.style]
+			writeSGRDiff(b, cur, p, t.links)
+			cur, curID = p, c.style
+			reposition = false
+		}
+		if reposition || c.width == 0 {
+			// after a character of another width, or before one that
+			// must not join the character before it
+			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
+		}
+		switch {
+		case c.comb:
+			b.WriteString(l.comb[x])
+		case c.r == 0:
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(c.r)
+		}
+		reposition = c.width != 1 || c.r >= 0x80
+	}
+}
+
+// writeSaved sets buf's saved cursor: position, pen and charset, saved
+// with DECSC.
+func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
+	y := buf.savedY - buf.ybase()
+	y = min(max(y, 0), t.rows-1)
+	t.writeCursor(b, buf, buf.savedX, y, false, true)
+	b.WriteString("\x1b[0m")
+	writeSGR(b, buf.savedPen, nil)
+	temp := t.writeCharsets(b, buf.savedCS)
+	b.WriteString("\x1b7")
+	if temp {
+		t.writeCharsets(b, t.charsets[t.gl])
+	}
+}
+
+// writeCursor moves to (x, y); x == cols, a pending wrap, is reached by
+// writing the last cell again. Under origin mode rows count from the
+// region's top.
+func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin, ascii bool) {
+	row := y
+	if origin {
+		row -= buf.top
+	}
+	if x < t.cols {
+		writeCUP(b, row, x)
+		return
+	}
+	l := buf.row(y)
+	last := t.cols - 1
+	if last > 0 && l.cells[last].width == 0 && l.cells[last].r == 0 && !l.cells[last].comb && l.cells[last-1].width == 2 {
+		last--
+	}
+	writeCUP(b, row, last)
+	b.WriteString("\x1b[0m")
+	writeSGR(b, t.styles.pens[l.cells[last].style], t.links)
+	if ascii {
+		b.WriteString("\x1b(B\x0f")
+	}
+	c := l.cells[last]
+	switch {
+	case c.comb:
+		b.WriteString(l.comb[last])
+	case c.r == 0:
+		b.WriteByte(' ')
+	default:
+		b.WriteRune(c.r)
+	}
+	b.WriteString("\x1b]8;;\x07")
+}
+
+func writeCUP(b *bytes.Buffer, y, x int) {
+	b.WriteString("\x1b[" + strconv.Itoa(y+1) + ";" + strconv.Itoa(x+1) + "H")
+}
+
+// writeTabs restores tab stops that differ from every-8-columns.
+func (t *term) writeTabs(b *bytes.Buffer) {
+	buf := t.buf
+	same := true
+	for x := range buf.tabs {
+		if buf.tabs[x] != (x > 0 && x%8 == 0) {
+			same = false
+			break
+		}
+	}
+	if same {
+		return
+	}
+	b.WriteString("\x1b[3g")
+	for x, set := range buf.tabs {
+		if set {
+			writeCUP(b, 0, x)
+			b.WriteString("\x1bH")
+		}
+	}
+}
+
+// writeModes sets every mode a program can change, resets before sets
+// (xterm.js turns all mouse tracking off on any mouse mode reset).
+func (t *term) writeModes(b *bytes.Buffer) {
+	m := t.modes
+	flag := func(n int, set bool, private bool) {
+		b.WriteString("\x1b[")
+		if private {
+			b.WriteByte('?')
+		}
+		b.WriteString(strconv.Itoa(n))
+		if set {
+			b.WriteByte('h')
+		} else {
+			b.WriteByte('l')
+		}
+	}
+	flag(1, m.appCursor, true)
+	flag(66, m.appKeypad, true)
+	flag(2004, m.bracketedPaste, true)
+	flag(45, m.reverseWrap, true)
+	flag(1004, m.sendFocus, true)
+	flag(20, m.convertEol, false)
+	flag(7, m.wraparound, true)
+	b.WriteString("\x1b[?1000l\x1b[?1006l")
+	switch m.mouse {
+	case mouseX10:
+		flag(9, true, true)
+	case mouseVT200:
+		flag(1000, true, true)
+	case mouseDrag:
+		flag(1002, true, true)
+	case mouseAny:
+		flag(1003, true, true)
+	}
+	switch m.mouseEnc {
+	case encSGR:
+		flag(1006, true, true)
+	case encSGRPixels:
+		flag(1016, true, true)
+	}
+	// DECSCUSR: 0 unsets both; 1–6 set a shape and blinking; 7 and 8 set
+	// only blinking (xterm.js keeps the shape), as a program's out of range
+	// parameter does.
+	b.WriteString("\x1b[0 q")
+	if m.cursorBlink != 0 {
+		style := 7
+		if m.cursorStyle != 0 {
+			style = m.cursorStyle*2 - 1
+		}
+		if m.cursorBlink == 2 {
+			style++
+		}
+		b.WriteString("\x1b[" + strconv.Itoa(style) + " q")
+	}
+}
+
+// writeCharsets designates G0–G3 and invokes the level, with cs in the
+// invoked level if it is not there: a DECSC then saves cs as the set in
+// use. It reports whether it put cs there, for the caller to designate the
+// real set again after its DECSC.
+func (t *term) writeCharsets(b *bytes.Buffer, cs byte) bool {
+	final := func(c byte) byte {
+		if c == 0 {
+			return 'B'
+		}
+		return c
+	}
+	for g, c := range t.charsets {
+		if g == t.gl {
+			c = cs
+		}
+		b.WriteString(string([]byte{0x1b, "()*+"[g], final(c)}))
 	}
 	b.WriteString([]string{"\x0f", "\x0e", "\x1bn", "\x1bo"}[t.gl])
+	return cs != t.charsets[t.gl]
+}
+
+// writeSGR writes p as SGR after a reset, and its hyperlink.
+func writeSGR(b *bytes.Buffer, p pen, links []linkRef) {
+	writeSGRDiff(b, pen{}, p, links)
+}
+
+// writeSGRDiff writes what turns pen from into to.
+func writeSGRDiff(b *bytes.Buffer, from, to pen, links []linkRef) {
+	if from == to {
+		return
+	}
+	var ps []string
+	if from.flags&^to.flags != 0 || from.fg != to.fg && to.fg == 0 || from.bg != to.bg && to.bg == 0 ||
+		from.ul != to.ul && to.ul == 0 || from.ulColor != to.ulColor && to.ulColor == 0 {
+		ps = append(ps, "0")
+		from = pen{link: from.link}
+	}
+	flags := []struct {
+		f   uint16
+		sgr string
+	}{{flagBold, "1"}, {flagDim, "2"}, {flagItalic, "3"}, {flagBlink, "5"}, {flagInverse, "7"},
+		{flagInvisible, "8"}, {flagStrike, "9"}, {flagOverline, "53"}}
+	for _, f := range flags {
+		if to.flags&f.f != 0 && from.flags&f.f == 0 {
+			ps = append(ps, f.sgr)
+		}
+	}
+	if to.flags&flagUnderline != 0 && (from.flags&flagUnderline == 0 || from.ul != to.ul) {
+		ps = append(ps, "4:"+strconv.Itoa(int(max(to.ul, 1))))
+	}
+	if to.fg != from.fg {
+		ps = append(ps, colorSGR(38, to.fg))
+	}
+	if to.bg != from.bg {
+		ps = append(ps, colorSGR(48, to.bg))
+	}
+	if to.ulColor != from.ulColor && to.ulColor != 0 {
+		ps = append(ps, colorSGR(58, to.ulColor))
+	}
+	if len(ps) > 0 {
+		b.WriteString("\x1b[")
+		for i, p := range ps {
+			if i > 0 {
+				b.WriteByte(';')
+			}
+			b.WriteString(p)
+		}
+		b.WriteByte('m')
+	}
+	if links != nil && from.link != to.link {
+		l := links[to.link]
+		b.WriteString("\x1b]8;" + l.params + ";" + l.url + "\x07")
+	}
+}
+
+// colorSGR is the SGR for colour c in the same mode xterm.js keeps it.
+func colorSGR(base int, c color) string {
+	v := c.value()
+	switch c.mode() {
+	case colorP16:
+		if base == 58 {
+			return "58;5;" + strconv.Itoa(v)
+		}
+		if v < 8 {
+			return strconv.Itoa(base - 8 + v)
+		}
+		return strconv.Itoa(base + 52 + v - 8)
+	case colorP256:
+		return strconv.Itoa(base) + ";5;" + strconv.Itoa(v)
+	case colorRGB:
+		return strconv.Itoa(base) + ";2;" + strconv.Itoa(v>>16&0xff) + ";" + strconv.Itoa(v>>8&0xff) + ";" + strconv.Itoa(v&0xff)
+	}
+	return strconv.Itoa(base + 1)
+}
+
+// history renders the normal buffer's history, oldest first, each line
+// ended by CRLF.
+func (t *term) history() []byte {
+	var b bytes.Buffer
+	for _, l := range t.historyLines() {
+		t.writeLine(&b, l)
+		b.WriteString("\x1b[0m\x1b]8;;\x07\r\n")
+	}
+	return b.Bytes()
 }

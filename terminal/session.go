@@ -97,7 +97,7 @@ func Start(o Options) (*Session, error) {
 // (at most MaxLag behind). A snapshot covers everything queued, so it never
 // describes bytes the caller has not been given an offset for.
 func (s *Session) deliver(b Batch) {
-	_ = s.emu.Feed(b.Data)
+	_ = s.emu.feed(b.Data) // the coalescer never writes to an emitted batch again
 	if s.out != nil {
 		s.out(b)
 	}

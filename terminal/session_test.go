@@ -141,7 +141,7 @@ func TestEveryByteBeforeExit(t *testing.T) {
 	}
 	screen := feed(80, 24, string(redraw))
 	defer screen.close()
-	if got, want := screen.line(22).String(), lines[len(lines)-1]; got != want {
+	if got, want := lineText(screen.buf.row(22)), lines[len(lines)-1]; got != want {
 		t.Fatalf("last screen line %q, want %q", got, want)
 	}
 }
@@ -204,8 +204,8 @@ func TestInputResizeAndRedraw(t *testing.T) {
 	}
 	want := feed(100, 30, string(c.bytes()[:snap.Offset]))
 	defer want.close()
-	if want.title != "✳ demo" || !want.vt.IsAltScreen() {
-		t.Fatalf("replayed stream: title %q alt %v", want.title, want.vt.IsAltScreen())
+	if want.title != "✳ demo" || !want.altActive() {
+		t.Fatalf("replayed stream: title %q alt %v", want.title, want.altActive())
 	}
 	got := feed(100, 30, string(snap.Attach()))
 	defer got.close()

@@ -5,7 +5,7 @@ import (
 	"github.com/charmbracelet/x/ansi/parser"
 )
 
-// c1ST is the 8-bit String Terminator. x/vt's parser (ansi v0.11) ends every
+// c1ST is the 8-bit String Terminator. x/ansi's parser (v0.11) ends every
 // control string at this byte, even when it is the middle of a UTF-8
 // character such as "✳" (E2 9C B3) in Claude Code's title.
 const c1ST = 0x9C
@@ -15,10 +15,10 @@ const c1ST = 0x9C
 // puts 0x9C back before its OSC handlers read the data.
 const stPlaceholder = 0x9D
 
-// streamState mirrors the escape parser x/vt runs over a byte stream, with
+// streamState is the escape parser the screen model runs over a byte stream, with
 // one correction: inside an OSC, DCS, SOS, PM or APC string, a 0x9C that
 // continues a UTF-8 character is data, not the C1 terminator. Both the
-// emulator (which rewrites such bytes before x/vt sees them) and the cutter
+// emulator (whose parser gets such bytes rewritten) and the cutter
 // (which must agree with the emulator on where strings end) use it.
 //
 // A streamState is owned by one goroutine.
@@ -56,9 +56,9 @@ func strayC1(st parser.State, b byte) bool {
 	return b >= 0x80 && b <= 0x9F && st != parser.Utf8State && !inString(st)
 }
 
-// advance feeds one byte. It returns the byte x/vt must see in its place and
+// advance feeds one byte. It returns the byte the parser saw in its place and
 // the parser action, and keeps the per-string bookkeeping. A stray C1 byte
-// (see strayC1) is not fed: keep is false and x/vt must not see it.
+// (see strayC1) is not fed: keep is false.
 func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool) {
 	before := s.p.State()
 	if strayC1(before, b) {

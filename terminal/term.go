@@ -1,16 +1,14 @@
 package terminal
 
 import (
-	"bytes"
-	"io"
+	"fmt"
 
-	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/ansi/parser"
-	"github.com/charmbracelet/x/vt"
 )
 
-// HistoryLines is how many lines scrolled off the top the emulator keeps.
+// HistoryLines is how many lines scrolled off the top the emulator keeps:
+// the scrollback xterm.js keeps by default, and the viewer's.
 const HistoryLines = 1000
 
 // replyQueue bounds the terminal query replies kept for a reader. Replies
@@ -18,207 +16,566 @@ const HistoryLines = 1000
 // grow memory or stall the emulator.
 const replyQueue = 64
 
-// cursorState is the part of a cursor that x/vt saves with DECSC and that a
-// redraw must restore; x/vt keeps the pen, link and saved copy private.
-type cursorState struct {
-	pos    uv.Position
-	pen    uv.Style
-	link   uv.Link
-	hidden bool
-	style  vt.CursorStyle
-	steady bool
+// Mouse protocols and encodings, as xterm.js names them.
+const (
+	mouseNone = iota
+	mouseX10
+	mouseVT200
+	mouseDrag
+	mouseAny
+)
+
+const (
+	encDefault = iota
+	encSGR
+	encSGRPixels
+)
+
+// modes are the terminal modes xterm.js keeps (CoreService's modes and
+// decPrivateModes, the mouse service's protocol and encoding).
+type modes struct {
+	appCursor, appKeypad, bracketedPaste, insert bool
+	wraparound, origin, reverseWrap, sendFocus   bool
+	syncOutput, convertEol                       bool
+	mouse, mouseEnc                              int
+	cursorStyle                                  int // 0 unset, 1 block, 2 underline, 3 bar
+	cursorBlink                                  int // 0 unset, 1 blinking, 2 steady
 }
 
-// screenState is what this package tracks for one of x/vt's two screens.
-type screenState struct {
-	pen    uv.Style
-	link   uv.Link
-	saved  cursorState
-	top    int // scroll region, first row
-	bottom int // scroll region, one past the last row
-}
+func defaultModes() modes { return modes{wraparound: true} }
 
-// term wraps an x/vt emulator with the state x/vt keeps private (title,
-// pen, link, scroll region, saved cursor, modes, the main screen behind the
-// alternate one), tracked by handlers that observe and let the built-in run.
-//
-// Every field is owned by one goroutine (the Emulator's), except replies,
-// which the drain goroutine sends on.
+// term is the screen model behind an Emulator: a terminal that does what
+// xterm.js does with the same bytes (xterm.js's InputHandler is the
+// reference, proved by the differential tests against @xterm/headless),
+// parsed by x/ansi's parser. Its fields are owned by the Emulator's
+// goroutine, except replies, which it only sends on.
 type term struct {
-	vt     *vt.Emulator
-	stream *streamState
-	// scratch holds rewritten bytes on their way into vt.
-	scratch []byte
-	// oscFixes are offsets of placeholders in the OSC being dispatched.
-	oscFixes []int
-
+	cols, rows  int
+	normal, alt *buffer
+	buf         *buffer // the active one
+	pen         pen
+	styles      *styleTable
+	lastPen     pen // the last pen interned, and its id: most writes reuse it
+	lastID      uint16
+	lastOK      bool
+	links       []linkRef
+	linkIndex   map[linkRef]uint16
+	modes       modes
+	hidden      bool
+	// charsets are the G0–G3 designations (0 for ASCII, else the final
+	// byte: '0' DEC special graphics, 'A' UK, ...), gl the level invoked
+	// and cs the charset in use (DECRC can make it differ from
+	// charsets[gl], as in xterm.js).
+	charsets    [4]byte
+	gl          int
+	cs          byte
+	precW       int // width of the last printed character, 0 when the next may not join it
 	title, icon string
-	// charsets are the G0–G3 designations ('B' ASCII, '0' DEC special
-	// graphics, 'A' UK) and gl the set invoked into GL (SO, SI, LS2, LS3).
-	charsets [4]byte
-	gl       int
-	modes    ansi.Modes
-	scr      [2]screenState
-	// main is the main screen as it was when the alternate one was entered,
-	// and mainCur its cursor; nil while the main screen is active.
-	main    *uv.Buffer
-	mainCur cursorState
-	// altVia is the mode (1047 or 1049) that entered the alternate screen.
-	altVia int
-	// fed counts bytes written, the offset a redraw describes.
-	fed int64
-
-	replies chan []byte
-	drained chan struct{}
+	stream      *streamState
+	params      xparams
+	fed         int64 // bytes written, the offset a redraw describes
+	replies     chan []byte
 }
 
-// newTerm builds the emulator and starts the goroutine that drains query
-// replies; close waits for it.
+// linkRef is one OSC 8 hyperlink.
+type linkRef struct{ params, url string }
+
+// newTerm builds a terminal of w×h with HistoryLines of scrollback.
 func newTerm(w, h int) *term {
 	t := &term{
-		vt:      vt.NewEmulator(w, h),
-		stream:  newStreamState(),
-		modes:   defaultModes(),
+		cols: w, rows: h, styles: newStyleTable(), linkIndex: map[linkRef]uint16{},
+		links: []linkRef{{}}, modes: defaultModes(), stream: newStreamState(),
 		replies: make(chan []byte, replyQueue),
-		drained: make(chan struct{}),
 	}
-	t.vt.SetScrollbackSize(HistoryLines)
-	t.resetScreens(h)
-	t.vt.SetCallbacks(vt.Callbacks{
-		EnableMode:  func(m ansi.Mode) { t.modes[m] = ansi.ModeSet },
-		DisableMode: func(m ansi.Mode) { t.modes[m] = ansi.ModeReset },
+	t.stream.p.SetDataSize(64 << 10)
+	t.stream.p.SetHandler(ansi.Handler{
+		Print: t.printRune, Execute: t.execute, HandleCsi: t.csi, HandleEsc: t.esc,
+		HandleOsc: t.osc, HandleDcs: func(ansi.Cmd, ansi.Params, []byte) { t.precW = 0 },
 	})
-	t.observe()
-	go t.drain()
+	t.normal = newBuffer(w, h, HistoryLines)
+	t.alt = newBuffer(w, h, 0)
+	t.normal.fillViewport(cell{width: 1})
+	t.buf = t.normal
 	return t
 }
 
-// defaultModes is the mode table x/vt starts with (vt.resetModes).
-func defaultModes() ansi.Modes {
-	m := ansi.Modes{}
-	for _, d := range []int{1, 6, 9, 20, 66, 69, 1000, 1001, 1002, 1003, 1004, 1006, 1047, 1048, 1049, 2004} {
-		m[ansi.DECMode(d)] = ansi.ModeReset
-	}
-	m[ansi.DECMode(7)] = ansi.ModeSet
-	m[ansi.DECMode(25)] = ansi.ModeSet
-	return m
-}
-
-func (t *term) resetScreens(h int) {
-	t.charsets, t.gl = [4]byte{'B', 'B', 'B', 'B'}, 0
-	for i := range t.scr {
-		t.scr[i] = screenState{bottom: h}
-	}
-}
-
-// drain reads query replies (DA, DSR, ...) as x/vt writes them. x/vt writes
-// them into an unbuffered pipe from inside Write, so without a reader the
-// emulator deadlocks. Replies go to a bounded queue and are dropped when it
-// is full.
-func (t *term) drain() {
-	defer close(t.drained)
-	defer close(t.replies)
-	buf := make([]byte, 4096)
-	for {
-		n, err := t.vt.Read(buf)
-		if n > 0 {
-			select {
-			case t.replies <- bytes.Clone(buf[:n]):
-			default:
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// close ends the drain goroutine and waits for it. It closes the pipe rather
-// than calling vt.Close, which writes a flag the drain goroutine reads.
+// close releases nothing but ends the replies channel.
 func (t *term) close() {
-	if pw, ok := t.vt.InputPipe().(*io.PipeWriter); ok {
-		_ = pw.Close()
+	if t.replies != nil {
+		close(t.replies)
+		t.replies = nil
 	}
-	<-t.drained
 }
 
-// cur is the index of the active screen in scr.
-func (t *term) cur() int {
-	if t.vt.IsAltScreen() {
-		return 1
+func (t *term) reply(format string, args ...any) {
+	if t.replies == nil {
+		return
 	}
-	return 0
+	select {
+	case t.replies <- fmt.Appendf(nil, format, args...):
+	default:
+	}
 }
 
-// write feeds p to the emulator. Bytes are rewritten where a 0x9C would end
-// a control string early; a write is split after each OSC that had such a
-// byte, so its handlers can put the byte back.
+// altActive reports whether the alternate buffer is shown.
+func (t *term) altActive() bool { return t.buf == t.alt }
+
+// write feeds p to the terminal. Printable ASCII between sequences is
+// written straight into the line, the rest through the parser.
 func (t *term) write(p []byte) {
 	t.fed += int64(len(p))
-	t.scratch = t.scratch[:0]
-	for _, b := range p {
-		before := t.stream.p.State()
-		out, action, keep := t.stream.advance(b)
-		if !keep {
+	for i := 0; i < len(p); {
+		b := p[i]
+		if b >= 0x20 && b < 0x7f && t.stream.p.State() == parser.GroundState {
+			j := i + 1
+			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
+				j++
+			}
+			t.printASCII(p[i:j])
+			i = j
 			continue
 		}
-		if action == parser.ExecuteAction && (b == ansi.SO || b == ansi.SI) {
-			t.gl = int(ansi.SI - b) // SO (0x0E) invokes G1, SI (0x0F) G0
+		if (b == '\n' || b == '\r') && t.stream.p.State() == parser.GroundState {
+			t.execute(b)
+			i++
+			continue
 		}
-		t.scratch = append(t.scratch, out)
-		if before == parser.OscStringState && t.stream.p.State() != parser.OscStringState && len(t.stream.fixes) > 0 {
-			t.oscFixes = t.stream.fixes
-			_, _ = t.vt.Write(t.scratch)
-			t.scratch, t.oscFixes = t.scratch[:0], nil
-		}
-	}
-	if len(t.scratch) > 0 {
-		_, _ = t.vt.Write(t.scratch)
+		t.stream.advance(b)
+		i++
 	}
 }
 
-// resize changes both screens, as x/vt does, and the saved main screen.
+// styleOf interns p, compacting the table when it is full.
+func (t *term) styleOf(p pen) uint16 {
+	if t.lastOK && p == t.lastPen {
+		return t.lastID
+	}
+	id, ok := t.styles.id(p)
+	if !ok {
+		t.compactStyles()
+		id, _ = t.styles.id(p)
+	}
+	t.lastPen, t.lastID, t.lastOK = p, id, true
+	return id
+}
+
+// compactStyles rebuilds the style table from the styles cells still use.
+func (t *term) compactStyles() {
+	old := t.styles
+	t.styles, t.lastOK = newStyleTable(), false
+	for _, b := range []*buffer{t.normal, t.alt} {
+		for i := range b.n {
+			l := b.at(i)
+			for x := range l.cells {
+				id, _ := t.styles.id(old.pens[l.cells[x].style])
+				l.cells[x].style = id
+			}
+		}
+	}
+}
+
+// curStyle is the style of cells the current pen writes.
+func (t *term) curStyle() uint16 {
+	return t.styleOf(normalPen(t.pen))
+}
+
+// normalPen drops what a pen cannot show: DECRC restores the flags and not
+// the underline style, as xterm.js does, so the flag can come without a
+// style (a single underline) and a style without the flag (nothing).
+func normalPen(p pen) pen {
+	switch {
+	case p.flags&flagUnderline == 0:
+		p.ul = 0
+	case p.ul == 0:
+		p.ul = 1
+	}
+	return p
+}
+
+// eraseCell is an erased cell: the current background colour and nothing
+// else (xterm.js's _eraseAttrData).
+func (t *term) eraseCell() cell {
+	if t.pen.bg == 0 {
+		return cell{width: 1}
+	}
+	return cell{width: 1, style: t.styleOf(pen{bg: t.pen.bg})}
+}
+
+// restrictCursor is xterm.js's _restrictCursor.
+func (t *term) restrictCursor(maxCol int) {
+	b := t.buf
+	b.x = min(maxCol, max(0, b.x))
+	if t.modes.origin {
+		b.y = min(b.bottom, max(b.top, b.y))
+	} else {
+		b.y = min(t.rows-1, max(0, b.y))
+	}
+}
+
+func (t *term) setCursor(x, y int) {
+	b := t.buf
+	b.x = x
+	if t.modes.origin {
+		b.y = b.top + y
+	} else {
+		b.y = y
+	}
+	t.restrictCursor(t.cols - 1)
+}
+
+func (t *term) moveCursor(dx, dy int) {
+	t.restrictCursor(t.cols - 1)
+	t.setCursor(t.buf.x+dx, t.buf.y+dy)
+}
+
+// printASCII prints a run of printable ASCII, the hot path of bulk output.
+func (t *term) printASCII(s []byte) {
+	if t.cs != 0 || t.modes.insert {
+		for _, c := range s {
+			t.printRune(rune(c))
+		}
+		return
+	}
+	b := t.buf
+	style := t.curStyle()
+	row := b.row(b.y)
+	if b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
+		row.set(b.x-1, cell{width: 1, style: style})
+	}
+	for _, c := range s {
+		if b.x >= t.cols {
+			if !t.modes.wraparound {
+				b.x = t.cols - 1
+			} else {
+				t.wrapLine(row, b.x, style)
+				row = b.row(b.y)
+			}
+		}
+		if row.cells[b.x].comb {
+			delete(row.comb, b.x)
+		}
+		row.cells[b.x] = cell{r: rune(c), width: 1, style: style}
+		b.x++
+	}
+	t.precW = 1
+	if b.x < t.cols && row.cells[b.x].width == 0 && row.cells[b.x].r == 0 {
+		row.set(b.x, cell{width: 1, style: style})
+	}
+}
+
+// wrapLine moves the cursor to the start of the next line for a character
+// that does not fit, as xterm.js's print does; cells from oldCol to the
+// margin of the row left are blanked.
+func (t *term) wrapLine(row *line, oldCol int, style uint16) {
+	b := t.buf
+	b.x = 0
+	b.y++
+	if b.y == b.bottom+1 {
+		b.y--
+		b.scroll(t.eraseCell(), true)
+	} else {
+		if b.y >= t.rows {
+			b.y = t.rows - 1
+		}
+		b.row(b.y).wrapped = true
+	}
+	for ; oldCol < t.cols; oldCol++ {
+		row.set(oldCol, cell{width: 1, style: style})
+	}
+}
+
+// printRune is xterm.js's print for one code point.
+func (t *term) printRune(r rune) {
+	if r >= 0x80 && r < 0xa0 { // a C1 control sent as UTF-8
+		t.execute(byte(r))
+		return
+	}
+	if r < 127 && t.cs != 0 {
+		r = mapCharset(t.cs, r)
+	}
+	b := t.buf
+	style := t.curStyle()
+	row := b.row(b.y)
+	if b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
+		row.set(b.x-1, cell{width: 1, style: style})
+	}
+	w := runeWidth(r)
+	join := w == 0 && t.precW != 0
+	oldW := 0
+	if join {
+		oldW = t.precW
+		w = oldW
+	}
+	t.precW = w
+	if join {
+		t.precW = oldW
+	}
+	if b.x+w-oldW > t.cols {
+		if t.modes.wraparound {
+			oldCol := b.x - oldW
+			old := row
+			t.wrapLineKeep(old, oldCol, oldW, style)
+			row = b.row(b.y)
+		} else {
+			b.x = t.cols - 1
+			if w == 2 {
+				return
+			}
+		}
+	}
+	if join && b.x > 0 {
+		off := 1
+		if row.cells[b.x-1].width == 0 {
+			off = 2
+		}
+		t.addCodepoint(row, b.x-off, r)
+		return
+	}
+	if t.modes.insert {
+		row.insertCells(b.x, w-oldW, cell{width: 1, style: style})
+		if row.cells[t.cols-1].width == 2 {
+			row.set(t.cols-1, cell{width: 1, style: style})
+		}
+	}
+	if b.x >= t.cols { // a zero-width character at a pending wrap: xterm.js writes past the line
+		b.x++
+		return
+	}
+	row.set(b.x, cell{r: r, width: uint8(w), style: style})
+	b.x++
+	for i := 1; i < w; i++ {
+		if b.x < t.cols { // a wide character in a one-column terminal
+			row.set(b.x, cell{width: 0, style: style})
+		}
+		b.x++
+	}
+	if b.x < t.cols && row.cells[b.x].width == 0 && row.cells[b.x].r == 0 {
+		row.set(b.x, cell{width: 1, style: style})
+	}
+}
+
+// wrapLineKeep wraps like wrapLine and carries the oldW cells before
+// oldCol's end (a character a combining mark widens) to the new line.
+func (t *term) wrapLineKeep(old *line, oldCol, oldW int, style uint16) {
+	b := t.buf
+	var carried []cell
+	var texts []string
+	for i := range oldW {
+		carried = append(carried, old.cells[oldCol+i])
+		texts = append(texts, old.text(oldCol+i))
+	}
+	t.wrapLine(old, oldCol, style)
+	b.x = oldW
+	row := b.row(b.y)
+	for i, c := range carried {
+		row.set(i, c)
+		if c.comb {
+			setComb(row, i, texts[i])
+		}
+	}
+}
+
+func setComb(l *line, x int, s string) {
+	if l.comb == nil {
+		l.comb = map[int]string{}
+	}
+	l.comb[x] = s
+	l.cells[x].comb = true
+}
+
+// addCodepoint joins r to the character in cell x.
+func (t *term) addCodepoint(l *line, x int, r rune) {
+	s := l.text(x) + string(r)
+	if l.cells[x].r == 0 && !l.cells[x].comb {
+		s = string(r)
+		l.cells[x].r = r
+		return
+	}
+	setComb(l, x, s)
+}
+
+// execute runs a C0 control (and the C1 controls xterm.js knows).
+func (t *term) execute(c byte) {
+	t.precW = 0
+	switch c {
+	case '\n', '\v', '\f':
+		t.lineFeed()
+	case '\r':
+		t.buf.x = 0
+	case '\b':
+		t.backspace()
+	case '\t':
+		if t.buf.x < t.cols {
+			t.buf.x = t.buf.nextStop(t.buf.x)
+		}
+	case 0x0e:
+		t.setGLevel(1)
+	case 0x0f:
+		t.setGLevel(0)
+	case 0x84:
+		t.index()
+	case 0x85:
+		t.buf.x = 0
+		t.index()
+	case 0x88:
+		t.tabSet()
+	}
+}
+
+func (t *term) lineFeed() {
+	b := t.buf
+	if t.modes.convertEol {
+		b.x = 0
+	}
+	b.y++
+	if b.y == b.bottom+1 {
+		b.y--
+		b.scroll(t.eraseCell(), false)
+	} else if b.y >= t.rows {
+		b.y = t.rows - 1
+	} else {
+		b.row(b.y).wrapped = false
+	}
+	if b.x >= t.cols {
+		b.x--
+	}
+}
+
+func (t *term) backspace() {
+	b := t.buf
+	if !t.modes.reverseWrap {
+		t.restrictCursor(t.cols - 1)
+		if b.x > 0 {
+			b.x--
+		}
+		return
+	}
+	t.restrictCursor(t.cols)
+	if b.x > 0 {
+		b.x--
+	} else if b.y > b.top && b.y <= b.bottom && b.row(b.y).wrapped {
+		b.row(b.y).wrapped = false
+		b.y--
+		b.x = t.cols - 1
+		if l := b.row(b.y); l.cells[b.x].width != 0 && l.cells[b.x].r == 0 && !l.cells[b.x].comb {
+			b.x--
+		}
+	}
+	t.restrictCursor(t.cols - 1)
+}
+
+func (t *term) index() {
+	t.restrictCursor(t.cols - 1)
+	b := t.buf
+	b.y++
+	if b.y == b.bottom+1 {
+		b.y--
+		b.scroll(t.eraseCell(), false)
+	} else if b.y >= t.rows {
+		b.y = t.rows - 1
+	}
+	t.restrictCursor(t.cols - 1)
+}
+
+func (t *term) reverseIndex() {
+	t.restrictCursor(t.cols - 1)
+	b := t.buf
+	if b.y == b.top {
+		l := b.rotate(b.top, b.bottom, false)
+		l.fill(t.eraseCell())
+		l.wrapped = false
+	} else {
+		b.y--
+		t.restrictCursor(t.cols - 1)
+	}
+}
+
+func (t *term) tabSet() {
+	if t.buf.x < t.cols {
+		t.buf.tabs[t.buf.x] = true
+	}
+}
+
+func (t *term) setGLevel(g int) {
+	t.gl = g
+	t.cs = t.charsets[g]
+}
+
+func (t *term) setCharset(g int, cs byte) {
+	t.charsets[g] = cs
+	if t.gl == g {
+		t.cs = cs
+	}
+}
+
+func (t *term) saveCursor() {
+	b := t.buf
+	b.savedX, b.savedY = b.x, b.ybase()+b.y
+	b.savedPen = pen{fg: t.pen.fg, bg: t.pen.bg, flags: t.pen.flags}
+	b.savedCS = t.cs
+}
+
+func (t *term) restoreCursor() {
+	b := t.buf
+	b.x = b.savedX
+	b.y = max(b.savedY-b.ybase(), 0)
+	t.pen.fg, t.pen.bg, t.pen.flags = b.savedPen.fg, b.savedPen.bg, b.savedPen.flags
+	t.cs = b.savedCS
+	t.restrictCursor(t.cols - 1)
+}
+
+// activateAlt and activateNormal are xterm.js's BufferSet switches.
+func (t *term) activateAlt() {
+	if t.altActive() {
+		return
+	}
+	t.alt.fillViewport(t.eraseCell())
+	t.alt.x, t.alt.y = t.normal.x, t.normal.y
+	t.buf = t.alt
+}
+
+func (t *term) activateNormal() {
+	if !t.altActive() {
+		return
+	}
+	t.normal.x, t.normal.y = t.alt.x, t.alt.y
+	t.alt.clear()
+	t.buf = t.normal
+}
+
+// fullReset is RIS as xterm.js does it: everything but the title.
+func (t *term) fullReset() {
+	t.pen = pen{}
+	t.normal = newBuffer(t.cols, t.rows, HistoryLines)
+	t.alt = newBuffer(t.cols, t.rows, 0)
+	t.normal.fillViewport(cell{width: 1})
+	t.buf = t.normal
+	t.charsets, t.gl, t.cs = [4]byte{}, 0, 0
+	t.modes = defaultModes()
+	t.styles, t.lastOK = newStyleTable(), false
+	t.links, t.linkIndex = []linkRef{{}}, map[linkRef]uint16{}
+}
+
+// resize changes both buffers (xterm.js without reflow).
 func (t *term) resize(w, h int) {
 	if w < 1 || h < 1 {
 		return
 	}
-	t.vt.Resize(w, h)
-	for i := range t.scr {
-		t.scr[i].top, t.scr[i].bottom = 0, h
+	t.normal.resize(w, h, cell{width: 1})
+	if t.altActive() {
+		t.alt.resize(w, h, cell{width: 1})
+	} else {
+		t.alt = newBuffer(w, h, 0)
 	}
-	if t.main != nil {
-		t.main.Resize(w, h)
-	}
+	t.cols, t.rows = w, h
 }
 
-// line copies row y of the active screen.
-func (t *term) line(y int) uv.Line {
-	w := t.vt.Width()
-	l := make(uv.Line, w)
-	for x := 0; x < w; x++ {
-		if c := t.vt.CellAt(x, y); c != nil {
-			l[x] = *c
-		}
+// history lines, oldest first: the normal buffer's lines above its screen.
+func (t *term) historyLines() []*line {
+	b := t.normal
+	out := make([]*line, 0, b.ybase())
+	for i := range b.ybase() {
+		out = append(out, b.at(i))
 	}
-	return l
-}
-
-// cursor reads the active screen's cursor with the tracked pen and link.
-func (t *term) cursor() cursorState {
-	s := &t.scr[t.cur()]
-	style, blink := t.vt.CursorStyle()
-	return cursorState{
-		pos: t.vt.CursorPosition(), pen: s.pen, link: s.link,
-		hidden: t.vt.CursorHidden(), style: style, steady: !blink,
-	}
-}
-
-// history renders the scrollback, oldest first, one line per CRLF.
-func (t *term) history() []byte {
-	var b bytes.Buffer
-	for _, l := range t.vt.Scrollback().Lines() {
-		b.WriteString(l.Render())
-		b.WriteString("\r\n")
-	}
-	return b.Bytes()
+	return out
 }

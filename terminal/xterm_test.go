@@ -199,26 +199,12 @@ func cellsString(cells [][]any) string {
 	return string(b)
 }
 
-// knownXtermDiffs are the corpus streams whose redraw x/vt v0.1.0 cannot
-// make agree with xterm.js, and why: they are logged, not failed, until the
-// screen model is replaced (docs/DECISIONS.md, "The terminal of record").
-// A listed stream that starts to agree fails the test, so the list only
-// shrinks.
-var knownXtermDiffs = map[string]string{
-	"wide at margin":           "x/vt drops a wide character that must wrap at the right margin",
-	"wide last col":            "x/vt drops a wide character printed in the last column",
-	"c1 then emoji":            "x/vt joins an emoji modifier to the character before it (grapheme clusters)",
-	"colours":                  "x/vt joins 👍🏽 into one cluster; xterm.js counts 🏽 as its own wide cell",
-	"erase at wrap":            "x/vt loses the pending wrap, so EL at the margin erases the last cell",
-	"clear then more":          "x/vt pushes a screen cleared with ED 2 into history; xterm.js does not",
-	"partial region":           "x/vt pushes lines leaving a scroll region that does not start at the top into history",
-	"scroll region":            "x/vt pushes lines leaving a scroll region that does not start at the top into history",
-	"alt-screen-60x15.bin":     "x/vt does not know mode 47 (the alternate screen without saving the cursor)",
-	"cjk-margins-21x8.bin":     "x/vt drops wide characters that must wrap at the right margin",
-	"scroll-regions-40x12.bin": "x/vt pushes lines leaving a scroll region that does not start at the top into history",
-	"top-120x30.bin":           "x/vt loses the pending wrap, so EL at the margin erases top's last inverse cell",
-	"dirty":                    "x/vt does not home the cursor when origin mode (DECOM) is set; xterm.js does",
-}
+// knownXtermDiffs are corpus streams whose redraw may not agree with
+// xterm.js, each with why: they are logged, not failed. A listed stream that
+// starts to agree fails the test, so the list only shrinks. It is empty:
+// the screen model (term.go) agrees on the whole corpus; x/vt v0.1.0, the
+// terminal of record before it, got 13 streams wrong (docs/DECISIONS.md).
+var knownXtermDiffs = map[string]string{}
 
 // compareWithXterm checks every stream's attach payload against xterm fed
 // the stream itself, in one run of the reference.

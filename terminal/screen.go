@@ -1,0 +1,453 @@
+package terminal
+
+import "sort"
+
+// The screen model: what xterm.js (the viewers' renderer) keeps for a
+// terminal, kept the same way, so that a redraw built from it shows what a
+// viewer fed the program's own bytes shows. Lines live in a ring, so a
+// scroll moves no cells; a cell is 8 bytes, its attributes an index into a
+// table of the styles in use.
+
+// Colour modes, as xterm.js keeps them (Attributes.CM_*).
+const (
+	colorDefault = 0
+	colorP16     = 1
+	colorP256    = 2
+	colorRGB     = 3
+)
+
+// color is a colour mode in the top byte and its value (palette index or
+// 0xRRGGBB) below.
+type color uint32
+
+func mkColor(mode int, value int) color { return color(uint32(mode)<<24 | uint32(value)&0xFFFFFF) }
+func (c color) mode() int               { return int(c >> 24) }
+func (c color) value() int              { return int(c & 0xFFFFFF) }
+
+// Flags of a pen, xterm.js's FgFlags and BgFlags.
+const (
+	flagBold = 1 << iota
+	flagDim
+	flagItalic
+	flagUnderline
+	flagBlink
+	flagInverse
+	flagInvisible
+	flagStrike
+	flagOverline
+)
+
+// pen is everything a cell's appearance carries.
+type pen struct {
+	fg, bg  color
+	flags   uint16
+	ul      uint8 // underline style 1–5 while flagUnderline is set
+	ulColor color
+	link    uint16 // index into the links table, 0 for none
+}
+
+// cell is one column of a line: the code point written there (0 for an
+// erased cell; combined code points are kept in the line), its width as
+// xterm.js counts it (the cell after a wide character has width 0 and no
+// content), and its style.
+type cell struct {
+	r     rune
+	style uint16
+	width uint8
+	comb  bool // the line's comb map holds the full text
+}
+
+// line is one row, on the screen or in history.
+type line struct {
+	cells   []cell
+	comb    map[int]string // text of cells with comb set, by column
+	wrapped bool
+}
+
+func newLine(cols int, fill cell) *line {
+	l := &line{cells: make([]cell, cols)}
+	l.fill(fill)
+	return l
+}
+
+func (l *line) fill(c cell) {
+	for i := range l.cells {
+		l.cells[i] = c
+	}
+	l.comb = nil
+}
+
+// set writes c at x, dropping any combined text there.
+func (l *line) set(x int, c cell) {
+	if l.cells[x].comb {
+		delete(l.comb, x)
+	}
+	l.cells[x] = c
+}
+
+// text returns the characters of the cell at x.
+func (l *line) text(x int) string {
+	c := l.cells[x]
+	if c.comb {
+		return l.comb[x]
+	}
+	if c.r == 0 {
+		return ""
+	}
+	return string(c.r)
+}
+
+// copyCell copies the cell at from to to, with its combined text.
+func (l *line) copyCell(to, from int) {
+	c := l.cells[from]
+	l.set(to, c)
+	if c.comb {
+		if l.comb == nil {
+			l.comb = map[int]string{}
+		}
+		l.comb[to] = l.comb[from]
+	}
+}
+
+// insertCells is xterm.js's BufferLine.insertCells.
+func (l *line) insertCells(pos, n int, fill cell) {
+	w := len(l.cells)
+	pos %= w
+	if pos > 0 && l.cells[pos-1].width == 2 {
+		l.set(pos-1, blankOf(fill))
+	}
+	if n < w-pos {
+		for i := w - pos - n - 1; i >= 0; i-- {
+			l.copyCell(pos+n+i, pos+i)
+		}
+		for i := 0; i < n; i++ {
+			l.set(pos+i, fill)
+		}
+	} else {
+		for i := pos; i < w; i++ {
+			l.set(i, fill)
+		}
+	}
+	if l.cells[w-1].width == 2 {
+		l.set(w-1, blankOf(fill))
+	}
+}
+
+// deleteCells is xterm.js's BufferLine.deleteCells.
+func (l *line) deleteCells(pos, n int, fill cell) {
+	w := len(l.cells)
+	pos %= w
+	if n < w-pos {
+		for i := 0; i < w-pos-n; i++ {
+			l.copyCell(pos+i, pos+n+i)
+		}
+		for i := w - n; i < w; i++ {
+			l.set(i, fill)
+		}
+	} else {
+		for i := pos; i < w; i++ {
+			l.set(i, fill)
+		}
+	}
+	if pos > 0 && l.cells[pos-1].width == 2 {
+		l.set(pos-1, blankOf(fill))
+	}
+	if l.cells[pos].width == 0 && l.cells[pos].r == 0 {
+		l.set(pos, blankOf(fill))
+	}
+}
+
+// replaceCells is xterm.js's BufferLine.replaceCells: cells start..end-1
+// become fill, and a wide character cut in half at either end is blanked.
+func (l *line) replaceCells(start, end int, fill cell) {
+	w := len(l.cells)
+	if start > 0 && start <= w && l.cells[start-1].width == 2 {
+		l.set(start-1, blankOf(fill))
+	}
+	if end < w && end > 0 && l.cells[end-1].width == 2 {
+		l.set(end, blankOf(fill))
+	}
+	for ; start < end && start < w; start++ {
+		l.set(start, fill)
+	}
+}
+
+// resize changes the line's width, filling new cells with fill.
+func (l *line) resize(cols int, fill cell) {
+	old := len(l.cells)
+	if cols <= old {
+		for x := cols; x < old; x++ {
+			if l.cells[x].comb {
+				delete(l.comb, x)
+			}
+		}
+		l.cells = l.cells[:cols:cols]
+		if cols > 0 && l.cells[cols-1].width == 2 { // its second half is cut off
+			l.set(cols-1, blankOf(l.cells[cols-1]))
+		}
+		return
+	}
+	l.cells = append(l.cells, make([]cell, cols-old)...)
+	for x := old; x < cols; x++ {
+		l.cells[x] = fill
+	}
+}
+
+// blankOf is an empty one-column cell with fill's style.
+func blankOf(fill cell) cell { return cell{width: 1, style: fill.style} }
+
+// styleTable interns pens: cells hold a uint16 index. Index 0 is the
+// default pen.
+type styleTable struct {
+	pens  []pen
+	index map[pen]uint16
+}
+
+func newStyleTable() *styleTable {
+	return &styleTable{pens: []pen{{}}, index: map[pen]uint16{{}: 0}}
+}
+
+// maxStyles bounds the table; past it the terminal compacts it to the
+// styles still in use (see term.compactStyles).
+const maxStyles = 1 << 16
+
+func (s *styleTable) id(p pen) (uint16, bool) {
+	if i, ok := s.index[p]; ok {
+		return i, true
+	}
+	if len(s.pens) >= maxStyles {
+		return 0, false
+	}
+	i := uint16(len(s.pens))
+	s.pens = append(s.pens, p)
+	s.index[p] = i
+	return i, true
+}
+
+// buffer is one of xterm.js's two buffers: the normal one, whose lines
+// scrolled off the top stay as history, and the alternate one, which keeps
+// none. Its lines are a ring of at most rows+scrollback lines; the screen
+// is the last rows of them.
+type buffer struct {
+	ring       []*line
+	start, n   int // ring index of the oldest line; lines held
+	max        int // rows + scrollback
+	rows, cols int
+	scrollback int
+
+	x, y        int // cursor; x == cols is a pending wrap
+	top, bottom int // scroll region, inclusive rows
+	savedX      int
+	savedY      int // absolute line (ybase + y) as xterm.js saves it
+	savedPen    pen // only fg, bg and flags are restored
+	savedCS     byte
+	tabs        []bool
+}
+
+func newBuffer(cols, rows, scrollback int) *buffer {
+	b := &buffer{rows: rows, cols: cols, scrollback: scrollback, max: rows + scrollback}
+	b.clear()
+	return b
+}
+
+// clear is xterm.js's Buffer.clear: no lines, cursor home, full region.
+func (b *buffer) clear() {
+	b.ring, b.start, b.n = nil, 0, 0
+	b.x, b.y, b.top, b.bottom = 0, 0, 0, b.rows-1
+	b.setupTabs()
+}
+
+func (b *buffer) setupTabs() {
+	b.tabs = make([]bool, b.cols)
+	for i := 8; i < b.cols; i += 8 {
+		b.tabs[i] = true
+	}
+}
+
+// fillViewport is xterm.js's fillViewportRows: an empty buffer gets rows
+// blank lines.
+func (b *buffer) fillViewport(fill cell) {
+	if b.n == 0 {
+		for range b.rows {
+			b.push(fill)
+		}
+	}
+}
+
+func (b *buffer) ybase() int { return b.n - b.rows }
+
+// at returns line i, counting from the oldest.
+func (b *buffer) at(i int) *line {
+	return b.ring[(b.start+i)%len(b.ring)]
+}
+
+func (b *buffer) setAt(i int, l *line) {
+	b.ring[(b.start+i)%len(b.ring)] = l
+}
+
+// row returns screen row y.
+func (b *buffer) row(y int) *line { return b.at(b.n - b.rows + y) }
+
+// push appends a blank line, reusing the oldest when the ring is full.
+func (b *buffer) push(fill cell) *line {
+	if b.n < b.max {
+		if len(b.ring) < b.max && b.n == len(b.ring) {
+			b.normalize()
+			l := newLine(b.cols, fill)
+			b.ring = append(b.ring, l)
+			b.n++
+			return l
+		}
+		l := b.at(b.n)
+		b.n++
+		l.cells = resizeCells(l.cells, b.cols)
+		l.fill(fill)
+		l.wrapped = false
+		return l
+	}
+	l := b.at(0)
+	b.start = (b.start + 1) % len(b.ring)
+	l.cells = resizeCells(l.cells, b.cols)
+	l.fill(fill)
+	l.wrapped = false
+	return l
+}
+
+func resizeCells(c []cell, cols int) []cell {
+	if cap(c) >= cols {
+		return c[:cols]
+	}
+	return make([]cell, cols)
+}
+
+// rotate moves screen rows first..last by one: up (the first comes out
+// at the end) or down (the last comes out at the start); it returns the
+// line that came out, to be blanked by the caller.
+func (b *buffer) rotate(first, last int, up bool) *line {
+	base := b.ybase()
+	if up {
+		l := b.at(base + first)
+		for y := first; y < last; y++ {
+			b.setAt(base+y, b.at(base+y+1))
+		}
+		b.setAt(base+last, l)
+		return l
+	}
+	l := b.at(base + last)
+	for y := last; y > first; y-- {
+		b.setAt(base+y, b.at(base+y-1))
+	}
+	b.setAt(base+first, l)
+	return l
+}
+
+// scroll is xterm.js's BufferService.scroll: the region moves up a line; a
+// region at the top sends its first line into history.
+func (b *buffer) scroll(fill cell, wrapped bool) {
+	if b.top == 0 {
+		l := b.push(fill)
+		l.wrapped = wrapped
+		if b.bottom != b.rows-1 {
+			b.rotate(b.bottom, b.rows-1, false)
+		}
+		return
+	}
+	l := b.rotate(b.top, b.bottom, true)
+	l.fill(fill)
+	l.wrapped = wrapped
+}
+
+// nextStop and prevStop are xterm.js's tab stop searches.
+func (b *buffer) nextStop(x int) int {
+	for x++; x < b.cols && !b.tabs[x]; x++ {
+	}
+	if x >= b.cols {
+		return b.cols - 1
+	}
+	return x
+}
+
+func (b *buffer) prevStop(x int) int {
+	for x--; x > 0 && (x >= b.cols || !b.tabs[x]); x-- {
+	}
+	if x >= b.cols {
+		return b.cols - 1
+	}
+	return max(x, 0)
+}
+
+// trimHistory drops every history line (ED 3).
+func (b *buffer) trimHistory() {
+	drop := b.ybase()
+	if drop <= 0 {
+		return
+	}
+	b.start = (b.start + drop) % len(b.ring)
+	b.n -= drop // the saved row stays as it is: xterm.js leaves it
+}
+
+// resize follows xterm.js's Buffer.resize without reflow: lines are cut or
+// padded, and rows come from or go to history as xterm.js moves them.
+func (b *buffer) resize(cols, rows int, fill cell) {
+	lines := make([]*line, 0, b.n)
+	for i := range b.n {
+		l := b.at(i)
+		l.resize(cols, fill)
+		lines = append(lines, l)
+	}
+	ybase := b.n - b.rows
+	if rows > b.rows {
+		for y := b.rows; y < rows; y++ {
+			if ybase > 0 && len(lines) <= ybase+b.y+1 {
+				ybase--
+				b.y++
+			} else {
+				lines = append(lines, newLine(cols, fill))
+			}
+		}
+	} else {
+		for y := b.rows; y > rows; y-- {
+			if len(lines) > ybase+b.y+1 {
+				lines = lines[:len(lines)-1]
+			} else {
+				ybase++
+			}
+		}
+	}
+	newMax := rows + b.scrollback
+	if len(lines) > newMax {
+		drop := len(lines) - newMax
+		lines = lines[drop:]
+		b.savedY = max(b.savedY-drop, 0)
+	}
+	b.ring, b.start, b.n, b.max, b.rows, b.cols = lines, 0, len(lines), newMax, rows, cols
+	b.x = min(b.x, cols-1)
+	b.y = min(max(b.y, 0), rows-1)
+	b.savedX = min(b.savedX, cols-1)
+	b.top, b.bottom = 0, rows-1
+	old := b.tabs
+	b.setupTabs()
+	copy(b.tabs, old)
+}
+
+// normalize puts the ring's lines in order from index 0, so it can grow.
+func (b *buffer) normalize() {
+	if b.start == 0 {
+		return
+	}
+	lines := make([]*line, len(b.ring), cap(b.ring))
+	for i := range b.ring {
+		lines[i] = b.ring[(b.start+i)%len(b.ring)]
+	}
+	b.ring, b.start = lines, 0
+}
+
+// sortedKeys returns a map's keys in order, for deterministic output.
+func sortedKeys(m map[int]string) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}

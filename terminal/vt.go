@@ -1,0 +1,724 @@
+package terminal
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// widthRange is a run of code points of one width (widths_table.go).
+type widthRange struct {
+	lo, hi rune
+	w      uint8
+}
+
+// bmpWidths holds the width of every code point below 0x10000.
+var bmpWidths = func() *[0x10000]uint8 {
+	var t [0x10000]uint8
+	for i := range t {
+		t[i] = 1
+	}
+	for _, r := range xtermWidths {
+		for c := r.lo; c <= r.hi && c < 0x10000; c++ {
+			t[c] = r.w
+		}
+	}
+	return &t
+}()
+
+// runeWidth is xterm.js's wcwidth with the Unicode 11 add-on.
+func runeWidth(r rune) int {
+	if r < 0x10000 {
+		if r < 0 {
+			return 1
+		}
+		return int(bmpWidths[r])
+	}
+	i := sort.Search(len(xtermWidths), func(i int) bool { return xtermWidths[i].hi >= r })
+	if i < len(xtermWidths) && xtermWidths[i].lo <= r {
+		return int(xtermWidths[i].w)
+	}
+	return 1
+}
+
+func mapCharset(cs byte, r rune) rune {
+	if m, ok := xtermCharsets[cs][r]; ok {
+		return m
+	}
+	return r
+}
+
+// xparams are a CSI's parameters as xterm.js sees them: main parameters
+// (missing is 0) with their colon sub-parameters (missing is -1), and at
+// least one main parameter.
+type xparams struct {
+	main []int
+	sub  [][]int
+}
+
+func (x *xparams) load(p ansi.Params) {
+	x.main, x.sub = x.main[:0], x.sub[:0]
+	inSub := false
+	for _, q := range p {
+		if inSub {
+			v := q.Param(-1)
+			x.sub[len(x.sub)-1] = append(x.sub[len(x.sub)-1], v)
+		} else {
+			x.main = append(x.main, max(q.Param(0), 0))
+			x.sub = append(x.sub, nil)
+		}
+		inSub = q.HasMore()
+	}
+	if len(x.main) == 0 {
+		x.main = append(x.main, 0)
+		x.sub = append(x.sub, nil)
+	}
+}
+
+// get returns main parameter i, 0 when missing.
+func (x *xparams) get(i int) int {
+	if i < len(x.main) {
+		return x.main[i]
+	}
+	return 0
+}
+
+// or1 is xterm.js's `params.params[i] || 1`.
+func (x *xparams) or1(i int) int {
+	if v := x.get(i); v != 0 {
+		return v
+	}
+	return 1
+}
+
+func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
+	t.precW = 0
+	t.params.load(p)
+	x := &t.params
+	b := t.buf
+	switch cmd.Prefix() {
+	case '?':
+		t.csiPrivate(cmd, x)
+		return
+	case '>':
+		if cmd.Final() == 'c' && cmd.Intermediate() == 0 && x.get(0) == 0 {
+			t.reply("\x1b[>0;276;0c")
+		}
+		return
+	case 0:
+	default:
+		return
+	}
+	switch cmd.Intermediate() {
+	case ' ':
+		switch cmd.Final() {
+		case '@':
+			t.scrollLeft(x.or1(0), false)
+		case 'A':
+			t.scrollLeft(x.or1(0), true)
+		case 'q':
+			t.setCursorStyle(x.get(0))
+		}
+		return
+	case '!':
+		if cmd.Final() == 'p' {
+			t.softReset()
+		}
+		return
+	case '\'':
+		switch cmd.Final() {
+		case '}':
+			t.columns(x.or1(0), true)
+		case '~':
+			t.columns(x.or1(0), false)
+		}
+		return
+	case '$':
+		if cmd.Final() == 'p' {
+			t.requestMode(x.get(0), true)
+		}
+		return
+	case 0:
+	default:
+		return
+	}
+	switch cmd.Final() {
+	case '@':
+		t.restrictCursor(t.cols - 1)
+		b.row(b.y).insertCells(b.x, x.or1(0), t.eraseCell())
+	case 'A':
+		n := x.or1(0)
+		if d := b.y - b.top; d >= 0 {
+			n = min(d, n)
+		}
+		t.moveCursor(0, -n)
+	case 'B':
+		n := x.or1(0)
+		if d := b.bottom - b.y; d >= 0 {
+			n = min(d, n)
+		}
+		t.moveCursor(0, n)
+	case 'C', 'a':
+		t.moveCursor(x.or1(0), 0)
+	case 'D':
+		t.moveCursor(-x.or1(0), 0)
+	case 'E', 'F':
+		n := x.or1(0)
+		if cmd.Final() == 'E' {
+			if d := b.bottom - b.y; d >= 0 {
+				n = min(d, n)
+			}
+			t.moveCursor(0, n)
+		} else {
+			if d := b.y - b.top; d >= 0 {
+				n = min(d, n)
+			}
+			t.moveCursor(0, -n)
+		}
+		b.x = 0
+	case 'G', '`':
+		t.setCursor(x.or1(0)-1, b.y)
+	case 'H', 'f':
+		col := 0
+		if len(x.main) >= 2 {
+			col = x.or1(1) - 1
+		}
+		t.setCursor(col, x.or1(0)-1)
+	case 'I':
+		if b.x < t.cols {
+			for range x.or1(0) {
+				b.x = b.nextStop(b.x)
+			}
+		}
+	case 'Z':
+		if b.x < t.cols {
+			for range x.or1(0) {
+				b.x = b.prevStop(b.x)
+			}
+		}
+	case 'J':
+		t.eraseInDisplay(x.get(0))
+	case 'K':
+		t.eraseInLine(x.get(0))
+	case 'L':
+		t.insertLines(x.or1(0), true)
+	case 'M':
+		t.insertLines(x.or1(0), false)
+	case 'P':
+		t.restrictCursor(t.cols - 1)
+		b.row(b.y).deleteCells(b.x, x.or1(0), t.eraseCell())
+	case 'S':
+		for range x.or1(0) {
+			l := b.rotate(b.top, b.bottom, true)
+			l.fill(t.eraseCell())
+			l.wrapped = false
+		}
+	case 'T':
+		for range x.or1(0) {
+			l := b.rotate(b.top, b.bottom, false)
+			l.fill(cell{width: 1})
+			l.wrapped = false
+		}
+	case 'X':
+		t.restrictCursor(t.cols - 1)
+		b.row(b.y).replaceCells(b.x, b.x+x.or1(0), t.eraseCell())
+	case 'b':
+		t.repeatPreceding(x.or1(0))
+	case 'c':
+		if x.get(0) == 0 {
+			t.reply("\x1b[?1;2c")
+		}
+	case 'd':
+		t.setCursor(b.x, x.or1(0)-1)
+	case 'e':
+		t.moveCursor(0, x.or1(0))
+	case 'g':
+		switch x.get(0) {
+		case 0:
+			if b.x < t.cols {
+				b.tabs[b.x] = false
+			}
+		case 3:
+			b.tabs = make([]bool, t.cols)
+		}
+	case 'h', 'l':
+		for _, m := range x.main {
+			switch m {
+			case 4:
+				t.modes.insert = cmd.Final() == 'h'
+			case 20:
+				t.modes.convertEol = cmd.Final() == 'h'
+			}
+		}
+	case 'm':
+		t.sgr(x)
+	case 'n':
+		switch x.get(0) {
+		case 5:
+			t.reply("\x1b[0n")
+		case 6:
+			t.reply("\x1b[%d;%dR", b.y+1, b.x+1)
+		}
+	case 'r':
+		top := x.or1(0)
+		bottom := t.rows
+		if len(x.main) >= 2 && x.main[1] <= t.rows && x.main[1] != 0 {
+			bottom = x.main[1]
+		}
+		if bottom > top {
+			b.top, b.bottom = top-1, bottom-1
+			t.setCursor(0, 0)
+		}
+	case 's':
+		t.saveCursor()
+	case 'u':
+		t.restoreCursor()
+	case 't':
+		// window operations are off by default in xterm.js: no reply
+	}
+}
+
+func (t *term) csiPrivate(cmd ansi.Cmd, x *xparams) {
+	switch {
+	case cmd.Intermediate() == '$' && cmd.Final() == 'p':
+		t.requestMode(x.get(0), false)
+	case cmd.Intermediate() != 0:
+	case cmd.Final() == 'h' || cmd.Final() == 'l':
+		for _, m := range x.main {
+			t.setPrivateMode(m, cmd.Final() == 'h')
+		}
+	case cmd.Final() == 'J':
+		t.eraseInDisplay(x.get(0))
+	case cmd.Final() == 'K':
+		t.eraseInLine(x.get(0))
+	case cmd.Final() == 'n':
+		if x.get(0) == 6 {
+			t.reply("\x1b[?%d;%dR", t.buf.y+1, t.buf.x+1)
+		}
+	}
+}
+
+func (t *term) setPrivateMode(m int, set bool) {
+	switch m {
+	case 1:
+		t.modes.appCursor = set
+	case 2:
+		if set {
+			t.charsets = [4]byte{}
+			t.cs = 0
+		}
+	case 6:
+		t.modes.origin = set
+		t.setCursor(0, 0)
+	case 7:
+		t.modes.wraparound = set
+	case 12:
+		// cursorBlink option: not part of what a redraw reproduces
+	case 45:
+		t.modes.reverseWrap = set
+	case 66:
+		t.modes.appKeypad = set
+	case 9, 1000, 1002, 1003:
+		t.modes.mouse = mouseNone
+		if set {
+			switch m {
+			case 9:
+				t.modes.mouse = mouseX10
+			case 1000:
+				t.modes.mouse = mouseVT200
+			case 1002:
+				t.modes.mouse = mouseDrag
+			default:
+				t.modes.mouse = mouseAny
+			}
+		}
+	case 1004:
+		t.modes.sendFocus = set
+	case 1006:
+		t.modes.mouseEnc = encDefault
+		if set {
+			t.modes.mouseEnc = encSGR
+		}
+	case 1016:
+		t.modes.mouseEnc = encDefault
+		if set {
+			t.modes.mouseEnc = encSGRPixels
+		}
+	case 25:
+		t.hidden = !set
+	case 1048:
+		if set {
+			t.saveCursor()
+		} else {
+			t.restoreCursor()
+		}
+	case 1049, 47, 1047:
+		if set {
+			if m == 1049 {
+				t.saveCursor()
+			}
+			t.activateAlt()
+		} else {
+			t.activateNormal()
+			if m == 1049 {
+				t.restoreCursor()
+			}
+		}
+	case 2004:
+		t.modes.bracketedPaste = set
+	case 2026:
+		t.modes.syncOutput = set
+	}
+}
+
+// requestMode answers DECRQM as xterm.js does.
+func (t *term) requestMode(p int, ansiMode bool) {
+	const notRecognized, set, reset, permSet, permReset = 0, 1, 2, 3, 4
+	b2v := func(v bool) int {
+		if v {
+			return set
+		}
+		return reset
+	}
+	v := notRecognized
+	m := t.modes
+	if ansiMode {
+		switch p {
+		case 2:
+			v = permReset
+		case 4:
+			v = b2v(m.insert)
+		case 12:
+			v = permSet
+		case 20:
+			v = b2v(m.convertEol)
+		}
+		t.reply("\x1b[%d;%d$y", p, v)
+		return
+	}
+	switch p {
+	case 1:
+		v = b2v(m.appCursor)
+	case 6:
+		v = b2v(m.origin)
+	case 7:
+		v = b2v(m.wraparound)
+	case 8:
+		v = permSet
+	case 9:
+		v = b2v(m.mouse == mouseX10)
+	case 12:
+		v = reset
+	case 25:
+		v = b2v(!t.hidden)
+	case 45:
+		v = b2v(m.reverseWrap)
+	case 66:
+		v = b2v(m.appKeypad)
+	case 67, 1005, 1015:
+		v = permReset
+	case 1000:
+		v = b2v(m.mouse == mouseVT200)
+	case 1002:
+		v = b2v(m.mouse == mouseDrag)
+	case 1003:
+		v = b2v(m.mouse == mouseAny)
+	case 1004:
+		v = b2v(m.sendFocus)
+	case 1006:
+		v = b2v(m.mouseEnc == encSGR)
+	case 1016:
+		v = b2v(m.mouseEnc == encSGRPixels)
+	case 1048:
+		v = set
+	case 47, 1047, 1049:
+		v = b2v(t.altActive())
+	case 2004:
+		v = b2v(m.bracketedPaste)
+	case 2026:
+		v = b2v(m.syncOutput)
+	}
+	t.reply("\x1b[?%d;%d$y", p, v)
+}
+
+func (t *term) eraseInDisplay(p int) {
+	t.restrictCursor(t.cols)
+	b := t.buf
+	switch p {
+	case 0:
+		t.eraseInRow(b.y, b.x, t.cols, b.x == 0)
+		for y := b.y + 1; y < t.rows; y++ {
+			t.resetRow(y)
+		}
+	case 1:
+		t.eraseInRow(b.y, 0, b.x+1, true)
+		if b.x+1 >= t.cols && b.y+1 < t.rows {
+			b.row(b.y + 1).wrapped = false
+		}
+		for y := b.y - 1; y >= 0; y-- {
+			t.resetRow(y)
+		}
+	case 2:
+		for y := t.rows - 1; y >= 0; y-- {
+			t.resetRow(y)
+		}
+	case 3:
+		b.trimHistory()
+	}
+}
+
+func (t *term) eraseInRow(y, start, end int, clearWrap bool) {
+	l := t.buf.row(y)
+	l.replaceCells(start, end, t.eraseCell())
+	if clearWrap {
+		l.wrapped = false
+	}
+}
+
+func (t *term) resetRow(y int) {
+	l := t.buf.row(y)
+	l.fill(t.eraseCell())
+	l.wrapped = false
+}
+
+func (t *term) eraseInLine(p int) {
+	t.restrictCursor(t.cols)
+	b := t.buf
+	switch p {
+	case 0:
+		t.eraseInRow(b.y, b.x, t.cols, b.x == 0)
+	case 1:
+		t.eraseInRow(b.y, 0, b.x+1, false)
+	case 2:
+		t.eraseInRow(b.y, 0, t.cols, true)
+	}
+}
+
+// insertLines is IL (insert) and DL (delete).
+func (t *term) insertLines(n int, insert bool) {
+	t.restrictCursor(t.cols - 1)
+	b := t.buf
+	if b.y > b.bottom || b.y < b.top {
+		return
+	}
+	for range n {
+		l := b.rotate(b.y, b.bottom, !insert)
+		l.fill(t.eraseCell())
+		l.wrapped = false
+	}
+	b.x = 0
+}
+
+// scrollLeft is SL (left) and SR.
+func (t *term) scrollLeft(n int, right bool) {
+	b := t.buf
+	if b.y > b.bottom || b.y < b.top {
+		return
+	}
+	for y := b.top; y <= b.bottom; y++ {
+		l := b.row(y)
+		if right {
+			l.insertCells(0, n, t.eraseCell())
+		} else {
+			l.deleteCells(0, n, t.eraseCell())
+		}
+		l.wrapped = false
+	}
+}
+
+// columns is DECIC (insert) and DECDC.
+func (t *term) columns(n int, insert bool) {
+	b := t.buf
+	if b.y > b.bottom || b.y < b.top {
+		return
+	}
+	for y := b.top; y <= b.bottom; y++ {
+		l := b.row(y)
+		if insert {
+			l.insertCells(b.x, n, t.eraseCell())
+		} else {
+			l.deleteCells(b.x, n, t.eraseCell())
+		}
+		l.wrapped = false
+	}
+}
+
+func (t *term) repeatPreceding(n int) {
+	w := t.precW
+	if w == 0 {
+		return
+	}
+	b := t.buf
+	x := b.x - w
+	if x < 0 || x >= t.cols {
+		return
+	}
+	l := b.row(b.y)
+	var text []rune
+	for c := x; c < t.cols; c++ {
+		text = append(text, []rune(l.text(c))...)
+	}
+	for range n {
+		for _, r := range text {
+			t.printRune(r)
+		}
+	}
+	t.precW = w
+}
+
+func (t *term) setCursorStyle(p int) {
+	if p == 0 {
+		t.modes.cursorStyle, t.modes.cursorBlink = 0, 0
+		return
+	}
+	switch p {
+	case 1, 2:
+		t.modes.cursorStyle = 1
+	case 3, 4:
+		t.modes.cursorStyle = 2
+	case 5, 6:
+		t.modes.cursorStyle = 3
+	}
+	t.modes.cursorBlink = 2 - p%2
+}
+
+func (t *term) softReset() {
+	t.hidden = false
+	b := t.buf
+	b.top, b.bottom = 0, t.rows-1
+	t.pen = pen{}
+	t.modes = defaultModes()
+	t.charsets, t.gl, t.cs = [4]byte{}, 0, 0
+	b.savedX, b.savedY = 0, b.ybase()
+	b.savedPen = pen{}
+	b.savedCS = 0
+}
+
+func (t *term) esc(cmd ansi.Cmd) {
+	t.precW = 0
+	inter, final := cmd.Intermediate(), cmd.Final()
+	switch inter {
+	case 0:
+		switch final {
+		case '7':
+			t.saveCursor()
+		case '8':
+			t.restoreCursor()
+		case 'D':
+			t.index()
+		case 'E':
+			t.buf.x = 0
+			t.index()
+		case 'H':
+			t.tabSet()
+		case 'M':
+			t.reverseIndex()
+		case '=':
+			t.modes.appKeypad = true
+		case '>':
+			t.modes.appKeypad = false
+		case 'c':
+			t.fullReset()
+		case 'n', '}':
+			t.setGLevel(2)
+		case 'o', '|':
+			t.setGLevel(3)
+		case '~':
+			t.setGLevel(1)
+		}
+	case '%':
+		if final == '@' || final == 'G' {
+			t.setGLevel(0)
+			t.setCharset(0, 0)
+		}
+	case '(', ')', '*', '+', '-', '.':
+		g := strings.IndexByte("()*+", inter)
+		if g < 0 {
+			g = strings.IndexByte("?-.", inter) // G1–G2 of the 96-character sets
+		}
+		cs := final
+		if _, ok := xtermCharsets[cs]; !ok {
+			cs = 0
+		}
+		t.setCharset(g, cs)
+	case '#':
+		if final == '8' {
+			t.alignmentPattern()
+		}
+	}
+}
+
+func (t *term) alignmentPattern() {
+	c := cell{r: 'E', width: 1, style: t.curStyle()}
+	t.setCursor(0, 0)
+	for y := 0; y < t.rows; y++ {
+		if t.buf.y+y < t.rows {
+			l := t.buf.row(t.buf.y + y)
+			l.fill(c)
+			l.wrapped = false
+		}
+	}
+	t.setCursor(0, 0)
+}
+
+func (t *term) osc(cmd int, data []byte) {
+	t.precW = 0
+	for _, off := range t.stream.fixes {
+		if off < len(data) && data[off] == stPlaceholder {
+			data[off] = c1ST
+		}
+	}
+	_, arg, ok := bytes.Cut(data, []byte{';'})
+	if !ok {
+		return
+	}
+	switch cmd {
+	case 0:
+		t.title, t.icon = string(arg), string(arg)
+	case 1:
+		t.icon = string(arg)
+	case 2:
+		t.title = string(arg)
+	case 8:
+		t.setHyperlink(string(arg))
+	case 10, 11, 12:
+		t.reportColors(cmd, string(arg))
+	}
+}
+
+// reportColors answers OSC 10/11/12 queries with xterm.js's default theme.
+func (t *term) reportColors(cmd int, arg string) {
+	defaults := []string{"rgb:ffff/ffff/ffff", "rgb:0000/0000/0000", "rgb:ffff/ffff/ffff"}
+	for i, slot := range strings.Split(arg, ";") {
+		if n := cmd - 10 + i; n < 3 && slot == "?" {
+			t.reply("\x1b]%d;%s\x1b\\", 10+n, defaults[n])
+		}
+	}
+}
+
+func (t *term) setHyperlink(arg string) {
+	params, uri, ok := strings.Cut(arg, ";")
+	if !ok {
+		return
+	}
+	if uri == "" {
+		if strings.TrimSpace(params) == "" {
+			t.pen.link = 0
+		}
+		return
+	}
+	ref := linkRef{params: strings.TrimSpace(params), url: uri}
+	id, ok := t.linkIndex[ref]
+	if !ok {
+		if len(t.links) >= maxStyles {
+			t.pen.link = 0
+			return
+		}
+		id = uint16(len(t.links))
+		t.links = append(t.links, ref)
+		t.linkIndex[ref] = id
+	}
+	t.pen.link = id
+}
