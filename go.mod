@@ -7,6 +7,8 @@ require (
 	github.com/xeipuuv/gojsonschema v1.2.0
 )
 
+require go.uber.org/goleak v1.3.0
+
 require (
 	github.com/charmbracelet/colorprofile v0.4.2 // indirect
 	github.com/charmbracelet/ultraviolet v0.0.0-20260303162955-0b88c25f3fff
