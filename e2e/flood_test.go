@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
@@ -43,9 +44,9 @@ func TestFloodOfUnansweredCallsKeepsTheBrowser(t *testing.T) {
 	var me struct{ User struct{ ID string } }
 	w.person.MustJSON("GET", "/api/auth/me", nil, 200, &me)
 	uid := me.User.ID
-	eventually(t, 8*time.Second, "every call of the flood is in the browser", func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		return w.live.env.Server.Hub().CallsInFlight(uid) == maxCalls
-	})
+	}, "every call of the flood is in the browser")
 	for i := maxCalls; i < flood; i++ {
 		ch, cancel := w.callAsync(w.agent, "slow", map[string]any{"seconds": 120}, true)
 		defer cancel()
