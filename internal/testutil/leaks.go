@@ -28,6 +28,7 @@ func LeakOptions() []goleak.Option {
 		// per process and never ends.
 		goleak.IgnoreAnyFunction("github.com/gofiber/fiber/v2/internal/memory.(*Storage).gc"),
 		goleak.IgnoreAnyFunction("github.com/gofiber/fiber/v2/utils.StartTimeStampUpdater.func1.1"),
+		goleak.IgnoreAnyFunction("github.com/gofiber/fiber/v2/internal/memory.New.StartTimeStampUpdater.func1.1"), // inlined
 		// fasthttp's worker-pool cleaner sees its stop only when it next
 		// wakes, up to MaxIdleWorkerDuration (10 s) after the server stopped.
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
