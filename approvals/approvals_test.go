@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tabbridge/tabbridge/approvals"
@@ -220,21 +221,35 @@ func TestIdenticalCallsCollapse(t *testing.T) {
 	})
 }
 
+// TestUnansweredRequestExpires runs in a synctest bubble: the request
+// waits its whole default window of five minutes of the bubble's clock, not
+// a shortened one of real time, and is still waiting a moment before it ends.
 func TestUnansweredRequestExpires(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		w := newWorld(t, db, 150*time.Millisecond)
-		ctx := context.Background()
-		ch := w.decideAsync(ctx, w.call("buy", `{}`))
-		ev := w.nextEvent(t, "approval.created")
-		r := await(t, ch)
-		if r.err != nil || r.d.Allowed || r.d.Source != approvals.SourceExpired {
-			t.Fatalf("expired: %+v %v", r.d, r.err)
-		}
-		w.nextEvent(t, "approval.expired")
-		reqs, _ := w.gate.TaskRequests(ctx, w.owner, w.task)
-		if len(reqs) != 1 || reqs[0].ID != ev.Request.ID || reqs[0].Status != approvals.StatusExpired {
-			t.Fatalf("stored request: %+v", reqs)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld(t, db, 0) // the gate's default window
+			window := w.gate.Window()
+			ctx := context.Background()
+			ch := w.decideAsync(ctx, w.call("buy", `{}`))
+			ev := w.nextEvent(t, "approval.created")
+			time.Sleep(window - time.Millisecond)
+			synctest.Wait()
+			select {
+			case r := <-ch:
+				t.Fatalf("decided before the window ended: %+v", r)
+			default:
+			}
+			time.Sleep(time.Millisecond)
+			r := await(t, ch)
+			if r.err != nil || r.d.Allowed || r.d.Source != approvals.SourceExpired {
+				t.Fatalf("expired: %+v %v", r.d, r.err)
+			}
+			w.nextEvent(t, "approval.expired")
+			reqs, _ := w.gate.TaskRequests(ctx, w.owner, w.task)
+			if len(reqs) != 1 || reqs[0].ID != ev.Request.ID || reqs[0].Status != approvals.StatusExpired {
+				t.Fatalf("stored request: %+v", reqs)
+			}
+		})
 	})
 }
 
