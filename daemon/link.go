@@ -49,7 +49,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // link stayed up (zero when the socket did not open).
 func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 	hdr := http.Header{"Authorization": {"Bearer " + d.opts.Token}, wire.InstallHeader: {d.opts.InstallID}}
-	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: d.opts.Dial}
 	conn, resp, err := dialer.DialContext(ctx, d.wsURL, hdr)
 	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 		return 0, ErrRefused
