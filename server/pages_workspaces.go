@@ -217,7 +217,7 @@ func (s *Server) postPageUpdateTask(c *fiber.Ctx) error {
 	in := taskBody{Title: c.FormValue("title"), Status: c.FormValue("status")}
 	err := in.validate(false)
 	if err == nil && in.Title == "" && in.Status == "" {
-		err = badRequest("invalid_field", "Choose a status or type a title.")
+		err = badRequest(codeInvalidField, "Choose a status or type a title.")
 	}
 	if err != nil {
 		v, verr := s.taskView(c)

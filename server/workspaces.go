@@ -169,7 +169,7 @@ func (in *taskBody) validate(requireTitle bool) error {
 		in.Title = t
 	}
 	if in.Status != "" && !store.ValidTaskStatus(in.Status) {
-		return badRequest("invalid_field", "Field \"status\" must be one of %v.", store.TaskStatuses)
+		return badRequest(codeInvalidField, "Field \"status\" must be one of %v.", store.TaskStatuses)
 	}
 	return nil
 }
@@ -216,7 +216,7 @@ func (s *Server) patchTask(c *fiber.Ctx) error {
 		return err
 	}
 	if in.Title == "" && in.Status == "" {
-		return badRequest("invalid_field", "Send \"title\", \"status\" or both.")
+		return badRequest(codeInvalidField, "Send \"title\", \"status\" or both.")
 	}
 	t, err := s.opts.DB.Task(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
