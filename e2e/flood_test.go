@@ -20,8 +20,8 @@ func TestFloodOfUnansweredCallsKeepsTheBrowser(t *testing.T) {
 	const maxCalls, flood = 200, 210
 	w := newWorld(t, func(o *server.Options) {
 		o.CallTimeout = 8 * time.Second // room for the whole flood to arrive before the first times out
-		o.ExtensionQueue = 8            // replies and pushes; far fewer than the cancels to come
-		o.ExtensionMaxCalls = maxCalls
+		o.Bridge.QueueSize = 8          // replies and pushes; far fewer than the cancels to come
+		o.Bridge.MaxCalls = maxCalls
 	})
 	index := w.site + "/"
 	tab := w.b.Tab(t, index)

@@ -28,8 +28,8 @@ import (
 func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 	const maxCalls, extra = 5, 3 // 5 calls of 1000 KB: more than the socket buffers hold
 	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) {
-		o.ExtensionQueue = 2 // replies only: calls and cancels have room of their own
-		o.ExtensionMaxCalls = maxCalls
+		o.Bridge.QueueSize = 2 // replies only: calls and cancels have room of their own
+		o.Bridge.MaxCalls = maxCalls
 	}, nil)
 	w.announce(t, "d1", time.Now())
 	uid := w.env.Server.UserIDForTest(t, "alice@example.com")
@@ -281,7 +281,7 @@ func first(ch chan callOut, _ context.CancelFunc) chan callOut { return ch }
 // queue and closing the browser.
 func TestApprovalBurstIsOneQueuedMessage(t *testing.T) {
 	const burst = 10
-	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.ExtensionQueue = 2 }, nil)
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.Bridge.QueueSize = 2 }, nil)
 	w.announce(t, "d1", time.Now())
 	if err := w.br.Conn.NetConn().(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestIdleSessionsGiveTheirPlaceBack(t *testing.T) {
 // there and gives its in-flight slot back, so pages that navigate mid-call
 // never leave the browser busy.
 func TestCallsEndedByTheirPageFreeTheirSlot(t *testing.T) {
-	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.ExtensionMaxCalls = 2 }, nil)
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.Bridge.MaxCalls = 2 }, nil)
 	search := map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}}
 	for i := 0; i < 3; i++ {
 		doc := fmt.Sprintf("d%d", i)

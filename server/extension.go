@@ -16,12 +16,12 @@ import (
 // startHub builds the hub of extension sockets and closes it (every socket
 // with 1001, waiting for each) when Shutdown starts.
 func (s *Server) startHub() {
-	s.hub = bridge.NewHub(bridge.Options{
-		DB: s.opts.DB, Logger: s.opts.Logger, Idle: s.opts.ExtensionIdle, QueueSize: s.opts.ExtensionQueue,
-		MaxCalls:   s.opts.ExtensionMaxCalls,
-		MaxMessage: s.opts.ExtensionMaxMessage, CloseGrace: s.opts.ExtensionCloseGrace, Catalog: s.catalog,
-		OnChange: s.hubChanged,
-	})
+	o := s.opts.Bridge
+	o.DB, o.Catalog, o.OnChange = s.opts.DB, s.catalog, s.hubChanged
+	if o.Logger == nil {
+		o.Logger = s.opts.Logger
+	}
+	s.hub = bridge.NewHub(o)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

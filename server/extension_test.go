@@ -244,7 +244,7 @@ func TestTicketEndpointChecks(t *testing.T) {
 
 func TestPingKeepsAliveAndSilenceCloses(t *testing.T) {
 	idle := time.Second // pings at a third of it keep a margin on a loaded machine
-	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.ExtensionIdle = idle })
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.Bridge.Idle = idle })
 	a := env.Person(t, "a@example.com")
 	b, _ := extBrowser(t, env, a, "pinger-01")
 	// Pinging at a third of the idle timeout for three timeouts keeps it open.
@@ -446,7 +446,7 @@ func TestDeletingAWorkspacePushesItsSitesAway(t *testing.T) {
 }
 
 func TestMalformedFrames(t *testing.T) {
-	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.ExtensionMaxMessage = 4096 })
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.Bridge.MaxMessage = 4096 })
 	a := env.Person(t, "a@example.com")
 	ws := a.Workspace("W")
 	a.MustJSON("POST", "/api/sites", map[string]string{"origin": "https://shared.example", "workspaceId": ws}, 201, nil)
@@ -627,7 +627,7 @@ func (s *syncBuffer) String() string {
 func TestSlowConsumerIsClosedWithoutBlockingOthers(t *testing.T) {
 	logs := &syncBuffer{}
 	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) {
-		o.ExtensionQueue = 4
+		o.Bridge.QueueSize = 4
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	a := env.Person(t, "a@example.com")
