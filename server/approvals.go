@@ -85,13 +85,9 @@ func (s *Server) getGrants(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteGrant(c *fiber.Ctx) error {
-	if err := s.gate.RevokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
-		if errors.Is(err, approvals.ErrNotFound) {
-			return notFound("grant")
-		}
+	if err := s.revokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	s.publish(userID(c), evGrantRevoked, fiber.Map{"grant": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 

@@ -195,12 +195,7 @@ func (s *Server) consentWorkspace(c *fiber.Ctx) (*store.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.opts.DB.CreateWorkspace(c.UserContext(), userID(c), name)
-	if err != nil {
-		return nil, err
-	}
-	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
-	return w, nil
+	return s.createWorkspace(c.UserContext(), userID(c), name)
 }
 
 // postAuthorize reads the consent form, which carries the authorization

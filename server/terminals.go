@@ -72,11 +72,10 @@ func (s *Server) postMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	m, plain, err := s.opts.DB.CreateMachine(c.UserContext(), userID(c), name)
+	m, plain, err := s.createMachine(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
-	s.publish(userID(c), evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
 		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(),
 	})
@@ -94,11 +93,10 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.opts.DB.RenameMachine(c.UserContext(), userID(c), c.Params("id"), name)
+	m, err := s.renameMachine(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "machine")
 	}
-	s.publish(userID(c), evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
 	return c.JSON(fiber.Map{"machine": s.machineView(*m)})
 }
 
@@ -107,7 +105,6 @@ func (s *Server) deleteMachine(c *fiber.Ctx) error {
 	if err := s.revokeMachine(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -120,6 +117,7 @@ func (s *Server) revokeMachine(ctx context.Context, uid, id string) error {
 	}
 	s.machines.end(id)
 	s.relay.Disconnect(id)
+	s.publish(uid, evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": id}})
 	return nil
 }
 
