@@ -3,11 +3,9 @@ package daemon_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/internal/memnet"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 )
 
@@ -26,7 +25,7 @@ import (
 func TestFlappingLinkBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dials := make(chan time.Time, 64)
-		ln := newPipeListener()
+		ln := memnet.Listen()
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 			if err != nil {
@@ -37,7 +36,7 @@ func TestFlappingLinkBacksOff(t *testing.T) {
 		})}
 		go srv.Serve(ln)
 		defer srv.Close()
-		d, err := daemon.New(daemon.Options{Server: "http://tabbridge.test", Token: "tbm_test", Dial: ln.dial})
+		d, err := daemon.New(daemon.Options{Server: "http://tabbridge.test", Token: "tbm_test", Dial: ln.Dial})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,52 +56,6 @@ func TestFlappingLinkBacksOff(t *testing.T) {
 		}
 	})
 }
-
-// pipeListener is a net.Listener whose connections are in-memory pipes
-// opened by its dial: no goroutine blocks on the network, so a synctest
-// bubble's clock moves whenever everyone waits.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
 
 // TestWrongServerURLIsNamed: a URL where no Tabbridge server answers the
 // daemon's socket (a 404) is logged with the status and a hint to check it.
