@@ -7,6 +7,8 @@ require (
 	github.com/xeipuuv/gojsonschema v1.2.0
 )
 
+require go.uber.org/goleak v1.3.0
+
 require (
 	github.com/charmbracelet/x/ansi v0.11.7
 	github.com/charmbracelet/x/conpty v0.2.0 // indirect

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"runtime"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -21,6 +22,7 @@ type world struct {
 	ws     string
 	task   string
 	events chan approvals.Event
+	done   context.Context // ends with the test, withdrawing any Decide still waiting
 }
 
 func newWorld(t *testing.T, db *store.DB, window time.Duration) *world {
@@ -30,7 +32,9 @@ func newWorld(t *testing.T, db *store.DB, window time.Duration) *world {
 	o, _ := db.CreateUser(ctx, "b@example.com", "B", "hash")
 	w, _ := db.CreateWorkspace(ctx, u.ID, "W")
 	task, _ := db.CreateTask(ctx, w.ID, "T", u.ID)
-	wd := &world{db: db, owner: u.ID, other: o.ID, ws: w.ID, task: task.ID, events: make(chan approvals.Event, 100)}
+	done, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	wd := &world{db: db, owner: u.ID, other: o.ID, ws: w.ID, task: task.ID, events: make(chan approvals.Event, 100), done: done}
 	wd.gate = approvals.New(approvals.Options{DB: db, Window: window, Notify: func(_ string, e approvals.Event) { wd.events <- e }})
 	return wd
 }
@@ -39,10 +43,14 @@ func (w *world) call(tool string, args string) approvals.Call {
 	return approvals.Call{OwnerID: w.owner, WorkspaceID: w.ws, TaskID: w.task, Site: "https://shop.example", Tool: tool, Arguments: json.RawMessage(args)}
 }
 
-// decideAsync starts a Decide and returns where its answer will arrive.
+// decideAsync starts a Decide and returns where its answer will arrive. A
+// Decide nobody answered is withdrawn when the test ends.
 func (w *world) decideAsync(ctx context.Context, c approvals.Call) chan result {
 	out := make(chan result, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	context.AfterFunc(w.done, cancel)
 	go func() {
+		defer cancel()
 		d, err := w.gate.Decide(ctx, c)
 		out <- result{d, err}
 	}()
@@ -58,7 +66,7 @@ type result struct {
 // a request's waiters are passed over unless typ asks for one.
 func (w *world) nextEvent(t *testing.T, typ string) approvals.Event {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testutil.WaitShort)
 	for {
 		select {
 		case e := <-w.events:
@@ -77,13 +85,7 @@ func (w *world) nextEvent(t *testing.T, typ string) approvals.Event {
 
 func await(t *testing.T, ch chan result) result {
 	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("decision did not arrive")
-	}
-	return result{}
+	return testutil.RequireReceive(t, testutil.WaitShort, ch)
 }
 
 func TestReadOnlyRunsAndWritesNeedATask(t *testing.T) {
@@ -202,7 +204,7 @@ func TestIdenticalCallsCollapse(t *testing.T) {
 		diff := w.decideAsync(ctx, w.call("buy", `{"item":"coffee"}`))
 		ev2 := w.nextEvent(t, "approval.created")
 		// All three join the one request before it is answered.
-		waitFor(t, func() bool { return w.gate.Waiters(ev.Request.ID) == 3 })
+		testutil.Eventually(t, testutil.WaitShort, func() bool { return w.gate.Waiters(ev.Request.ID) == 3 }, "the request never had 3 waiters")
 		if pend, _ := w.gate.Pending(ctx, w.owner, ""); len(pend) != 2 {
 			t.Fatalf("%d requests pending, want 2", len(pend))
 		}
@@ -219,21 +221,35 @@ func TestIdenticalCallsCollapse(t *testing.T) {
 	})
 }
 
+// TestUnansweredRequestExpires runs in a synctest bubble: the request
+// waits its whole default window of five minutes of the bubble's clock, not
+// a shortened one of real time, and is still waiting a moment before it ends.
 func TestUnansweredRequestExpires(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		w := newWorld(t, db, 150*time.Millisecond)
-		ctx := context.Background()
-		ch := w.decideAsync(ctx, w.call("buy", `{}`))
-		ev := w.nextEvent(t, "approval.created")
-		r := await(t, ch)
-		if r.err != nil || r.d.Allowed || r.d.Source != approvals.SourceExpired {
-			t.Fatalf("expired: %+v %v", r.d, r.err)
-		}
-		w.nextEvent(t, "approval.expired")
-		reqs, _ := w.gate.TaskRequests(ctx, w.owner, w.task)
-		if len(reqs) != 1 || reqs[0].ID != ev.Request.ID || reqs[0].Status != approvals.StatusExpired {
-			t.Fatalf("stored request: %+v", reqs)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld(t, db, 0) // the gate's default window
+			window := w.gate.Window()
+			ctx := context.Background()
+			ch := w.decideAsync(ctx, w.call("buy", `{}`))
+			ev := w.nextEvent(t, "approval.created")
+			time.Sleep(window - time.Millisecond)
+			synctest.Wait()
+			select {
+			case r := <-ch:
+				t.Fatalf("decided before the window ended: %+v", r)
+			default:
+			}
+			time.Sleep(time.Millisecond)
+			r := await(t, ch)
+			if r.err != nil || r.d.Allowed || r.d.Source != approvals.SourceExpired {
+				t.Fatalf("expired: %+v %v", r.d, r.err)
+			}
+			w.nextEvent(t, "approval.expired")
+			reqs, _ := w.gate.TaskRequests(ctx, w.owner, w.task)
+			if len(reqs) != 1 || reqs[0].ID != ev.Request.ID || reqs[0].Status != approvals.StatusExpired {
+				t.Fatalf("stored request: %+v", reqs)
+			}
+		})
 	})
 }
 
@@ -244,7 +260,7 @@ func TestCancelledCallWithdrawsItsRequest(t *testing.T) {
 		keep := w.decideAsync(context.Background(), w.call("buy", `{}`))
 		ch := w.decideAsync(ctx, w.call("buy", `{}`))
 		ev := w.nextEvent(t, "approval.created")
-		waitFor(t, func() bool { return w.gate.Waiters(ev.Request.ID) == 2 })
+		testutil.Eventually(t, testutil.WaitShort, func() bool { return w.gate.Waiters(ev.Request.ID) == 2 }, "the request never had 2 waiters")
 		cancel()
 		if r := await(t, ch); !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("cancelled call: %+v", r)
@@ -302,18 +318,6 @@ func TestAskForEveryToolMakesReadOnlyAsk(t *testing.T) {
 			t.Fatalf("after turning it off: %+v", d)
 		}
 	})
-}
-
-// waitFor yields until cond holds, failing the test after a deadline.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		runtime.Gosched()
-	}
 }
 
 func TestForgettingASiteRevokesItsGrantsAndWithdrawsItsRequests(t *testing.T) {

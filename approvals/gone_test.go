@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tabbridge/tabbridge/approvals"
@@ -57,19 +58,30 @@ func TestAgentGoneKeepsTheRequestForTheGrace(t *testing.T) {
 	})
 }
 
+// TestGraceEndsInWithdrawal runs in a synctest bubble: the request of an
+// agent that went away stays for exactly its grace on the bubble's clock.
 func TestGraceEndsInWithdrawal(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		w := newWorld(t, db, time.Minute)
-		w.withGrace(50 * time.Millisecond)
-		ctx, leave := gone()
-		ch := w.decideAsync(ctx, w.call("buy", `{}`))
-		w.nextEvent(t, "approval.created")
-		leave()
-		await(t, ch)
-		ev := w.nextEvent(t, "approval.withdrawn")
-		if ev.Request.WithdrawnReason != approvals.WithdrawGone {
-			t.Fatalf("withdrawn: %+v", ev.Request)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			const grace = 10 * time.Second
+			w := newWorld(t, db, time.Minute)
+			w.withGrace(grace)
+			ctx, leave := gone()
+			ch := w.decideAsync(ctx, w.call("buy", `{}`))
+			w.nextEvent(t, "approval.created")
+			leave()
+			await(t, ch)
+			time.Sleep(grace - time.Millisecond)
+			synctest.Wait()
+			if p, _ := w.gate.Pending(context.Background(), w.owner, ""); len(p) != 1 {
+				t.Fatalf("%d requests pending before the grace ended, want 1", len(p))
+			}
+			time.Sleep(time.Millisecond)
+			ev := w.nextEvent(t, "approval.withdrawn")
+			if ev.Request.WithdrawnReason != approvals.WithdrawGone {
+				t.Fatalf("withdrawn: %+v", ev.Request)
+			}
+		})
 	})
 }
 

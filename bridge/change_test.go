@@ -11,11 +11,10 @@ import (
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
-
-const wait = 5 * time.Second
 
 // changeSeen is one OnChange call, with what the hub reported connected at
 // that moment (read from inside the callback: a lock held would hang it).
@@ -66,7 +65,7 @@ func TestOnChangeHearsConnectToolsOpenAndDisconnect(t *testing.T) {
 			if got.user != u.ID || got.ch != want || got.connected != connected {
 				t.Fatalf("change %+v, want %+v with %d connected", got, want, connected)
 			}
-		case <-time.After(wait):
+		case <-time.After(testutil.WaitShort):
 			t.Fatalf("no change; want %+v", want)
 		}
 	}
@@ -74,7 +73,7 @@ func TestOnChangeHearsConnectToolsOpenAndDisconnect(t *testing.T) {
 	// every frame sent before it has been handled.
 	none := func(b *bridgetest.Browser) {
 		t.Helper()
-		if _, err := b.Ping("sync", wait); err != nil {
+		if _, err := b.Ping("sync", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -89,7 +88,7 @@ func TestOnChangeHearsConnectToolsOpenAndDisconnect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Hello(id, "Chrome", "1.0.0", wait); err != nil {
+		if _, err := b.Hello(id, "Chrome", "1.0.0", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 		return b
@@ -97,7 +96,7 @@ func TestOnChangeHearsConnectToolsOpenAndDisconnect(t *testing.T) {
 
 	b := dial("browser-one")
 	next(bridge.Change{Kind: bridge.ChangeConnected, BrowserID: "browser-one"}, 1)
-	if m, err := b.Announce(bridgetest.Doc{ID: "d1", Origin: shop, URL: shop + "/", Tools: `[{"name":"search","description":"Search"}]`}, wait); err != nil || m.Type != bridge.TypeToolsAccepted {
+	if m, err := b.Announce(bridgetest.Doc{ID: "d1", Origin: shop, URL: shop + "/", Tools: `[{"name":"search","description":"Search"}]`}, testutil.WaitShort); err != nil || m.Type != bridge.TypeToolsAccepted {
 		t.Fatalf("announce: %+v %v", m, err)
 	}
 	next(bridge.Change{Kind: bridge.ChangeTools, BrowserID: "browser-one", Origin: shop}, 1)
@@ -128,7 +127,7 @@ func TestOnChangeHearsConnectToolsOpenAndDisconnect(t *testing.T) {
 	// stays connected, so no disconnect is told for the old socket.
 	again := dial("browser-one")
 	next(bridge.Change{Kind: bridge.ChangeConnected, BrowserID: "browser-one"}, 1)
-	if code, _, err := b.Closed(wait); err != nil || code != bridge.CloseReplaced {
+	if code, _, err := b.Closed(testutil.WaitShort); err != nil || code != bridge.CloseReplaced {
 		t.Fatalf("old socket: %d %v", code, err)
 	}
 	none(again)

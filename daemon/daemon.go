@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"path/filepath"
 	"sort"
@@ -75,6 +76,10 @@ type Options struct {
 	// person can still read their last screen); older ones are forgotten
 	// and the server told they are gone. Default DefaultKeepExited.
 	KeepExited int
+	// Dial, if set, opens the connection to the server's address in place
+	// of the network (tests: an in-memory pipe, so the backoff runs on a
+	// synctest bubble's clock).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultKeepExited bounds the exited sessions a long-running daemon keeps.

@@ -111,12 +111,12 @@ func (e *entry) link(up bool) {
 // takeFrames returns what the link should send next for this session, in
 // order: the announcement, a due snapshot, queued output merged into
 // frames, then the exit status.
-func (e *entry) takeFrames() [][]byte {
+func (e *entry) takeFrames() []wire.Frame {
 	e.mu.Lock()
-	var frames [][]byte
+	var frames []wire.Frame
 	if e.announce {
 		info := e.info
-		frames = append(frames, wire.Control{Type: wire.TypeSession, Index: e.index, Session: &info}.Encode())
+		frames = append(frames, wire.Control{Type: wire.TypeSession, Index: e.index, Session: &info}.Frame())
 		e.announce = false
 	}
 	snap := (e.resync || e.redraw) && e.sess != nil
@@ -125,13 +125,17 @@ func (e *entry) takeFrames() [][]byte {
 	sess := e.sess
 	e.mu.Unlock()
 	if snap {
-		frames = append(frames, e.snapshot(sess, discard)...)
+		for _, f := range e.snapshot(sess, discard) {
+			frames = append(frames, wire.Binary(f))
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	frames = append(frames, e.outputFrames()...)
+	for _, f := range e.outputFrames() {
+		frames = append(frames, wire.Binary(f))
+	}
 	if e.exitPending && !e.resync && len(e.queue) == 0 {
-		frames = append(frames, wire.Control{Type: wire.TypeExit, Index: e.index, ExitCode: e.info.ExitCode}.Encode())
+		frames = append(frames, wire.Control{Type: wire.TypeExit, Index: e.index, ExitCode: e.info.ExitCode}.Frame())
 		e.exitPending = false
 	}
 	return frames

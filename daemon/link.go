@@ -49,7 +49,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // link stayed up (zero when the socket did not open).
 func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 	hdr := http.Header{"Authorization": {"Bearer " + d.opts.Token}, wire.InstallHeader: {d.opts.InstallID}}
-	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: d.opts.Dial}
 	conn, resp, err := dialer.DialContext(ctx, d.wsURL, hdr)
 	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 		return 0, ErrRefused
@@ -111,13 +111,13 @@ func (d *Daemon) run(ctx context.Context, conn *websocket.Conn) {
 // write announces every session, says "synced", then sends each session's
 // frames as they come, pinging while idle.
 func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
-	send := func(f []byte) error {
+	send := func(f wire.Frame) error {
 		_ = conn.SetWriteDeadline(time.Now().Add(d.opts.WriteWait))
 		typ := websocket.BinaryMessage
-		if len(f) > 0 && f[0] == '{' {
+		if f.Text {
 			typ = websocket.TextMessage
 		}
-		return conn.WriteMessage(typ, f)
+		return conn.WriteMessage(typ, f.Data)
 	}
 	tick := time.NewTicker(d.opts.Ping)
 	defer tick.Stop()
@@ -132,12 +132,12 @@ func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
 		}
 		d.prune()
 		for _, index := range d.takeGone() {
-			if err := send(wire.Control{Type: wire.TypeGone, Index: index}.Encode()); err != nil {
+			if err := send(wire.Control{Type: wire.TypeGone, Index: index}.Frame()); err != nil {
 				return err
 			}
 		}
 		if !synced {
-			if err := send(wire.Control{Type: wire.TypeSynced}.Encode()); err != nil {
+			if err := send(wire.Control{Type: wire.TypeSynced}.Frame()); err != nil {
 				return err
 			}
 			synced = true

@@ -7,49 +7,54 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fasthttp/websocket"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/internal/memnet"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 )
 
 // TestFlappingLinkBacksOff: a server that accepts the socket and closes it
 // at once is redialled with a growing wait, not every MinBackoff forever.
+// It runs in a synctest bubble over an in-memory pipe, so the waits are the
+// real defaults (1 s doubling to 30 s) on the bubble's clock, measured
+// exactly.
 func TestFlappingLinkBacksOff(t *testing.T) {
-	dials := make(chan time.Time, 64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+	synctest.Test(t, func(t *testing.T) {
+		dials := make(chan time.Time, 64)
+		ln := memnet.Listen()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			dials <- time.Now()
+			conn.Close()
+		})}
+		go srv.Serve(ln)
+		defer srv.Close()
+		d, err := daemon.New(daemon.Options{Server: "http://tabbridge.test", Token: "tbm_test", Dial: ln.Dial})
 		if err != nil {
-			return
+			t.Fatal(err)
 		}
-		dials <- time.Now()
-		conn.Close()
-	}))
-	defer srv.Close()
-	const maxBackoff = 64 * time.Millisecond
-	d, err := daemon.New(daemon.Options{Server: srv.URL, Token: "tbm_test", MinBackoff: time.Millisecond, MaxBackoff: maxBackoff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(ctx) }()
-	defer func() { cancel(); <-served; d.Close(context.Background()) }()
-	// Waits 1, 2, 4, … 64 ms: the tenth dial follows the ninth by the most.
-	var times []time.Time
-	timeout := time.After(30 * time.Second)
-	for len(times) < 10 {
-		select {
-		case at := <-dials:
-			times = append(times, at)
-		case <-timeout:
-			t.Fatalf("only %d dials", len(times))
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- d.Serve(ctx) }()
+		defer func() { cancel(); <-served; d.Close(context.Background()) }()
+		// Waits 1, 2, 4, 8, 16, then 30, 30 s.
+		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+		last := testutil.RequireReceive(t, testutil.WaitLong, dials)
+		for i, gap := range want {
+			at := testutil.RequireReceive(t, testutil.WaitLong, dials)
+			if got := at.Sub(last); got != gap {
+				t.Fatalf("dial %d followed the one before by %v, want %v", i+2, got, gap)
+			}
+			last = at
 		}
-	}
-	if gap := times[9].Sub(times[8]); gap < maxBackoff/2 {
-		t.Fatalf("the link that failed at once for the tenth time was redialled after %v, want about %v", gap, maxBackoff)
-	}
+	})
 }
 
 // TestWrongServerURLIsNamed: a URL where no Tabbridge server answers the

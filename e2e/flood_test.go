@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
@@ -19,8 +20,8 @@ func TestFloodOfUnansweredCallsKeepsTheBrowser(t *testing.T) {
 	const maxCalls, flood = 200, 210
 	w := newWorld(t, func(o *server.Options) {
 		o.CallTimeout = 8 * time.Second // room for the whole flood to arrive before the first times out
-		o.ExtensionQueue = 8            // replies and pushes; far fewer than the cancels to come
-		o.ExtensionMaxCalls = maxCalls
+		o.Bridge.QueueSize = 8          // replies and pushes; far fewer than the cancels to come
+		o.Bridge.MaxCalls = maxCalls
 	})
 	index := w.site + "/"
 	tab := w.b.Tab(t, index)
@@ -43,9 +44,9 @@ func TestFloodOfUnansweredCallsKeepsTheBrowser(t *testing.T) {
 	var me struct{ User struct{ ID string } }
 	w.person.MustJSON("GET", "/api/auth/me", nil, 200, &me)
 	uid := me.User.ID
-	eventually(t, 8*time.Second, "every call of the flood is in the browser", func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		return w.live.env.Server.Hub().CallsInFlight(uid) == maxCalls
-	})
+	}, "every call of the flood is in the browser")
 	for i := maxCalls; i < flood; i++ {
 		ch, cancel := w.callAsync(w.agent, "slow", map[string]any{"seconds": 120}, true)
 		defer cancel()

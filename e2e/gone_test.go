@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
@@ -113,7 +114,7 @@ func TestDroppedAgentsWriteNeverRunsInThePage(t *testing.T) {
 	p := w.pending(1)
 	closed := time.Now()
 	conn.Close()
-	eventually(t, 5*time.Second, "the request marked as nobody waiting", func() bool { return w.request(p[0].ID).AgentGoneAt != nil })
+	testutil.Eventually(t, testutil.WaitShort, func() bool { return w.request(p[0].ID).AgentGoneAt != nil }, "the request marked as nobody waiting")
 	if took := time.Since(closed); took > 2*time.Second { // polled every 50 ms; the server test bounds it at 1 s exactly
 		t.Fatalf("the agent was noticed gone %v after it hung up", took)
 	}
@@ -182,14 +183,14 @@ func (s *killableServer) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	eventually(s.t, 30*time.Second, "the server binary ready", func() bool {
+	testutil.Eventually(s.t, testutil.WaitMedium, func() bool {
 		resp, err := http.Get("http://" + s.addr + "/readyz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == 200
-	})
+	}, "the server binary ready")
 }
 
 // kill ends the binary with SIGKILL: nothing of it runs after, no deferred write, no shutdown.

@@ -96,17 +96,3 @@ func (s *liveServer) restart() {
 	}
 	s.serve(ln)
 }
-
-// eventually polls cond until it holds, failing the test at the deadline.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		<-tick.C
-	}
-}

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/oauth"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -167,10 +168,10 @@ func (w *oauthE2E) mcpChallenge(t *testing.T, token string) (int, string) {
 // asking the agent endpoint that takes the same tokens as /mcp.
 func (w *oauthE2E) awaitExpiry(t *testing.T, token string) {
 	t.Helper()
-	eventually(t, 10*oauthAccessTTL, "the access token expires", func() bool {
+	testutil.Eventually(t, 10*oauthAccessTTL, func() bool {
 		st, _ := w.srv.env.Agent(t, token).Do("GET", "/api/agent/workspace", nil)
 		return st == http.StatusUnauthorized
-	})
+	}, "the access token expires")
 }
 
 // revokeInWebApp disconnects the named client on the workspace page.

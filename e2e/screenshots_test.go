@@ -52,7 +52,7 @@ func visit(url, ready string) func() []chromedp.Action[chromedp.Void] {
 func TestScreenshots(t *testing.T) {
 	write := *writeScreenshots || os.Getenv("TABBRIDGE_SCREENSHOTS") == "1"
 	// The test browsers of the sites shots stay connected without pinging.
-	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.ExtensionIdle = 10 * time.Minute })
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.Bridge.Idle = 10 * time.Minute })
 	ctx := startBrowser(t)
 	var taken []shot
 	capture := func(s shot) {

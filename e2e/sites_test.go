@@ -11,11 +11,13 @@ import (
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
-const wait = 10 * time.Second
+// wait bounds one frame exchanged with the server over the extension socket.
+const wait = testutil.WaitShort
 
 // connectBrowser opens the extension socket for the person of c as browser
 // id, named name, as the extension's service worker does.

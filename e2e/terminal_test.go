@@ -15,6 +15,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -86,20 +87,17 @@ func (m *machineRig) start(cols, rows int, argv ...string) string {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(m.t, testutil.WaitMedium, func() bool { // polling an HTTP listing: there is no event to wait on here
 		var out struct{ Sessions []struct{ ID string } }
 		m.person.MustJSON("GET", "/api/machines/"+m.machineID+"/sessions", nil, 200, &out)
 		for _, s := range out.Sessions {
 			if s.ID == id {
-				return id
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("session %s never listed", id)
-		}
-		time.Sleep(10 * time.Millisecond) // polling an HTTP listing: there is no event to wait on here
-	}
+		return false
+	}, "session "+id+" never listed")
+	return id
 }
 
 // screenJS reads xterm.js's own buffer: every line, scrollback included.

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
@@ -138,7 +139,7 @@ func (w *world) listing(agent *mcp.ClientSession) []siteListing {
 // the tools named.
 func (w *world) waitOnline(agent *mcp.ClientSession, tools ...string) siteListing {
 	var got siteListing
-	eventually(w.t, 15*time.Second, "the agent sees the site online", func() bool {
+	testutil.Eventually(w.t, testutil.WaitMedium, func() bool {
 		for _, s := range w.listing(agent) {
 			if s.Site == w.site && s.Online && s.OpenTabs > 0 {
 				got = s
@@ -147,7 +148,7 @@ func (w *world) waitOnline(agent *mcp.ClientSession, tools ...string) siteListin
 			}
 		}
 		return false
-	})
+	}, "the agent sees the site online")
 	return got
 }
 
@@ -266,10 +267,10 @@ func (w *world) pending(n int) []pendingRequest {
 	var out struct {
 		Approvals []pendingRequest `json:"approvals"`
 	}
-	eventually(w.t, 15*time.Second, fmt.Sprintf("%d pending requests", n), func() bool {
+	testutil.Eventually(w.t, testutil.WaitMedium, func() bool {
 		w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
 		return len(out.Approvals) == n
-	})
+	}, fmt.Sprintf("%d pending requests", n))
 	return out.Approvals
 }
 
@@ -337,10 +338,10 @@ func TestExtensionThroughServer(t *testing.T) {
 				}
 			}
 		}
-		eventually(t, 10*time.Second, "the site list shows the browser", func() bool {
+		testutil.Eventually(t, testutil.WaitShort, func() bool {
 			w.person.MustJSON("GET", "/api/sites", nil, 200, &sites)
 			return len(sites.Sites) == 1 && len(sites.Sites[0].OpenIn) == 1
-		})
+		}, "the site list shows the browser")
 		if o := sites.Sites[0].OpenIn[0]; !strings.HasPrefix(o.Name, "Chrome on ") || o.Tabs != 1 {
 			t.Fatalf("open in %+v", o)
 		}
@@ -507,14 +508,14 @@ func TestExtensionThroughServer(t *testing.T) {
 		w.enter(t)
 		b.eval(t, w.worker, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => chrome.tabs.remove(ts.map(t => t.id))).then(() => true)`, w.site+"/*"), nil)
 		b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`!__tabbridgeTest.documents().some(d => d.origin === %q)`, w.site), nil)
-		eventually(t, 10*time.Second, "the agent sees no open tab", func() bool {
+		testutil.Eventually(t, testutil.WaitShort, func() bool {
 			for _, s := range w.listing(w.agent) {
 				if s.Site == w.site {
 					return s.OpenTabs == 0
 				}
 			}
 			return false
-		})
+		}, "the agent sees no open tab")
 		if r := w.search(w.agent, "again"); r.Count != 1 || r.Title != "Tabbridge test site" {
 			t.Fatalf("search with no tab open = %+v, want a fresh page's answer", r)
 		}
@@ -602,14 +603,14 @@ func TestExtensionThroughServer(t *testing.T) {
 		if err := chromedp.Cancel(w.worker); err != nil { // closing its target stops the worker
 			t.Fatalf("stop the worker: %v", err)
 		}
-		eventually(t, 10*time.Second, "the site goes offline with the worker", func() bool {
+		testutil.Eventually(t, testutil.WaitShort, func() bool {
 			for _, s := range w.listing(w.agent) {
 				if s.Site == w.site {
 					return !s.Online
 				}
 			}
 			return false
-		})
+		}, "the site goes offline with the worker")
 		// A new page's bridge connecting is an event that starts the worker again.
 		b.Tab(t, index+"?wake")
 		w.worker = b.Worker(w.root)
@@ -676,7 +677,7 @@ func TestExtensionThroughServer(t *testing.T) {
 // the agent's listing counts exactly the documents the worker announced ("" checks only the count).
 func (w *world) waitOpenTabs(documentID string, announced bool) {
 	w.t.Helper()
-	eventually(w.t, 10*time.Second, fmt.Sprintf("document %s announced=%v and counted by the server", documentID, announced), func() bool {
+	testutil.Eventually(w.t, testutil.WaitShort, func() bool {
 		l := w.link()
 		if documentID != "" && slices.Contains(l.Announced, documentID) != announced {
 			return false
@@ -687,7 +688,7 @@ func (w *world) waitOpenTabs(documentID string, announced bool) {
 			}
 		}
 		return false
-	})
+	}, fmt.Sprintf("document %s announced=%v and counted by the server", documentID, announced))
 }
 
 // TestExtensionSignedOut checks what a person who is not signed in sees: the worker asks for a

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
@@ -51,14 +52,14 @@ func (w *world) closeSiteTabs() {
 	w.t.Helper()
 	w.b.eval(w.t, w.worker, fmt.Sprintf(`chrome.tabs.query({url: %q}).then(ts => chrome.tabs.remove(ts.map(t => t.id))).then(() => true)`, w.site+"/*"), nil)
 	w.b.waitJS(w.t, w.worker, 10*time.Second, fmt.Sprintf(`!__tabbridgeTest.documents().some(d => d.origin === %q)`, w.site), nil)
-	eventually(w.t, 10*time.Second, "the agent sees no open tab", func() bool {
+	testutil.Eventually(w.t, testutil.WaitShort, func() bool {
 		for _, s := range w.listing(w.agent) {
 			if s.Site == w.site {
 				return s.OpenTabs == 0
 			}
 		}
 		return false
-	})
+	}, "the agent sees no open tab")
 }
 
 // siteTabs lists the addresses of the test site's open tabs, as the worker sees them.
@@ -328,24 +329,24 @@ func TestWebMCPFormsAndAnnotations(t *testing.T) {
 		if d := time.Since(start); d > 30*time.Second {
 			t.Fatalf("the failure took %s", d)
 		}
-		eventually(t, 10*time.Second, "readInbox leaves the listing", func() bool {
+		testutil.Eventually(t, testutil.WaitShort, func() bool {
 			_, ok := w.toolFlags(w.agent)["readInbox"]
 			return !ok
-		})
+		}, "readInbox leaves the listing")
 	})
 
 	t.Run("offline: every known tool says the Chrome is not connected, and a write asks nobody", func(t *testing.T) {
 		w.enter(t)
 		w.closeSiteTabs()
 		b.eval(t, w.worker, `__tabbridgeTest.ready().then(() => { __tabbridgeTest.link.teardown(); __tabbridgeTest.link.state = 'stopped'; return true; })`, nil)
-		eventually(t, 15*time.Second, "the agent sees the site offline", func() bool {
+		testutil.Eventually(t, testutil.WaitMedium, func() bool {
 			for _, s := range w.listing(w.agent) {
 				if s.Site == w.site {
 					return !s.Online
 				}
 			}
 			return false
-		})
+		}, "the agent sees the site offline")
 		for _, tool := range []string{"search", "addItem", "searchThings", "postMessage", "lateTool"} {
 			start := time.Now()
 			res := servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": w.site, "tool": tool, "taskId": w.task, "arguments": map[string]any{"q": "x", "text": "x", "query": "x"}})

@@ -5,21 +5,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-func receive(t *testing.T, ch <-chan Event) Event {
-	t.Helper()
-	select {
-	case e, ok := <-ch:
-		if !ok {
-			t.Fatal("channel closed, want an event")
-		}
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5s")
-	}
-	return Event{}
-}
+	"github.com/tabbridge/tabbridge/internal/testutil"
+)
 
 func TestFanOutReachesOnlyThatPerson(t *testing.T) {
 	h := New(8)
@@ -32,7 +20,7 @@ func TestFanOutReachesOnlyThatPerson(t *testing.T) {
 
 	h.Publish("alice", Event{Type: "task.created", Data: 1})
 	for _, ch := range []<-chan Event{a1, a2} {
-		if e := receive(t, ch); e.Type != "task.created" || e.Data != 1 {
+		if e := testutil.RequireReceive(t, testutil.WaitShort, ch); e.Type != "task.created" || e.Data != 1 {
 			t.Fatalf("got %+v", e)
 		}
 	}
@@ -51,7 +39,7 @@ func TestEventsKeepTheirOrder(t *testing.T) {
 		h.Publish("alice", Event{Type: "n", Data: i})
 	}
 	for i := range 10 {
-		if e := receive(t, ch); e.Data != i {
+		if e := testutil.RequireReceive(t, testutil.WaitShort, ch); e.Data != i {
 			t.Fatalf("event %d has data %v", i, e.Data)
 		}
 	}
@@ -72,7 +60,7 @@ func TestSlowSubscriberIsDroppedWithoutBlocking(t *testing.T) {
 		defer close(done)
 		for i := range 5 {
 			h.Publish("alice", Event{Type: "n", Data: i})
-			if e := receive(t, fast); e.Data != i {
+			if e := testutil.RequireReceive(t, testutil.WaitShort, fast); e.Data != i {
 				t.Errorf("fast subscriber got %v, want %d", e.Data, i)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -53,12 +54,10 @@ func newBenchRig(b *testing.B) *benchRig {
 }
 
 func (r *benchRig) waitListed(id string) {
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if st, _ := r.person.Do("POST", "/api/sessions/"+id+"/viewer-ticket", map[string]bool{"watchOnly": true}); st == 201 {
-			return
-		}
-	}
-	r.b.Fatal("session never listed")
+	testutil.Eventually(r.b, wait, func() bool {
+		st, _ := r.person.Do("POST", "/api/sessions/"+id+"/viewer-ticket", map[string]bool{"watchOnly": true})
+		return st == 201
+	}, "session never listed")
 }
 
 // rawViewer opens an interactive viewer socket that acknowledges every

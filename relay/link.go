@@ -22,8 +22,8 @@ type Machine struct {
 type link struct {
 	machine Machine // static
 	conn    *websocket.Conn
-	out     chan []byte   // frames for the writer; full means a stuck daemon
-	done    chan struct{} // closed by close
+	out     chan wire.Frame // frames for the writer; full means a stuck daemon
+	done    chan struct{}   // closed by close
 	once    sync.Once
 	// revoked is set by Disconnect, under the hub's lock: from then on the
 	// link speaks for no session, even before its reader has stopped.
@@ -48,7 +48,7 @@ func (l *link) close() {
 // send queues a frame for the daemon. A daemon that does not read what it
 // is sent (a full queue) is a stuck consumer: its link is closed, and it
 // reconnects.
-func (l *link) send(frame []byte) {
+func (l *link) send(frame wire.Frame) {
 	select {
 	case l.out <- frame:
 	case <-l.done:
@@ -64,7 +64,7 @@ func (l *link) send(frame []byte) {
 // the time the link is registered, so a revoke that lands between the
 // server admitting the daemon and this registration still takes.
 func (h *Hub) ServeDaemon(ctx context.Context, m Machine, conn *websocket.Conn) error {
-	l := &link{machine: m, conn: conn, out: make(chan []byte, linkQueue), done: make(chan struct{}),
+	l := &link{machine: m, conn: conn, out: make(chan wire.Frame, linkQueue), done: make(chan struct{}),
 		byIndex: map[uint32]*session{}, announced: map[string]bool{}}
 	h.mu.Lock()
 	if h.closed {
@@ -110,10 +110,10 @@ func (h *Hub) writeLink(ctx context.Context, l *link) {
 		case f := <-l.out:
 			_ = l.conn.SetWriteDeadline(time.Now().Add(h.opts.WriteWait))
 			typ := websocket.BinaryMessage
-			if len(f) > 0 && f[0] == '{' {
+			if f.Text {
 				typ = websocket.TextMessage
 			}
-			err = l.conn.WriteMessage(typ, f)
+			err = l.conn.WriteMessage(typ, f.Data)
 		case <-tick.C:
 			err = l.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(h.opts.WriteWait))
 		}

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"go.uber.org/goleak"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/relay/relaytest"
 	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
@@ -38,12 +40,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build test program: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testutil.VerifyNoLeaks(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
-const wait = 90 * time.Second // generous for -race on a loaded machine
+// wait bounds each step of a terminal stream through the relay.
+const wait = testutil.WaitLong
 
 // refusedWait bounds how long a revoked daemon may take to be refused: its
 // link closes at once and it dials again within its 50 ms backoff.
@@ -158,7 +162,7 @@ func (r *rig) start(cols, rows int, args ...string) string {
 // its sessions just after its link comes up, so a link being up is not enough.
 func (r *rig) awaitListed(id string) {
 	r.t.Helper()
-	r.eventually(func() bool {
+	testutil.Eventually(r.t, wait, func() bool {
 		var out struct{ Sessions []struct{ ID string } }
 		r.person.MustJSON("GET", "/api/machines/"+r.machineID+"/sessions", nil, 200, &out)
 		for _, s := range out.Sessions {
@@ -167,20 +171,7 @@ func (r *rig) awaitListed(id string) {
 			}
 		}
 		return false
-	})
-}
-
-// eventually polls cond (an HTTP or daemon query with no event to wait on)
-// until it holds.
-func (r *rig) eventually(cond func() bool) {
-	r.t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatal("condition never held")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	}, fmt.Sprintf("session %s never listed", id))
 }
 
 // daemonScreen is the session's screen on the daemon, as a redraw.
@@ -199,7 +190,7 @@ func (r *rig) daemonScreen(id string) []byte {
 // waitDaemon waits until the daemon's screen shows text.
 func (r *rig) waitDaemon(id, text string) {
 	r.t.Helper()
-	r.eventually(func() bool { return bytes.Contains(r.daemonScreen(id), []byte(text)) })
+	testutil.Eventually(r.t, wait, func() bool { return bytes.Contains(r.daemonScreen(id), []byte(text)) }, "the daemon's screen never showed the text")
 }
 
 func (r *rig) ticket(id string, watchOnly bool) string {
@@ -532,11 +523,11 @@ func TestExitedSessionsArePruned(t *testing.T) {
 		s, _ := r.d.Session(id)
 		<-s.Done()
 	}
-	r.eventually(func() bool {
+	testutil.Eventually(r.t, wait, func() bool {
 		var out struct{ Sessions []struct{ ID string } }
 		r.person.MustJSON("GET", "/api/machines/"+r.machineID+"/sessions", nil, 200, &out)
 		return len(out.Sessions) == 1 && out.Sessions[0].ID == ids[2]
-	})
+	}, "the server still lists more than the newest session")
 	if _, ok := r.d.Session(ids[0]); ok {
 		t.Fatal("the daemon still holds the oldest exited session")
 	}
@@ -622,11 +613,11 @@ func TestBadAnnouncementIsIgnoredAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.eventually(func() bool {
+	testutil.Eventually(r.t, wait, func() bool {
 		var out struct{ Sessions []struct{ ID string } }
 		r.person.MustJSON("GET", "/api/machines/"+m.Machine.ID+"/sessions", nil, 200, &out)
 		return len(out.Sessions) == 1 && out.Sessions[0].ID == "good"
-	})
+	}, "the server never listed only the good session")
 	// The link is still up: a viewer's attaching asks the daemon for a redraw.
 	r.viewer("good", true, false)
 	_ = conn.SetReadDeadline(time.Now().Add(wait))
@@ -660,7 +651,7 @@ func TestExitWhileOfflineReachesViewers(t *testing.T) {
 	if err := s.Input([]byte("\r")); err != nil {
 		t.Fatal(err)
 	}
-	r.eventually(func() bool { info, _ := r.d.Info(id); return info.Exited })
+	testutil.Eventually(r.t, wait, func() bool { info, _ := r.d.Info(id); return info.Exited }, "the session never exited on the daemon")
 	r.releaseLink()
 	if err := v.Wait(wait, func() bool { return v.Stats().ExitCode != nil }); err != nil {
 		t.Fatal("the viewer never heard of the exit that happened while the daemon was offline")

@@ -120,7 +120,7 @@ func (s *session) askRedraw() {
 		return
 	}
 	s.redrawAsked = true
-	s.link.send(wire.Control{Type: wire.TypeRedraw, Index: s.index}.Encode())
+	s.link.send(wire.Control{Type: wire.TypeRedraw, Index: s.index}.Frame())
 }
 
 // publish takes an output batch from the daemon: it extends the cache and is
@@ -236,7 +236,7 @@ func (s *session) input(v *viewer, data []byte) {
 		s.sizer = v
 		s.applySize(v)
 	}
-	s.link.send(wire.AppendDaemonInput(nil, wire.Input{Session: s.index, Data: data}))
+	s.link.send(wire.Binary(wire.AppendDaemonInput(nil, wire.Input{Session: s.index, Data: data})))
 }
 
 // sized applies a viewer's new size if the session follows it: the viewer
@@ -260,5 +260,5 @@ func (s *session) applySize(v *viewer) {
 	if s.link == nil || cols == 0 || (cols == s.info.Cols && rows == s.info.Rows) {
 		return
 	}
-	s.link.send(wire.Control{Type: wire.TypeResize, Index: s.index, Cols: cols, Rows: rows}.Encode())
+	s.link.send(wire.Control{Type: wire.TypeResize, Index: s.index, Cols: cols, Rows: rows}.Frame())
 }

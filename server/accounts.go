@@ -38,7 +38,7 @@ func (s *Server) authLimiter() fiber.Handler {
 		return s.authLimit
 	}
 	s.authLimit = limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
-		return errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again.")
+		return errorf(http.StatusTooManyRequests, codeRateLimited, "Too many attempts; wait a minute and try again.")
 	}})
 	return s.authLimit
 }
@@ -68,7 +68,7 @@ func (a *newAccount) validate() error {
 	a.Email = store.NormalizeEmail(a.Email)
 	at := strings.IndexByte(a.Email, '@')
 	if at < 1 || at == len(a.Email)-1 || len(a.Email) > 254 || strings.ContainsAny(a.Email, " \t\r\n") {
-		return badRequest("invalid_field", "Field \"email\" must be an email address like name@example.com.")
+		return badRequest(codeInvalidField, "Field \"email\" must be an email address like name@example.com.")
 	}
 	name, err := cleanName("name", a.Name)
 	if err != nil {
@@ -81,7 +81,7 @@ func (a *newAccount) validate() error {
 func validPassword(pw string) error {
 	n := utf8.RuneCountInString(pw)
 	if n < 8 || len(pw) > 256 {
-		return badRequest("invalid_field", "Field \"password\" must be 8 to 256 bytes long.")
+		return badRequest(codeInvalidField, "Field \"password\" must be 8 to 256 bytes long.")
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (s *Server) createOwner(ctx context.Context, in newAccount) (*store.User, e
 	}
 	u, err := s.opts.DB.CreateOwner(ctx, in.Email, in.Name, hashPassword(in.Password))
 	if errors.Is(err, store.ErrOwnerExists) {
-		return nil, errorf(http.StatusConflict, "owner_exists", "This server already has its owner; sign in, or ask the owner for an invitation.")
+		return nil, errorf(http.StatusConflict, codeOwnerExists, "This server already has its owner; sign in, or ask the owner for an invitation.")
 	}
 	return s.logAccount(u, err, "setup")
 }
@@ -129,7 +129,7 @@ func (s *Server) postSignup(c *fiber.Ctx) error {
 }
 
 func errSignupClosed() error {
-	return errorf(http.StatusForbidden, "signup_closed", "Sign-up is by invitation on this server; ask its owner for an invitation link.")
+	return errorf(http.StatusForbidden, codeSignupClosed, "Sign-up is by invitation on this server; ask its owner for an invitation link.")
 }
 
 // createOpenAccount validates and creates an account by open sign-up.
@@ -142,7 +142,7 @@ func (s *Server) createOpenAccount(ctx context.Context, in newAccount) (*store.U
 	}
 	u, err := s.opts.DB.CreateUser(ctx, in.Email, in.Name, hashPassword(in.Password))
 	if errors.Is(err, store.ErrConflict) {
-		return nil, errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
+		return nil, errorf(http.StatusConflict, codeEmailTaken, "An account with that email exists; sign in instead.")
 	}
 	return s.logAccount(u, err, "signup")
 }
@@ -194,7 +194,7 @@ func (s *Server) checkCredentials(ctx context.Context, email, password string) (
 		return nil, herr
 	}
 	if err != nil || !ok {
-		return nil, errorf(http.StatusUnauthorized, "bad_credentials", "That email and password do not match an account.")
+		return nil, errorf(http.StatusUnauthorized, codeBadCredentials, "That email and password do not match an account.")
 	}
 	return u, nil
 }
@@ -240,7 +240,7 @@ func (s *Server) recentRotation(tok string) (rotation, bool) {
 func (s *Server) refreshSession(c *fiber.Ctx) (uid, family string, err error) {
 	tok := c.Cookies(cookieRefresh)
 	if tok == "" {
-		return "", "", errorf(http.StatusUnauthorized, "signed_out", "You are not signed in; sign in again.")
+		return "", "", errorf(http.StatusUnauthorized, codeSignedOut, "You are not signed in; sign in again.")
 	}
 	v, err, _ := s.rotations.Do(tok, func() (any, error) {
 		if r, ok := s.recentRotation(tok); ok {
@@ -259,10 +259,10 @@ func (s *Server) refreshSession(c *fiber.Ctx) (uid, family string, err error) {
 		s.signins.end(r.family)
 		s.clearSession(c)
 		s.opts.Logger.Warn("refresh token reused; sign-in revoked")
-		return "", "", errorf(http.StatusUnauthorized, "refresh_reused", "This sign-in was ended because an old refresh token was used again; sign in again.")
+		return "", "", errorf(http.StatusUnauthorized, codeRefreshReused, "This sign-in was ended because an old refresh token was used again; sign in again.")
 	case errors.Is(err, store.ErrInvalidToken):
 		s.clearSession(c)
-		return "", "", errorf(http.StatusUnauthorized, "signed_out", "Your sign-in has ended; sign in again.")
+		return "", "", errorf(http.StatusUnauthorized, codeSignedOut, "Your sign-in has ended; sign in again.")
 	case err != nil:
 		return "", "", err
 	}
@@ -320,7 +320,7 @@ func (s *Server) requireOwner(c *fiber.Ctx) (*store.User, error) {
 		return nil, storeError(err, "account")
 	}
 	if !u.IsOwner {
-		return nil, errorf(http.StatusForbidden, "owner_only", "Only the server's owner can manage invitations.")
+		return nil, errorf(http.StatusForbidden, codeOwnerOnly, "Only the server's owner can manage invitations.")
 	}
 	return u, nil
 }
@@ -350,7 +350,7 @@ func (s *Server) postInvitation(c *fiber.Ctx) error {
 // createInvitation checks the note and stores a new invitation by ownerID.
 func (s *Server) createInvitation(ctx context.Context, ownerID, note string) (*store.Invitation, string, error) {
 	if utf8.RuneCountInString(note) > maxNameLen {
-		return nil, "", badRequest("invalid_field", "Field \"note\" is longer than %d characters.", maxNameLen)
+		return nil, "", badRequest(codeInvalidField, "Field \"note\" is longer than %d characters.", maxNameLen)
 	}
 	return s.opts.DB.CreateInvitation(ctx, ownerID, strings.TrimSpace(note), s.opts.InvitationTTL)
 }
@@ -402,9 +402,9 @@ func (s *Server) acceptInvitation(ctx context.Context, in newAccount) (*store.Us
 	u, err := s.opts.DB.AcceptInvitation(ctx, in.Token, in.Email, in.Name, hashPassword(in.Password))
 	switch {
 	case errors.Is(err, store.ErrInvalidToken):
-		return nil, errorf(http.StatusBadRequest, "invitation_invalid", "This invitation link is unknown, used or expired; ask the owner for a new one.")
+		return nil, errorf(http.StatusBadRequest, codeInvitationInvalid, "This invitation link is unknown, used or expired; ask the owner for a new one.")
 	case errors.Is(err, store.ErrConflict):
-		return nil, errorf(http.StatusConflict, "email_taken", "An account with that email exists; sign in instead.")
+		return nil, errorf(http.StatusConflict, codeEmailTaken, "An account with that email exists; sign in instead.")
 	}
 	return s.logAccount(u, err, "invitation")
 }

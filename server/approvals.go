@@ -63,15 +63,15 @@ const agentGoneNotice = "The agent stopped waiting for this call (its connection
 func approvalError(err error) error {
 	switch {
 	case errors.Is(err, approvals.ErrBadAnswer):
-		return badRequest("invalid_field", "Field \"answer\" must be \"once\", \"always\" or \"deny\".")
+		return badRequest(codeInvalidField, "Field \"answer\" must be \"once\", \"always\" or \"deny\".")
 	case errors.Is(err, approvals.ErrNoStandingGrant):
-		return badRequest("no_standing_grant", "The site marks this tool as consequential: every call must be confirmed, so it cannot be always allowed. Answer \"once\" or \"deny\".")
+		return badRequest(codeNoStandingGrant, "The site marks this tool as consequential: every call must be confirmed, so it cannot be always allowed. Answer \"once\" or \"deny\".")
 	case errors.Is(err, approvals.ErrNotFound):
 		return notFound("approval request")
 	case errors.Is(err, approvals.ErrAgentGone):
-		return errorf(http.StatusConflict, "agent_gone", agentGoneNotice)
+		return errorf(http.StatusConflict, codeAgentGone, agentGoneNotice)
 	case errors.Is(err, approvals.ErrNotPending):
-		return errorf(http.StatusConflict, "not_pending", "This request was already answered, expired, or withdrawn by its caller; nothing waits on it now.")
+		return errorf(http.StatusConflict, codeNotPending, "This request was already answered, expired, or withdrawn by its caller; nothing waits on it now.")
 	}
 	return err
 }
@@ -85,13 +85,9 @@ func (s *Server) getGrants(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteGrant(c *fiber.Ctx) error {
-	if err := s.gate.RevokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
-		if errors.Is(err, approvals.ErrNotFound) {
-			return notFound("grant")
-		}
+	if err := s.revokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	s.publish(userID(c), evGrantRevoked, fiber.Map{"grant": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 

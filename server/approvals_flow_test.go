@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -29,10 +30,10 @@ func (w *siteWorld) pending(t *testing.T, n int) []pendingView {
 	var out struct {
 		Approvals []pendingView `json:"approvals"`
 	}
-	waitUntil(t, func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
 		return len(out.Approvals) == n
-	})
+	}, "the condition never held")
 	return out.Approvals
 }
 
@@ -44,7 +45,7 @@ func (w *siteWorld) answer(t *testing.T, id, answer string) {
 // runInBrowser answers the next call in the test browser with result.
 func (w *siteWorld) runInBrowser(t *testing.T, result string) {
 	t.Helper()
-	m, err := w.br.Expect("call", wait)
+	m, err := w.br.Expect("call", testutil.WaitShort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestIdenticalParallelWritesShareOneQuestion(t *testing.T) {
 	}
 	p := w.pending(t, 1)
 	// All three wait on the one request (the gate counts them).
-	waitUntil(t, func() bool { return server.Waiters(w.env.Server, p[0].ID) == 3 })
+	testutil.Eventually(t, testutil.WaitShort, func() bool { return server.Waiters(w.env.Server, p[0].ID) == 3 }, "the condition never held")
 	w.answer(t, p[0].ID, "once")
 	for i := 0; i < 3; i++ {
 		w.runInBrowser(t, "ok")
@@ -309,7 +310,7 @@ func TestBadgeCountReachesBrowsersAsTheyConnect(t *testing.T) {
 	defer cancel()
 	w.pending(t, 1)
 	// The connected browser heard of the new request.
-	m, err := w.br.Expect("approvals", wait)
+	m, err := w.br.Expect("approvals", testutil.WaitShort)
 	if err != nil || m.Pending != 1 || m.Event != "approval.created" {
 		t.Fatalf("badge on the open socket: %+v %v", m, err)
 	}
@@ -320,17 +321,17 @@ func TestBadgeCountReachesBrowsersAsTheyConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer late.Conn.Close()
-	if _, err := late.Hello("browser-two", "Chrome two", "1.2.3", wait); err != nil {
+	if _, err := late.Hello("browser-two", "Chrome two", "1.2.3", testutil.WaitShort); err != nil {
 		t.Fatal(err)
 	}
-	m, err = late.Next(wait)
+	m, err = late.Next(testutil.WaitShort)
 	if err != nil || m.Type != "approvals" || m.Pending != 1 {
 		t.Fatalf("badge for a browser that connects later: %+v %v", m, err)
 	}
 	p := w.pending(t, 1)
 	w.answer(t, p[0].ID, "deny")
 	awaitCall(t, ch)
-	m, err = late.Expect("approvals", wait)
+	m, err = late.Expect("approvals", testutil.WaitShort)
 	if err != nil || m.Pending != 0 || m.Event != "approval.decided" {
 		t.Fatalf("badge after the answer: %+v %v", m, err)
 	}

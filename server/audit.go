@@ -22,7 +22,7 @@ func (s *Server) getAudit(c *fiber.Ctx) error {
 	if l := c.Query("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 500 {
-			return badRequest("invalid_field", "Query parameter \"limit\" must be a number from 1 to 500.")
+			return badRequest(codeInvalidField, "Query parameter \"limit\" must be a number from 1 to 500.")
 		}
 		f.Limit = n
 	}

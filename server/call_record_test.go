@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -22,7 +23,7 @@ func TestSharedCardSaysHowManyCallsItRuns(t *testing.T) {
 		b, cancelB := w.buy("tea")
 		defer cancelB()
 		p := w.pending(t, 1)
-		waitUntil(t, func() bool { return server.Waiters(w.env.Server, p[0].ID) == 2 })
+		testutil.Eventually(t, testutil.WaitShort, func() bool { return server.Waiters(w.env.Server, p[0].ID) == 2 }, "the condition never held")
 		if rs := w.taskRequests(t); rs[0].Waiters != 2 {
 			t.Fatalf("the request says %d waiting calls, want 2", rs[0].Waiters)
 		}
@@ -38,7 +39,7 @@ func TestSharedCardSaysHowManyCallsItRuns(t *testing.T) {
 		cancelB()
 		<-b
 		nextEvent(t, ev, "approval.updated")
-		waitUntil(t, func() bool { return w.taskRequests(t)[0].Waiters == 1 })
+		testutil.Eventually(t, testutil.WaitShort, func() bool { return w.taskRequests(t)[0].Waiters == 1 }, "the condition never held")
 		_, body := w.person.Do("GET", "/", nil)
 		if strings.Contains(string(body), "identical calls") || !strings.Contains(string(body), ">Allow once</button>") {
 			t.Fatalf("with one call left the card still counts several:\n%s", body)
@@ -67,7 +68,7 @@ func TestAllowedCallsOutcomeIsOnTheTask(t *testing.T) {
 		defer cancel()
 		p = w.pending(t, 1)
 		w.answer(t, p[0].ID, "once")
-		m, err := w.br.Expect("call", wait)
+		m, err := w.br.Expect("call", testutil.WaitShort)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +92,7 @@ func TestCallIsRecordedBeforeItReachesTheBrowser(t *testing.T) {
 		w.announce(t, "d1", time.Now())
 		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
 		defer cancel()
-		m, err := w.br.Expect("call", wait)
+		m, err := w.br.Expect("call", testutil.WaitShort)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestCallIsRecordedBeforeItReachesTheBrowser(t *testing.T) {
 		w.br.Dispatched(m.ID, "d1")
 		w.br.Result(m.ID, "found")
 		awaitCall(t, ch)
-		waitUntil(t, func() bool { a := w.auditOf(t, "search"); return len(a) == 1 && a[0].Outcome == "ok" })
+		testutil.Eventually(t, testutil.WaitShort, func() bool { a := w.auditOf(t, "search"); return len(a) == 1 && a[0].Outcome == "ok" }, "the condition never held")
 	})
 }
 
@@ -115,7 +116,7 @@ func TestKilledServerLeavesItsCallsInterrupted(t *testing.T) {
 		w.announce(t, "d1", time.Now())
 		_, cancelS := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "taskId": w.task, "arguments": map[string]any{"q": "tea"}})
 		defer cancelS()
-		if _, err := w.br.Expect("call", wait); err != nil {
+		if _, err := w.br.Expect("call", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 		_, cancelB := w.buy("tea")

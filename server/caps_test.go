@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -27,8 +28,8 @@ import (
 func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 	const maxCalls, extra = 5, 3 // 5 calls of 1000 KB: more than the socket buffers hold
 	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) {
-		o.ExtensionQueue = 2 // replies only: calls and cancels have room of their own
-		o.ExtensionMaxCalls = maxCalls
+		o.Bridge.QueueSize = 2 // replies only: calls and cancels have room of their own
+		o.Bridge.MaxCalls = maxCalls
 	}, nil)
 	w.announce(t, "d1", time.Now())
 	uid := w.env.Server.UserIDForTest(t, "alice@example.com")
@@ -58,7 +59,7 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 	for _, ch := range calls {
 		<-ch
 	}
-	waitUntil(t, func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		var audit struct {
 			Entries []struct{ Outcome string } `json:"entries"`
 		}
@@ -72,11 +73,11 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 			}
 		}
 		return n == maxCalls
-	})
+	}, "the condition never held")
 	// Now the browser reads again: every call, then every cancel, and no close.
 	sent := map[string]bool{}
 	for cancels := 0; cancels < maxCalls; {
-		m, err := w.br.Next(wait)
+		m, err := w.br.Next(testutil.WaitShort)
 		if err != nil {
 			t.Fatalf("after %d calls and %d cancels: %v", len(sent), cancels, err)
 		}
@@ -103,13 +104,13 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 	if err := w.br.Send(map[string]string{"type": "ping", "id": "after"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.br.Expect("pong", wait); err != nil {
+	if _, err := w.br.Expect("pong", testutil.WaitShort); err != nil {
 		t.Fatal(err)
 	}
 	// The slots are free again: the next call runs on the same socket.
 	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
 	defer cancel()
-	m, err := w.br.Expect("call", wait)
+	m, err := w.br.Expect("call", testutil.WaitShort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestMCPSessionsPerTokenAreCapped(t *testing.T) {
 	}
 	var mu sync.Mutex
 	opened, refused := 0, 0
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(testutil.WaitShort)
 	for opened < limit-1 && time.Now().Before(deadline) { // the deleted sessions' places come back once they close
 		var wg sync.WaitGroup
 		for i := 0; i < 8; i++ {
@@ -254,7 +255,7 @@ func TestPendingApprovalsPerWorkspaceAreCapped(t *testing.T) {
 			teaID = r.ID
 		}
 	}
-	waitUntil(t, func() bool { return server.Waiters(w.env.Server, teaID) == 2 })
+	testutil.Eventually(t, testutil.WaitShort, func() bool { return server.Waiters(w.env.Server, teaID) == 2 }, "the condition never held")
 	// An answer makes room.
 	w.answer(t, teaID, "deny")
 	for _, ch := range []chan callOut{tea, teaAgain} {
@@ -280,7 +281,7 @@ func first(ch chan callOut, _ context.CancelFunc) chan callOut { return ch }
 // queue and closing the browser.
 func TestApprovalBurstIsOneQueuedMessage(t *testing.T) {
 	const burst = 10
-	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.ExtensionQueue = 2 }, nil)
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.Bridge.QueueSize = 2 }, nil)
 	w.announce(t, "d1", time.Now())
 	if err := w.br.Conn.NetConn().(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
 		t.Fatal(err)
@@ -305,7 +306,7 @@ func TestApprovalBurstIsOneQueuedMessage(t *testing.T) {
 	var calls []string
 	var counts []int
 	for len(calls) < 5 || len(counts) == 0 || counts[len(counts)-1] != burst {
-		m, err := w.br.Next(wait)
+		m, err := w.br.Next(testutil.WaitShort)
 		if err != nil {
 			t.Fatalf("after %d calls and approvals %v: %v", len(calls), counts, err)
 		}
@@ -347,24 +348,24 @@ func TestIdleSessionsGiveTheirPlaceBack(t *testing.T) {
 		!strings.Contains(body, "already has 1 open MCP session, the most") || !strings.Contains(body, "idle sessions end by themselves after 1s") {
 		t.Fatalf("second session: %d %s", status, body)
 	}
-	waitUntil(t, func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		status, sid, _ := rawMCP(t, env, token, "", "POST", rawInit)
 		return status == 200 && sid != ""
-	})
+	}, "the condition never held")
 }
 
 // TestCallsEndedByTheirPageFreeTheirSlot: a call whose page goes away ends
 // there and gives its in-flight slot back, so pages that navigate mid-call
 // never leave the browser busy.
 func TestCallsEndedByTheirPageFreeTheirSlot(t *testing.T) {
-	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.ExtensionMaxCalls = 2 }, nil)
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.Bridge.MaxCalls = 2 }, nil)
 	search := map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}}
 	for i := 0; i < 3; i++ {
 		doc := fmt.Sprintf("d%d", i)
 		w.announce(t, doc, time.Now())
 		ch, cancel := callAsync(w.agent, "callSiteTool", search)
 		defer cancel()
-		m, err := w.br.Expect("call", wait)
+		m, err := w.br.Expect("call", testutil.WaitShort)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +376,7 @@ func TestCallsEndedByTheirPageFreeTheirSlot(t *testing.T) {
 	w.announce(t, "d9", time.Now())
 	ch, cancel := callAsync(w.agent, "callSiteTool", search)
 	defer cancel()
-	m, err := w.br.Expect("call", wait)
+	m, err := w.br.Expect("call", testutil.WaitShort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,15 +387,10 @@ func TestCallsEndedByTheirPageFreeTheirSlot(t *testing.T) {
 }
 
 // waitInFlight waits until the person's browsers hold n call slots; with a
-// minute's deadline, as validating 1000 KB arguments is slow under the race
+// long deadline, as validating 1000 KB arguments is slow under the race
 // detector.
 func (w *siteWorld) waitInFlight(t *testing.T, uid string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for w.env.Server.Hub().CallsInFlight(uid) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls in flight, want %d", w.env.Server.Hub().CallsInFlight(uid), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, testutil.WaitLong, func() bool { return w.env.Server.Hub().CallsInFlight(uid) == n },
+		fmt.Sprintf("the browsers never held %d calls in flight", n))
 }

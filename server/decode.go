@@ -30,18 +30,18 @@ const (
 func decodeJSON(c *fiber.Ctx, v any) error {
 	body := c.Body()
 	if len(body) > maxJSONBody {
-		return badRequest("body_too_large", "The request body is %d bytes; this endpoint accepts at most %d.", len(body), maxJSONBody)
+		return badRequest(codeBodyTooLarge, "The request body is %d bytes; this endpoint accepts at most %d.", len(body), maxJSONBody)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("empty_body", "The request body is empty; send a JSON object (see docs/API.md).")
+		return badRequest(codeEmptyBody, "The request body is empty; send a JSON object (see docs/API.md).")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequest("invalid_json", "%s", describeJSONError(err))
+		return badRequest(codeInvalidJSON, "%s", describeJSONError(err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return badRequest("invalid_json", "The body must hold exactly one JSON object, with nothing after it.")
+		return badRequest(codeInvalidJSON, "The body must hold exactly one JSON object, with nothing after it.")
 	}
 	return nil
 }
@@ -89,13 +89,13 @@ func cleanName(field, v string) (string, error) {
 	v = strings.TrimSpace(v)
 	switch {
 	case v == "":
-		return "", badRequest("invalid_field", "Field %q is required and must not be blank.", field)
+		return "", badRequest(codeInvalidField, "Field %q is required and must not be blank.", field)
 	case !utf8.ValidString(v):
-		return "", badRequest("invalid_field", "Field %q must be valid UTF-8.", field)
+		return "", badRequest(codeInvalidField, "Field %q must be valid UTF-8.", field)
 	case utf8.RuneCountInString(v) > maxNameLen:
-		return "", badRequest("invalid_field", "Field %q is %d characters; at most %d are allowed.", field, utf8.RuneCountInString(v), maxNameLen)
+		return "", badRequest(codeInvalidField, "Field %q is %d characters; at most %d are allowed.", field, utf8.RuneCountInString(v), maxNameLen)
 	case strings.IndexFunc(v, unicode.IsControl) >= 0:
-		return "", badRequest("invalid_field", "Field %q must not contain control characters.", field)
+		return "", badRequest(codeInvalidField, "Field %q must not contain control characters.", field)
 	}
 	return v, nil
 }

@@ -12,6 +12,55 @@ import (
 	"github.com/tabbridge/tabbridge/store"
 )
 
+// The error codes, one constant each: a program keys on the code, so it
+// never changes once shipped. docs/API.md's table of error codes lists each
+// (TestErrorCodesAreDocumented checks both ways).
+const (
+	codeAccessExpired        = "access_expired"
+	codeAccessTokenInvalid   = "access_token_invalid"
+	codeAgentGone            = "agent_gone"
+	codeAgentTokenInvalid    = "agent_token_invalid"
+	codeAgentTokenNotAllowed = "agent_token_not_allowed"
+	codeAgentTokenRequired   = "agent_token_required"
+	codeBadCredentials       = "bad_credentials"
+	codeBodyTooLarge         = "body_too_large"
+	codeConflict             = "conflict"
+	codeCookieNotAllowed     = "cookie_not_allowed"
+	codeCSRFOrigin           = "csrf_origin"
+	codeCSRFToken            = "csrf_token"
+	codeDatabaseUnreachable  = "database_unreachable"
+	codeEmailTaken           = "email_taken"
+	codeEmptyBody            = "empty_body"
+	codeHTTPError            = "http_error"
+	codeInstallIDRequired    = "install_id_required"
+	codeInternal             = "internal"
+	codeInvalidField         = "invalid_field"
+	codeInvalidJSON          = "invalid_json"
+	codeInvalidOrigin        = "invalid_origin"
+	codeInvalidRequest       = "invalid_request"
+	codeInvitationInvalid    = "invitation_invalid"
+	codeMachineOtherInstall  = "machine_other_install"
+	codeMachineTokenInvalid  = "machine_token_invalid"
+	codeMachineTokenRequired = "machine_token_required"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeNoRoute              = "no_route"
+	codeNoStandingGrant      = "no_standing_grant"
+	codeNotFound             = "not_found"
+	codeNotPending           = "not_pending"
+	codeOriginNotAllowed     = "origin_not_allowed"
+	codeOwnerExists          = "owner_exists"
+	codeOwnerOnly            = "owner_only"
+	codeRateLimited          = "rate_limited"
+	codeRefreshReused        = "refresh_reused"
+	codeSignedOut            = "signed_out"
+	codeSignupClosed         = "signup_closed"
+	codeTicketInvalid        = "ticket_invalid"
+	codeTicketRequired       = "ticket_required"
+	codeTimeout              = "timeout"
+	codeUnavailable          = "unavailable"
+	codeWebsocketRequired    = "websocket_required"
+)
+
 // apiError is the one error shape every route answers with:
 //
 //	{"error": {"code": "not_found", "message": "No workspace with that id."}}
@@ -32,7 +81,7 @@ func errorf(status int, code, format string, args ...any) *apiError {
 
 // notFound is the answer for both "does not exist" and "is not yours".
 func notFound(what string) *apiError {
-	return errorf(http.StatusNotFound, "not_found", "No %s with that id.", what)
+	return errorf(http.StatusNotFound, codeNotFound, "No %s with that id.", what)
 }
 
 // storeError maps store sentinels to answers and leaves the rest for the
@@ -42,7 +91,7 @@ func storeError(err error, what string) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound(what)
 	case errors.Is(err, store.ErrConflict):
-		return errorf(http.StatusConflict, "conflict", "That %s already exists.", what)
+		return errorf(http.StatusConflict, codeConflict, "That %s already exists.", what)
 	}
 	return err
 }
@@ -76,23 +125,23 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		return outage(c)
 	}
 	s.opts.Logger.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
-	return writeError(c, errorf(http.StatusInternalServerError, "internal", "Something went wrong on the server; try again, and report it if it keeps happening."))
+	return writeError(c, errorf(http.StatusInternalServerError, codeInternal, "Something went wrong on the server; try again, and report it if it keeps happening."))
 }
 
 func fiberError(fe *fiber.Error) *apiError {
 	switch fe.Code {
 	case http.StatusNotFound:
-		return errorf(fe.Code, "no_route", "There is no such endpoint; see docs/API.md.")
+		return errorf(fe.Code, codeNoRoute, "There is no such endpoint; see docs/API.md.")
 	case http.StatusMethodNotAllowed:
-		return errorf(fe.Code, "method_not_allowed", "This endpoint does not take that method; see docs/API.md.")
+		return errorf(fe.Code, codeMethodNotAllowed, "This endpoint does not take that method; see docs/API.md.")
 	case http.StatusRequestEntityTooLarge:
-		return errorf(fe.Code, "body_too_large", "The request body is larger than the server accepts (%d bytes).", maxRequestBody)
+		return errorf(fe.Code, codeBodyTooLarge, "The request body is larger than the server accepts (%d bytes).", maxRequestBody)
 	case http.StatusRequestTimeout:
-		return errorf(fe.Code, "timeout", "The request took too long to arrive.")
+		return errorf(fe.Code, codeTimeout, "The request took too long to arrive.")
 	case http.StatusServiceUnavailable:
-		return errorf(fe.Code, "unavailable", "The server is shutting down; retry in a moment.")
+		return errorf(fe.Code, codeUnavailable, "The server is shutting down; retry in a moment.")
 	}
-	return errorf(fe.Code, "http_error", "%s", fe.Message)
+	return errorf(fe.Code, codeHTTPError, "%s", fe.Message)
 }
 
 // logRefusal tells the operator why a request was refused: at info level for
@@ -102,7 +151,7 @@ func fiberError(fe *fiber.Error) *apiError {
 func (s *Server) logRefusal(c *fiber.Ctx, ae *apiError) {
 	level := slog.LevelDebug
 	switch {
-	case ae.Code == "access_expired":
+	case ae.Code == codeAccessExpired:
 	case ae.Status == http.StatusUnauthorized, ae.Status == http.StatusForbidden, ae.Status == http.StatusConflict,
 		ae.Status == http.StatusTooManyRequests:
 		level = slog.LevelInfo

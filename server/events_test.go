@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -198,7 +199,7 @@ func TestEventStreamHeartbeatAndEnds(t *testing.T) {
 	// heartbeat write fails.
 	s.cancel()
 	s.resp.Body.Close()
-	waitFor(t, func() bool { return hub.Subscribers(me.User.ID) == 0 }, "subscription outlived its client")
+	testutil.Eventually(t, testutil.WaitShort, func() bool { return hub.Subscribers(me.User.ID) == 0 }, "subscription outlived its client")
 
 	// Shutdown ends open streams instead of waiting on them.
 	s2 := openStream(t, env, alice, nil)
@@ -207,7 +208,7 @@ func TestEventStreamHeartbeatAndEnds(t *testing.T) {
 	defer cancel()
 	go env.Server.Shutdown(ctx)
 	s2.ended(t)
-	waitFor(t, func() bool { return hub.Subscribers(me.User.ID) == 0 }, "subscription outlived shutdown")
+	testutil.Eventually(t, testutil.WaitShort, func() bool { return hub.Subscribers(me.User.ID) == 0 }, "subscription outlived shutdown")
 }
 
 func TestEventStreamRefusesStrangersAndAgentTokens(t *testing.T) {
@@ -233,19 +234,4 @@ func TestEventStreamRefreshesAnExpiredSession(t *testing.T) {
 		t.Fatalf("stream after access expiry: %d", s.resp.StatusCode)
 	}
 	alice.MustJSON("GET", "/api/workspaces", nil, 200, nil) // the jar took the new cookies
-}
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatal(msg)
-		}
-	}
 }

@@ -16,12 +16,12 @@ import (
 // startHub builds the hub of extension sockets and closes it (every socket
 // with 1001, waiting for each) when Shutdown starts.
 func (s *Server) startHub() {
-	s.hub = bridge.NewHub(bridge.Options{
-		DB: s.opts.DB, Logger: s.opts.Logger, Idle: s.opts.ExtensionIdle, QueueSize: s.opts.ExtensionQueue,
-		MaxCalls:   s.opts.ExtensionMaxCalls,
-		MaxMessage: s.opts.ExtensionMaxMessage, CloseGrace: s.opts.ExtensionCloseGrace, Catalog: s.catalog,
-		OnChange: s.hubChanged,
-	})
+	o := s.opts.Bridge
+	o.DB, o.Catalog, o.OnChange = s.opts.DB, s.catalog, s.hubChanged
+	if o.Logger == nil {
+		o.Logger = s.opts.Logger
+	}
+	s.hub = bridge.NewHub(o)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -59,21 +59,21 @@ func (s *Server) mountExtension(web guard) {
 // spend a ticket), 401 for a missing, used, expired or foreign ticket.
 func (s *Server) extensionGate(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
-		return errorf(http.StatusUpgradeRequired, "websocket_required", "This is the extension's WebSocket endpoint; open it as a WebSocket with ?ticket=… (docs/PROTOCOL.md).")
+		return errorf(http.StatusUpgradeRequired, codeWebsocketRequired, "This is the extension's WebSocket endpoint; open it as a WebSocket with ?ticket=… (docs/PROTOCOL.md).")
 	}
 	if origin := c.Get(fiber.HeaderOrigin); !s.extensionOrigin(origin) {
-		return errorf(http.StatusForbidden, "origin_not_allowed", "Only the Tabbridge extension may open this socket; origin %q is not an allowed extension.", origin)
+		return errorf(http.StatusForbidden, codeOriginNotAllowed, "Only the Tabbridge extension may open this socket; origin %q is not an allowed extension.", origin)
 	}
 	if !s.hub.Accepting() {
 		return fiber.ErrServiceUnavailable
 	}
 	tok := c.Query("ticket")
 	if tok == "" {
-		return errorf(http.StatusUnauthorized, "ticket_required", "Ask for a ticket with POST /api/tickets, then open the socket with ?ticket=<ticket>.")
+		return errorf(http.StatusUnauthorized, codeTicketRequired, "Ask for a ticket with POST /api/tickets, then open the socket with ?ticket=<ticket>.")
 	}
 	t, err := s.tickets.Redeem(c.UserContext(), tok, tickets.PurposeExtension)
 	if errors.Is(err, tickets.ErrInvalid) {
-		return errorf(http.StatusUnauthorized, "ticket_invalid", "This ticket is unknown, used, expired or for something else; ask for a new one with POST /api/tickets.")
+		return errorf(http.StatusUnauthorized, codeTicketInvalid, "This ticket is unknown, used, expired or for something else; ask for a new one with POST /api/tickets.")
 	}
 	if errors.Is(err, tickets.ErrSignedOut) {
 		return errTicketSignedOut()
@@ -90,7 +90,7 @@ func (s *Server) extensionGate(c *fiber.Ctx) error {
 // errTicketSignedOut refuses a ticket whose sign-in ended after it was asked
 // for: the person signed out, so nothing it was about to open opens.
 func errTicketSignedOut() error {
-	return errorf(http.StatusUnauthorized, "signed_out",
+	return errorf(http.StatusUnauthorized, codeSignedOut,
 		"The sign-in that asked for this ticket has ended (signed out); sign in again, then ask for a new ticket.")
 }
 
@@ -119,7 +119,7 @@ func (s *Server) postTicket(c *fiber.Ctx) error {
 		}
 	}
 	if in.Purpose != "" && in.Purpose != tickets.PurposeExtension {
-		return badRequest("invalid_field", "Field \"purpose\" must be %q (or left out).", tickets.PurposeExtension)
+		return badRequest(codeInvalidField, "Field \"purpose\" must be %q (or left out).", tickets.PurposeExtension)
 	}
 	tok, exp, err := s.tickets.Issue(c.UserContext(), userID(c), familyID(c), tickets.PurposeExtension, "")
 	if err != nil {

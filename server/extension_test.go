@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,47 +15,14 @@ import (
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 	"github.com/tabbridge/tabbridge/tickets"
 )
 
-const wait = 5 * time.Second
-
 var extOrigin = bridgetest.Origin(servertest.ExtensionID)
-
-// noLeaks fails the test if a socket goroutine (the hub's readers and
-// writers, contrib's handlers) outlives it. Other goroutines are not counted:
-// Fiber and fasthttp keep pools that wind down on their own clocks. Call it
-// before Start, so it runs after the server's shutdown.
-func noLeaks(t *testing.T) {
-	t.Cleanup(func() {
-		deadline := time.Now().Add(wait)
-		for {
-			stacks := socketGoroutines()
-			if stacks == "" {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("socket goroutines left running:\n%s", stacks)
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // polling the goroutine list; there is no event to wait on
-		}
-	})
-}
-
-func socketGoroutines() string {
-	buf := make([]byte, 4<<20)
-	var out []string
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "tabbridge/bridge.") || strings.Contains(g, "contrib/websocket.") {
-			out = append(out, g)
-		}
-	}
-	return strings.Join(out, "\n\n")
-}
 
 func ticketFor(t testing.TB, c *servertest.Client) string {
 	t.Helper()
@@ -85,12 +51,12 @@ func extBrowserWith(t testing.TB, env *servertest.Env, ticket, browserID string)
 		t.Fatalf("dial: %v (%v)", err, resp)
 	}
 	t.Cleanup(func() { b.Conn.Close() })
-	w, err := b.Hello(browserID, "Chrome "+browserID, "1.2.3", wait)
+	w, err := b.Hello(browserID, "Chrome "+browserID, "1.2.3", testutil.WaitShort)
 	if err != nil {
 		t.Fatalf("hello: %v", err)
 	}
 	// Right after the welcome the server gives the badge count.
-	if m, err := b.Next(wait); err != nil || m.Type != "approvals" {
+	if m, err := b.Next(testutil.WaitShort); err != nil || m.Type != "approvals" {
 		t.Fatalf("after the welcome: %+v %v, want the approvals count", m, err)
 	}
 	return b, w
@@ -114,7 +80,6 @@ func refused(t *testing.T, env *servertest.Env, ticket, origin string) (int, str
 
 func TestExtensionSocketWelcome(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
-		noLeaks(t)
 		env := servertest.Start(t, k, nil)
 		a := env.Person(t, "a@example.com")
 		ws := a.Workspace("Work")
@@ -129,7 +94,7 @@ func TestExtensionSocketWelcome(t *testing.T) {
 		if w.Limits.MaxMessageBytes != 1<<20 || w.Limits.PingSeconds != 20 || w.Limits.IdleSeconds != 60 {
 			t.Fatalf("limits = %+v", w.Limits)
 		}
-		if _, err := b.Ping("p1", wait); err != nil {
+		if _, err := b.Ping("p1", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 		var list struct {
@@ -278,9 +243,8 @@ func TestTicketEndpointChecks(t *testing.T) {
 }
 
 func TestPingKeepsAliveAndSilenceCloses(t *testing.T) {
-	noLeaks(t)
 	idle := time.Second // pings at a third of it keep a margin on a loaded machine
-	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.ExtensionIdle = idle })
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.Bridge.Idle = idle })
 	a := env.Person(t, "a@example.com")
 	b, _ := extBrowser(t, env, a, "pinger-01")
 	// Pinging at a third of the idle timeout for three timeouts keeps it open.
@@ -289,12 +253,12 @@ func TestPingKeepsAliveAndSilenceCloses(t *testing.T) {
 	end := time.Now().Add(3 * idle)
 	for i := 0; time.Now().Before(end); i++ {
 		<-tick.C
-		if _, err := b.Ping(fmt.Sprint("k", i), wait); err != nil {
+		if _, err := b.Ping(fmt.Sprint("k", i), testutil.WaitShort); err != nil {
 			t.Fatalf("ping %d after %v: %v", i, time.Since(end.Add(-3*idle)), err)
 		}
 	}
 	start := time.Now()
-	code, reason, err := b.Closed(wait)
+	code, reason, err := b.Closed(testutil.WaitShort)
 	if err != nil || code != bridge.CloseIdle {
 		t.Fatalf("silent socket: code %d %q, %v", code, reason, err)
 	}
@@ -314,7 +278,6 @@ func connectedIDs(env *servertest.Env, c *servertest.Client, t *testing.T) []str
 
 func TestShareReachesEveryBrowserOfThePersonOnly(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
-		noLeaks(t)
 		env := servertest.Start(t, k, func(o *server.Options) { o.OpenSignup = true })
 		a := env.Person(t, "a@example.com")
 		bob := env.Person(t, "b@example.com")
@@ -333,7 +296,7 @@ func TestShareReachesEveryBrowserOfThePersonOnly(t *testing.T) {
 		}
 		a.MustJSON("POST", "/api/sites", map[string]string{"origin": "https://mail.example.com", "workspaceId": home}, 201, &shared)
 		for _, b := range []*bridgetest.Browser{laptop, desktop} {
-			m, err := b.Expect(bridge.TypeSites, wait)
+			m, err := b.Expect(bridge.TypeSites, testutil.WaitShort)
 			if err != nil || len(m.SharedSites) != 1 || m.SharedSites[0].Origin != "https://mail.example.com" || m.SharedSites[0].WorkspaceID != home {
 				t.Fatalf("%s: %v %+v", b.ID, err, m)
 			}
@@ -344,7 +307,7 @@ func TestShareReachesEveryBrowserOfThePersonOnly(t *testing.T) {
 			t.Fatalf("move: %+v", shared)
 		}
 		for _, b := range []*bridgetest.Browser{laptop, desktop} {
-			m, err := b.Expect(bridge.TypeSites, wait)
+			m, err := b.Expect(bridge.TypeSites, testutil.WaitShort)
 			if err != nil || len(m.SharedSites) != 1 || m.SharedSites[0].WorkspaceID != work || m.SharedSites[0].WorkspaceName != "Work" {
 				t.Fatalf("%s after move: %v %+v", b.ID, err, m)
 			}
@@ -354,7 +317,7 @@ func TestShareReachesEveryBrowserOfThePersonOnly(t *testing.T) {
 			t.Fatalf("unshare: %d %s", status, body)
 		}
 		for _, b := range []*bridgetest.Browser{laptop, desktop} {
-			if m, err := b.Expect(bridge.TypeSites, wait); err != nil || len(m.SharedSites) != 0 {
+			if m, err := b.Expect(bridge.TypeSites, testutil.WaitShort); err != nil || len(m.SharedSites) != 0 {
 				t.Fatalf("%s after unshare: %v %+v", b.ID, err, m)
 			}
 		}
@@ -367,7 +330,7 @@ func TestShareReachesEveryBrowserOfThePersonOnly(t *testing.T) {
 		if len(w.SharedSites) != 0 {
 			t.Fatalf("bob's welcome lists a's sites: %+v", w.SharedSites)
 		}
-		if _, err := other2.Ping("x", wait); err != nil {
+		if _, err := other2.Ping("x", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 		// Bob cannot see or remove a's sites or browsers.
@@ -408,13 +371,13 @@ func TestBobSeesNothingOfAlice(t *testing.T) {
 	}
 	alice.MustJSON("POST", "/api/sites", map[string]string{"origin": "https://a.example", "workspaceId": ws}, 201, &out)
 	alice.Do("DELETE", "/api/sites/"+out.Site.ID, nil)
-	if _, err := ab.Expect(bridge.TypeSites, wait); err != nil {
+	if _, err := ab.Expect(bridge.TypeSites, testutil.WaitShort); err != nil {
 		t.Fatal(err)
 	}
 	if err := bb.Send(map[string]string{"type": "ping", "id": "only"}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := bb.Next(wait)
+	m, err := bb.Next(testutil.WaitShort)
 	if err != nil || m.Type != bridge.TypePong || m.ID != "only" {
 		t.Fatalf("bob's first message: %v %+v", err, m)
 	}
@@ -477,14 +440,13 @@ func TestDeletingAWorkspacePushesItsSitesAway(t *testing.T) {
 	a.MustJSON("POST", "/api/sites", map[string]string{"origin": "https://a.example", "workspaceId": ws}, 201, nil)
 	b, _ := extBrowser(t, env, a, "browser-1")
 	a.MustJSON("DELETE", "/api/workspaces/"+ws, nil, 204, nil)
-	if m, err := b.Expect(bridge.TypeSites, wait); err != nil || len(m.SharedSites) != 0 {
+	if m, err := b.Expect(bridge.TypeSites, testutil.WaitShort); err != nil || len(m.SharedSites) != 0 {
 		t.Fatalf("after deleting the workspace: %v %+v", err, m)
 	}
 }
 
 func TestMalformedFrames(t *testing.T) {
-	noLeaks(t)
-	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.ExtensionMaxMessage = 4096 })
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.Bridge.MaxMessage = 4096 })
 	a := env.Person(t, "a@example.com")
 	ws := a.Workspace("W")
 	a.MustJSON("POST", "/api/sites", map[string]string{"origin": "https://shared.example", "workspaceId": ws}, 201, nil)
@@ -508,30 +470,29 @@ func TestMalformedFrames(t *testing.T) {
 		if err := b.SendRaw(websocket.TextMessage, []byte(c.frame)); err != nil {
 			t.Fatal(err)
 		}
-		m, err := b.Expect(bridge.TypeError, wait)
+		m, err := b.Expect(bridge.TypeError, testutil.WaitShort)
 		if err != nil || m.Code != c.code || m.Ref != c.ref || m.Message == "" {
 			t.Errorf("%s: %v %+v", c.frame, err, m)
 		}
 	}
 	// Still alive after all that.
-	if _, err := b.Ping("alive", wait); err != nil {
+	if _, err := b.Ping("alive", testutil.WaitShort); err != nil {
 		t.Fatal(err)
 	}
 	// A binary frame closes with 1003.
 	b.SendRaw(websocket.BinaryMessage, []byte{1, 2, 3})
-	if code, _, err := b.Closed(wait); err != nil || code != bridge.CloseUnsupportedData {
+	if code, _, err := b.Closed(testutil.WaitShort); err != nil || code != bridge.CloseUnsupportedData {
 		t.Fatalf("binary frame: %d %v", code, err)
 	}
 	// Oversized: 1009.
 	big, _ := extBrowser(t, env, a, "malformed-2")
 	big.SendRaw(websocket.TextMessage, []byte(`{"type":"ping","pad":"`+strings.Repeat("x", 5000)+`"}`))
-	if code, _, err := big.Closed(wait); err != nil || code != bridge.CloseTooBig {
+	if code, _, err := big.Closed(testutil.WaitShort); err != nil || code != bridge.CloseTooBig {
 		t.Fatalf("oversized frame: %d %v", code, err)
 	}
 }
 
 func TestHelloIsRequiredAndChecked(t *testing.T) {
-	noLeaks(t)
 	env := servertest.Start(t, storetest.SQLite, nil)
 	a := env.Person(t, "a@example.com")
 	for _, c := range []struct {
@@ -553,11 +514,11 @@ func TestHelloIsRequiredAndChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.SendRaw(websocket.TextMessage, []byte(c.frame))
-		m, err := b.Next(wait)
+		m, err := b.Next(testutil.WaitShort)
 		if err != nil || m.Type != bridge.TypeError || m.Code != c.errCode {
 			t.Errorf("%s: %v %+v", c.frame, err, m)
 		}
-		if code, _, err := b.Closed(wait); err != nil || code != c.closeCode {
+		if code, _, err := b.Closed(testutil.WaitShort); err != nil || code != c.closeCode {
 			t.Errorf("%s: closed %d %v", c.frame, code, err)
 		}
 		b.Conn.Close()
@@ -569,25 +530,24 @@ func TestHelloIsRequiredAndChecked(t *testing.T) {
 	}
 	defer b.Close()
 	b.Send(map[string]any{"type": "hello", "protocol": 3, "minProtocol": 1, "browserId": "newer-browser", "name": "N", "version": "9.0.0", "future": true})
-	if m, err := b.Next(wait); err != nil || m.Type != bridge.TypeWelcome || m.Protocol != 1 {
+	if m, err := b.Next(testutil.WaitShort); err != nil || m.Type != bridge.TypeWelcome || m.Protocol != 1 {
 		t.Fatalf("newer extension: %v %+v", err, m)
 	}
 }
 
 func TestReconnectReplacesAndRenameSticks(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
-		noLeaks(t)
 		env := servertest.Start(t, k, nil)
 		a := env.Person(t, "a@example.com")
 		old, _ := extBrowser(t, env, a, "same-browser")
 		fresh, _ := extBrowser(t, env, a, "same-browser")
-		if code, _, err := old.Closed(wait); err != nil || code != bridge.CloseReplaced {
+		if code, _, err := old.Closed(testutil.WaitShort); err != nil || code != bridge.CloseReplaced {
 			t.Fatalf("replaced socket: %d %v", code, err)
 		}
 		if ids := connectedIDs(env, a, t); len(ids) != 1 || ids[0] != "same-browser" {
 			t.Fatalf("connected = %v", ids)
 		}
-		if _, err := fresh.Ping("still", wait); err != nil {
+		if _, err := fresh.Ping("still", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 		var out struct {
@@ -599,7 +559,7 @@ func TestReconnectReplacesAndRenameSticks(t *testing.T) {
 		if out.Browser.Name != "Work laptop" {
 			t.Fatalf("rename: %+v", out)
 		}
-		if m, err := fresh.Expect(bridge.TypeBrowser, wait); err != nil || m.Name != "Work laptop" {
+		if m, err := fresh.Expect(bridge.TypeBrowser, testutil.WaitShort); err != nil || m.Name != "Work laptop" {
 			t.Fatalf("rename push: %v %+v", err, m)
 		}
 		if status, body := a.Do("PATCH", "/api/browsers/same-browser", map[string]string{"name": "bad\x07"}); status != 400 {
@@ -625,8 +585,8 @@ func TestOpenSitesAreRecorded(t *testing.T) {
 	one.Send(map[string]any{"type": "sites.open", "id": "o1", "sites": []map[string]any{{"origin": "https://A.example:443", "lastUsed": now.Add(-time.Minute).UnixMilli(), "tabs": 2}}})
 	two.Send(map[string]any{"type": "sites.open", "id": "o2", "sites": []map[string]any{{"origin": "https://a.example", "lastUsed": now.UnixMilli(), "tabs": 1}}})
 	// A ping answered means the sites.open before it was handled.
-	one.Ping("sync", wait)
-	two.Ping("sync", wait)
+	one.Ping("sync", testutil.WaitShort)
+	two.Ping("sync", testutil.WaitShort)
 	id, used, ok := env.Server.Hub().Pick(userIDOf(t, a), "https://a.example")
 	if !ok || id != "browser-2" || used.UnixMilli() != now.UnixMilli() {
 		t.Fatalf("pick = %s %v %v", id, used, ok)
@@ -665,10 +625,9 @@ func (s *syncBuffer) String() string {
 }
 
 func TestSlowConsumerIsClosedWithoutBlockingOthers(t *testing.T) {
-	noLeaks(t)
 	logs := &syncBuffer{}
 	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) {
-		o.ExtensionQueue = 4
+		o.Bridge.QueueSize = 4
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	a := env.Person(t, "a@example.com")
@@ -692,10 +651,10 @@ func TestSlowConsumerIsClosedWithoutBlockingOthers(t *testing.T) {
 		t.Fatalf("sending to a slow consumer blocked for %v", took)
 	}
 	// The other browser is unaffected, during and after.
-	if _, err := fast.Ping("during", wait); err != nil {
+	if _, err := fast.Ping("during", testutil.WaitShort); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(testutil.WaitShort)
 	for {
 		ids := connectedIDs(env, a, t)
 		if len(ids) == 1 && ids[0] == "fast-reader" {
@@ -704,7 +663,7 @@ func TestSlowConsumerIsClosedWithoutBlockingOthers(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("slow consumer still connected: %v", ids)
 		}
-		if _, err := fast.Ping("poll", wait); err != nil {
+		if _, err := fast.Ping("poll", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -715,7 +674,6 @@ func TestSlowConsumerIsClosedWithoutBlockingOthers(t *testing.T) {
 }
 
 func TestShutdownClosesEverySocket(t *testing.T) {
-	noLeaks(t)
 	env := servertest.Start(t, storetest.SQLite, nil)
 	a := env.Person(t, "a@example.com")
 	var bs []*bridgetest.Browser
@@ -731,12 +689,12 @@ func TestShutdownClosesEverySocket(t *testing.T) {
 	bs = append(bs, pending)
 	done := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitShort)
 		defer cancel()
 		done <- env.Server.Shutdown(ctx)
 	}()
 	for _, b := range bs {
-		if code, _, err := b.Closed(wait); err != nil || code != bridge.CloseGoingAway {
+		if code, _, err := b.Closed(testutil.WaitShort); err != nil || code != bridge.CloseGoingAway {
 			t.Errorf("at shutdown: %d %v", code, err)
 		}
 	}
@@ -758,7 +716,6 @@ func userIDOf2(env *servertest.Env) string {
 // redeem is one atomic statement, so exactly one is admitted.
 func TestOneTicketOpensOneSocket(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
-		noLeaks(t)
 		env := servertest.Start(t, k, nil)
 		a := env.Person(t, "a@example.com")
 		tk := ticketFor(t, a)

@@ -166,7 +166,7 @@ func BenchmarkCallThroughput(b *testing.B) {
 	}
 	// One browser runs at most DefaultMaxCalls at once; more agents than
 	// that would measure its busy refusals.
-	w, call := callWorld(b, 1, func(o *server.Options) { o.ExtensionMaxCalls = max(agents, 32) })
+	w, call := callWorld(b, 1, func(o *server.Options) { o.Bridge.MaxCalls = max(agents, 32) })
 	url := fiberEcho(b)
 	sessions := make([]*mcp.ClientSession, agents)
 	echoes := make([]func() time.Duration, agents)

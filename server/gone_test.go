@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/live"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -139,7 +140,7 @@ func TestAgentThatHangsUpNeverHasItsWriteRun(t *testing.T) {
 		// The next call the browser gets is a read-only search: the write never came.
 		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
 		defer cancel()
-		m, err := w.br.Expect("call", wait)
+		m, err := w.br.Expect("call", testutil.WaitShort)
 		if err != nil || m.Tool != "search" {
 			t.Fatalf("the browser got %+v (%v); want the search, never the abandoned buy", m, err)
 		}
@@ -273,7 +274,7 @@ func TestAnswerJustAfterTheHangUpRunsNothing(t *testing.T) {
 		// The next call the browser gets is the search: the buy was never sent.
 		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
 		defer cancel()
-		m, err := w.br.Expect("call", wait)
+		m, err := w.br.Expect("call", testutil.WaitShort)
 		if err != nil || m.Tool != "search" {
 			t.Fatalf("the browser got %+v (%v) after an answer to a gone agent (answer %d)", m, err, status)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -51,7 +52,7 @@ func TestNonUTF8ArgumentsNeverReachTheBrowser(t *testing.T) {
 	}
 	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea é"}})
 	defer cancel()
-	m, err := w.br.Expect("call", wait)
+	m, err := w.br.Expect("call", testutil.WaitShort)
 	if err != nil {
 		t.Fatalf("the browser did not get the good call after the bad one: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestResultLimitCountsWhatThePageReturned(t *testing.T) {
 	run := func(result any) *mcp.CallToolResult {
 		ch, cancel := callAsync(w.agent, "callSiteTool", search)
 		defer cancel()
-		m, err := w.br.Expect("call", wait)
+		m, err := w.br.Expect("call", testutil.WaitShort)
 		if err != nil {
 			t.Fatal(err)
 		}

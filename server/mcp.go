@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -159,12 +158,11 @@ func (s *Server) mcpCreateTask(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, taskOut{}, agentMessage(err)
 	}
-	t, err := s.opts.DB.CreateTask(ctx, id.Workspace.ID, title, "agent:"+id.TokenID)
+	t, err := s.createTask(ctx, id.Workspace.OwnerID, id.Workspace.ID, title, "", "agent:"+id.TokenID)
 	if err != nil {
 		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)
 	}
 	s.opts.Logger.Info("task created by agent", "workspace", id.Workspace.ID, "task", t.ID)
-	s.publish(id.Workspace.OwnerID, evTaskCreated, fiber.Map{"task": t})
 	return nil, taskView(t), nil
 }
 
@@ -176,14 +174,13 @@ func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in
 	if !store.ValidTaskStatus(in.Status) {
 		return nil, taskOut{}, fmt.Errorf("status %q is not one of %s; call updateTask again with one of them", in.Status, strings.Join(store.TaskStatuses, ", "))
 	}
-	t, err := s.opts.DB.UpdateTask(ctx, id.Workspace.ID, in.TaskID, "", in.Status)
+	t, err := s.updateTask(ctx, id.Workspace.OwnerID, id.Workspace.ID, in.TaskID, "", in.Status)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, taskOut{}, fmt.Errorf("no task %q in your workspace; call listTasks to see your tasks, or createTask to open one", in.TaskID)
 	}
 	if err != nil {
 		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)
 	}
-	s.publish(id.Workspace.OwnerID, evTaskUpdated, fiber.Map{"task": t})
 	return nil, taskView(t), nil
 }
 

@@ -131,7 +131,7 @@ func (s *Server) postRevoke(c *fiber.Ctx) error {
 func (s *Server) pageAuthorize(c *fiber.Ctx) error {
 	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
 	if err != nil {
-		return badRequest("invalid_request", "The authorization request's parameters cannot be read.")
+		return badRequest(codeInvalidRequest, "The authorization request's parameters cannot be read.")
 	}
 	return s.authorizeFrom(c, q)
 }
@@ -172,7 +172,7 @@ func (s *Server) answerAuthorize(c *fiber.Ctx, req *oauth.AuthRequest) error {
 	}
 	w, err := s.consentWorkspace(c)
 	if errors.Is(err, store.ErrNotFound) {
-		return badRequest("invalid_field", "Choose one of your workspaces for %s to act for.", req.Client.Name)
+		return badRequest(codeInvalidField, "Choose one of your workspaces for %s to act for.", req.Client.Name)
 	}
 	if err != nil {
 		return err
@@ -195,12 +195,7 @@ func (s *Server) consentWorkspace(c *fiber.Ctx) (*store.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.opts.DB.CreateWorkspace(c.UserContext(), userID(c), name)
-	if err != nil {
-		return nil, err
-	}
-	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
-	return w, nil
+	return s.createWorkspace(c.UserContext(), userID(c), name)
 }
 
 // postAuthorize reads the consent form, which carries the authorization
@@ -261,7 +256,7 @@ func (s *Server) authenticateAgent(ctx context.Context, tok string) (*store.Agen
 	}
 	a, err := s.oauth.Authenticate(ctx, tok)
 	if errors.Is(err, oauth.ErrInvalidToken) {
-		return nil, errorf(http.StatusUnauthorized, "access_token_invalid",
+		return nil, errorf(http.StatusUnauthorized, codeAccessTokenInvalid,
 			"This access token is expired or revoked; refresh it, or authorize again (your MCP client does this when it reconnects).")
 	}
 	if err != nil {

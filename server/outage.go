@@ -35,7 +35,7 @@ func (s *Server) databaseDown() bool {
 // outage answers a request that failed while the database is unreachable.
 func outage(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(outageRetryAfter/time.Second)))
-	return writeError(c, errorf(http.StatusServiceUnavailable, "database_unreachable", "%s", outageMessage))
+	return writeError(c, errorf(http.StatusServiceUnavailable, codeDatabaseUnreachable, "%s", outageMessage))
 }
 
 // storeFailure is the error an MCP tool returns when the store failed while

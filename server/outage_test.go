@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store"
@@ -173,12 +174,12 @@ func TestDatabaseOutageIsSaidAsSuch(t *testing.T) {
 	}
 
 	pg.start(t)
-	waitUntil(t, func() bool { status, _ := env.NewClient(t).Do("GET", "/readyz", nil); return status == 200 })
+	testutil.Eventually(t, testutil.WaitShort, func() bool { status, _ := env.NewClient(t).Do("GET", "/readyz", nil); return status == 200 }, "the condition never held")
 	var back *mcp.ClientSession
-	waitUntil(t, func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		status, sid, _ := rawMCP(t, env, cold, "", "POST", rawInit)
 		return status == 200 && sid != ""
-	})
+	}, "the condition never held")
 	back = env.MCP(t, cold, nil)
 	if res := servertest.CallTool(t, back, "createTask", map[string]any{"title": "After the outage"}); res.IsError {
 		t.Fatalf("createTask after the outage: %q", servertest.ResultText(res))

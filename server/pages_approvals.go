@@ -303,13 +303,9 @@ func (s *Server) pageGrants(c *fiber.Ctx) error {
 }
 
 func (s *Server) postPageRevokeGrant(c *fiber.Ctx) error {
-	if err := s.gate.RevokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
-		if errors.Is(err, approvals.ErrNotFound) {
-			return notFound("grant")
-		}
+	if err := s.revokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	s.publish(userID(c), evGrantRevoked, fiber.Map{"grant": fiber.Map{"id": c.Params("id")}})
 	return c.Redirect("/grants", http.StatusSeeOther)
 }
 

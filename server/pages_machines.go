@@ -67,11 +67,10 @@ func (s *Server) postPageMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return s.machinesFormFailed(c, "create", err)
 	}
-	m, plain, err := s.opts.DB.CreateMachine(c.UserContext(), userID(c), name)
+	m, plain, err := s.createMachine(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
-	s.publish(userID(c), evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
 	v, err := s.machinesView(c)
 	if err != nil {
 		return err
@@ -90,11 +89,9 @@ func (s *Server) postPageRenameMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return s.machinesFormFailed(c, c.Params("id"), err)
 	}
-	m, err := s.opts.DB.RenameMachine(c.UserContext(), userID(c), c.Params("id"), name)
-	if err != nil {
+	if _, err := s.renameMachine(c.UserContext(), userID(c), c.Params("id"), name); err != nil {
 		return storeError(err, "machine")
 	}
-	s.publish(userID(c), evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
 	return c.Redirect("/machines", http.StatusSeeOther)
 }
 
@@ -113,7 +110,6 @@ func (s *Server) postPageRevokeMachine(c *fiber.Ctx) error {
 	if err := s.revokeMachine(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.Redirect("/machines", http.StatusSeeOther)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -153,13 +154,8 @@ func TestMachinePagesRefuseOthersForgeriesAndAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	ab := newBrowser(t, env, ada)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(ab.get("/machines").body, sid) {
-		if time.Now().After(deadline) {
-			t.Fatal("the session never showed")
-		}
-		time.Sleep(10 * time.Millisecond) // the listing has no event to wait on here
-	}
+	testutil.Eventually(t, testutil.WaitMedium, func() bool { return strings.Contains(ab.get("/machines").body, sid) }, // the listing has no event to wait on here
+		"the session never showed")
 	mid := created.Machine.ID
 
 	bob := newBrowser(t, env, env.Person(t, "bob@example.com"))

@@ -109,7 +109,7 @@ func (s *Server) postPageShareSite(c *fiber.Ctx) error {
 	if isNotFound(err) {
 		// A workspace picked in this form that is gone (or not the
 		// person's): say so at the form rather than on an error page.
-		err = errorf(http.StatusNotFound, "not_found", "That workspace no longer exists; pick another.")
+		err = errorf(http.StatusNotFound, codeNotFound, "That workspace no longer exists; pick another.")
 	}
 	if err != nil {
 		return s.sitesFormFailed(c, "share", err)
@@ -130,7 +130,7 @@ func (s *Server) postPageAskAll(c *fiber.Ctx) error {
 		on = true
 	case "off":
 	default:
-		return s.sitesFormFailed(c, c.Params("id"), badRequest("invalid_field", "Choose whether to ask before every tool: send askAll=on or askAll=off."))
+		return s.sitesFormFailed(c, c.Params("id"), badRequest(codeInvalidField, "Choose whether to ask before every tool: send askAll=on or askAll=off."))
 	}
 	if _, err := s.setAskAll(c, userID(c), c.Params("id"), on); err != nil {
 		return err
@@ -146,7 +146,7 @@ func (s *Server) postPageMoveSite(c *fiber.Ctx) error {
 		return storeError(err, "shared site")
 	}
 	if c.FormValue("workspaceId") == "" {
-		return s.sitesFormFailed(c, site.ID, badRequest("invalid_field", "Choose the workspace to move %s to.", site.Origin))
+		return s.sitesFormFailed(c, site.ID, badRequest(codeInvalidField, "Choose the workspace to move %s to.", site.Origin))
 	}
 	if _, _, err := s.shareSite(c, uid, site.Origin, c.FormValue("workspaceId")); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -40,9 +41,9 @@ func newSitesWorld(t *testing.T, k storetest.Kind) *sitesWorld {
 	w.docsID = shareID(t, w.alice, docsSite, w.other)
 	gone, _ := extBrowser(t, env, w.alice, w.browserGone)
 	gone.Close()
-	waitUntil(t, func() bool { return len(connectedIDs(env, w.alice, t)) == 0 })
+	testutil.Eventually(t, testutil.WaitShort, func() bool { return len(connectedIDs(env, w.alice, t)) == 0 }, "the condition never held")
 	w.br, _ = extBrowser(t, env, w.alice, w.browserOne)
-	m, err := w.br.Announce(bridgetest.Doc{ID: "d1", Origin: shop, URL: shop + "/", Title: "Shop", TabID: 3, Tools: shopTools}, wait)
+	m, err := w.br.Announce(bridgetest.Doc{ID: "d1", Origin: shop, URL: shop + "/", Title: "Shop", TabID: 3, Tools: shopTools}, testutil.WaitShort)
 	if err != nil || m.Type != bridge.TypeToolsAccepted {
 		t.Fatalf("announce: %+v %v", m, err)
 	}
@@ -123,7 +124,7 @@ func TestSitesAndBrowsersPagesShowWhatIsSharedAndConnected(t *testing.T) {
 		// Once the browser leaves, the shop goes offline and the page says
 		// why calls cannot run; its tools stay listed as last seen.
 		w.br.Close()
-		waitUntil(t, func() bool { return len(connectedIDs(w.env, w.alice, t)) == 0 })
+		testutil.Eventually(t, testutil.WaitShort, func() bool { return len(connectedIDs(w.env, w.alice, t)) == 0 }, "the condition never held")
 		b.get("/sites").want(t, 200, `id="site-`+w.shopID+`-state">Offline`, `id="no-browser"`,
 			"Calls to these sites cannot run until Chrome is open", "(as last seen)", `<code class="tool">search</code>`)
 
@@ -189,7 +190,7 @@ func TestSiteAndBrowserFormsChangeThings(t *testing.T) {
 	b.post("/browsers/"+w.browserOne+"/rename", url.Values{"name": {"  "}}).want(t, 400, "Type a name for the browser.", `role="alert"`)
 	b.post("/browsers/"+w.browserOne+"/rename", url.Values{"name": {"Work laptop"}}).redirect(t, "/browsers")
 	b.get("/browsers").want(t, 200, "Work laptop")
-	if m, err := w.br.Expect(bridge.TypeBrowser, wait); err != nil || m.Name != "Work laptop" {
+	if m, err := w.br.Expect(bridge.TypeBrowser, testutil.WaitShort); err != nil || m.Name != "Work laptop" {
 		t.Fatalf("the connected browser was not told its new name: %+v %v", m, err)
 	}
 }
@@ -325,7 +326,7 @@ func TestSiteAndBrowserChangesReachTheEventStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect("browser.sites", `"id":"browser-one"`)
-		if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: shop, URL: shop + "/", Tools: shopTools}, wait); err != nil || m.Type != bridge.TypeToolsAccepted {
+		if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: shop, URL: shop + "/", Tools: shopTools}, testutil.WaitShort); err != nil || m.Type != bridge.TypeToolsAccepted {
 			t.Fatalf("announce: %+v %v", m, err)
 		}
 		expect("site.tools", `"origin":"https://shop.example"`, `"id":"browser-one"`)

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store"
@@ -537,7 +538,7 @@ func TestDeletingAWorkspaceFromItsPageUnsharesItsSites(t *testing.T) {
 		t.Fatalf("welcome shares %v", welcome.SharedSites)
 	}
 	newBrowser(t, env, alice).post("/workspaces/"+ws+"/delete", nil).want(t, 303)
-	m, err := br.Expect("sites", wait)
+	m, err := br.Expect("sites", testutil.WaitShort)
 	if err != nil || len(m.SharedSites) != 0 {
 		t.Fatalf("after deleting the workspace from its page: %+v %v", m, err)
 	}

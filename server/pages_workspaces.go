@@ -48,11 +48,10 @@ func (s *Server) postPageWorkspace(c *fiber.Ctx) error {
 		v.Data["Name"] = c.FormValue("name")
 		return s.formFailed(c, "workspaces", v, err)
 	}
-	w, err := s.opts.DB.CreateWorkspace(c.UserContext(), userID(c), name)
+	w, err := s.createWorkspace(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
-	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
 	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
 }
 
@@ -106,11 +105,10 @@ func (s *Server) postPageRenameWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return s.workspaceFormFailed(c, "name", err)
 	}
-	w, err := s.opts.DB.RenameWorkspace(c.UserContext(), userID(c), c.Params("id"), name)
+	w, err := s.renameWorkspace(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	s.publish(userID(c), evWorkspaceUpdated, fiber.Map{"workspace": w})
 	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
 }
 
@@ -137,12 +135,10 @@ func (s *Server) postPageToken(c *fiber.Ctx) error {
 	if err != nil {
 		return s.workspaceFormFailed(c, "tokenName", err)
 	}
-	tok, plain, err := s.opts.DB.CreateAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
+	tok, plain, err := s.createAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	s.opts.Logger.Info("agent token created", "user", userID(c), "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name)
-	s.publish(userID(c), evTokenCreated, fiber.Map{"token": tok})
 	v, err := s.workspaceView(c)
 	if err != nil {
 		return err
@@ -169,11 +165,9 @@ func (s *Server) postPageTask(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	t, err := s.opts.DB.CreateTask(c.UserContext(), w.ID, in.Title, userID(c))
-	if err != nil {
+	if _, err := s.createTask(c.UserContext(), userID(c), w.ID, in.Title, "", userID(c)); err != nil {
 		return err
 	}
-	s.publish(userID(c), evTaskCreated, fiber.Map{"task": t})
 	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
 }
 
@@ -217,7 +211,7 @@ func (s *Server) postPageUpdateTask(c *fiber.Ctx) error {
 	in := taskBody{Title: c.FormValue("title"), Status: c.FormValue("status")}
 	err := in.validate(false)
 	if err == nil && in.Title == "" && in.Status == "" {
-		err = badRequest("invalid_field", "Choose a status or type a title.")
+		err = badRequest(codeInvalidField, "Choose a status or type a title.")
 	}
 	if err != nil {
 		v, verr := s.taskView(c)
@@ -230,9 +224,8 @@ func (s *Server) postPageUpdateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "task")
 	}
-	if t, err = s.opts.DB.UpdateTask(c.UserContext(), t.WorkspaceID, t.ID, in.Title, in.Status); err != nil {
+	if t, err = s.updateTask(c.UserContext(), userID(c), t.WorkspaceID, t.ID, in.Title, in.Status); err != nil {
 		return storeError(err, "task")
 	}
-	s.publish(userID(c), evTaskUpdated, fiber.Map{"task": t})
 	return c.Redirect("/tasks/"+t.ID, http.StatusSeeOther)
 }

@@ -45,7 +45,7 @@ func (s *Server) cookieSession(c *fiber.Ctx) (uid, family string, err error) {
 }
 
 func errAgentTokenOnPage() error {
-	return errorf(http.StatusUnauthorized, "agent_token_not_allowed",
+	return errorf(http.StatusUnauthorized, codeAgentTokenNotAllowed,
 		"Agent tokens do not open the web app; sign in as a person instead.")
 }
 
@@ -58,7 +58,7 @@ func (s *Server) sessionOrError(c *fiber.Ctx) error {
 	}
 	uid, family, err := s.cookieSession(c)
 	if errors.Is(err, errNoSession) {
-		return errorf(http.StatusUnauthorized, "signed_out", "You are not signed in; sign in and try again.")
+		return errorf(http.StatusUnauthorized, codeSignedOut, "You are not signed in; sign in and try again.")
 	}
 	if err != nil {
 		return err

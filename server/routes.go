@@ -82,7 +82,7 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	defer cancel()
 	if err := s.opts.DB.Ping(ctx); err != nil {
 		s.opts.Logger.Warn("readiness: database unreachable", "err", err)
-		return errorf(http.StatusServiceUnavailable, "database_unreachable", "The database does not answer; the server cannot serve requests yet.")
+		return errorf(http.StatusServiceUnavailable, codeDatabaseUnreachable, "The database does not answer; the server cannot serve requests yet.")
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
 }

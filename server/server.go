@@ -78,20 +78,11 @@ type Options struct {
 	ApprovalMaxPendingBytes int
 	// Now is the clock for tokens and tickets; time.Now when nil.
 	Now func() time.Time
-	// ExtensionIdle closes an extension socket silent for longer (default
-	// 60 s; the extension pings every 20 s).
-	ExtensionIdle time.Duration
-	// ExtensionQueue bounds each extension socket's outbound queue (default
-	// 64 messages); a browser that lets it fill is closed as a slow consumer.
-	ExtensionQueue int
-	// ExtensionMaxCalls is how many calls one browser runs at once (default
-	// bridge.DefaultMaxCalls); a call beyond it is refused as browser_busy.
-	ExtensionMaxCalls int
-	// ExtensionMaxMessage is the largest frame an extension may send (default 1 MiB).
-	ExtensionMaxMessage int64
-	// ExtensionCloseGrace is how long a closing socket waits for the
-	// browser's close frame (default 1 s).
-	ExtensionCloseGrace time.Duration
+	// Bridge configures the hub of extension sockets (idle timeout, queue,
+	// calls per browser, frame size, close grace); zero values take the
+	// bridge's defaults. Its DB, Catalog and OnChange are the server's own,
+	// and its Logger defaults to Logger.
+	Bridge bridge.Options
 	// Relay configures the terminal relay (watermarks, queues, heartbeat).
 	Relay relay.Options
 	// OAuthAccessTTL is the lifetime of the access tokens MCP clients get
@@ -252,18 +243,6 @@ func fillDefaults(o *Options) error {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.ExtensionIdle == 0 {
-		o.ExtensionIdle = 60 * time.Second
-	}
-	if o.ExtensionQueue == 0 {
-		o.ExtensionQueue = 64
-	}
-	if o.ExtensionMaxMessage == 0 {
-		o.ExtensionMaxMessage = 1 << 20
-	}
-	if o.ExtensionCloseGrace == 0 {
-		o.ExtensionCloseGrace = time.Second
 	}
 	return nil
 }

@@ -115,26 +115,26 @@ func (s *Server) clearSession(c *fiber.Ctx) {
 // endpoints only.
 func (s *Server) person(c *fiber.Ctx) error {
 	if c.Get(fiber.HeaderAuthorization) != "" {
-		return errorf(http.StatusUnauthorized, "agent_token_not_allowed",
+		return errorf(http.StatusUnauthorized, codeAgentTokenNotAllowed,
 			"Agent tokens work only on agent endpoints (/mcp, /api/agent/…); sign in as a person to use this one.")
 	}
 	tok := c.Cookies(cookieAccess)
 	if tok == "" {
-		return errorf(http.StatusUnauthorized, "signed_out", "You are not signed in; sign in and try again.")
+		return errorf(http.StatusUnauthorized, codeSignedOut, "You are not signed in; sign in and try again.")
 	}
 	claims, err := s.parseAccess(tok)
 	if errors.Is(err, errAccessExpired) {
-		return errorf(http.StatusUnauthorized, "access_expired", "Your sign-in needs refreshing: POST /api/auth/refresh once, then retry this request.")
+		return errorf(http.StatusUnauthorized, codeAccessExpired, "Your sign-in needs refreshing: POST /api/auth/refresh once, then retry this request.")
 	}
 	if err != nil {
-		return errorf(http.StatusUnauthorized, "signed_out", "Your sign-in is not valid; sign in again.")
+		return errorf(http.StatusUnauthorized, codeSignedOut, "Your sign-in is not valid; sign in again.")
 	}
 	active, err := s.opts.DB.FamilyActive(c.UserContext(), claims.Family)
 	if err != nil {
 		return err
 	}
 	if !active {
-		return errorf(http.StatusUnauthorized, "signed_out", "This sign-in has ended; sign in again.")
+		return errorf(http.StatusUnauthorized, codeSignedOut, "This sign-in has ended; sign in again.")
 	}
 	if err := s.csrfBound(c, claims.Family); err != nil {
 		return err
@@ -150,15 +150,15 @@ func (s *Server) agent(c *fiber.Ctx) error {
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || strings.TrimSpace(tok) == "" {
 		if c.Cookies(cookieAccess) != "" {
-			return errorf(http.StatusUnauthorized, "cookie_not_allowed",
+			return errorf(http.StatusUnauthorized, codeCookieNotAllowed,
 				"This is an agent endpoint: it takes a workspace's agent token in 'Authorization: Bearer <token>', not a browser sign-in.")
 		}
-		return errorf(http.StatusUnauthorized, "agent_token_required",
+		return errorf(http.StatusUnauthorized, codeAgentTokenRequired,
 			"Send a workspace's agent token as 'Authorization: Bearer <token>'; a person creates one in the Tabbridge web app.")
 	}
 	id, err := s.authenticateAgent(c.UserContext(), strings.TrimSpace(tok))
 	if errors.Is(err, store.ErrNotFound) {
-		return errorf(http.StatusUnauthorized, "agent_token_invalid",
+		return errorf(http.StatusUnauthorized, codeAgentTokenInvalid,
 			"This agent token is unknown or revoked; ask the person to create a new one in the Tabbridge web app.")
 	}
 	if err != nil {
@@ -243,7 +243,7 @@ func safeMethod(c *fiber.Ctx) bool {
 }
 
 func errCSRFToken() error {
-	return errorf(http.StatusForbidden, "csrf_token",
+	return errorf(http.StatusForbidden, codeCSRFToken,
 		"Missing or wrong CSRF token: send your sign-in's token in the X-CSRF-Token header (GET /api/auth/csrf gives it; so does the csrf-token meta tag of every page).")
 }
 
@@ -267,7 +267,7 @@ func (s *Server) csrf(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	if origin != "" && origin != s.publicOrigin() {
-		return errorf(http.StatusForbidden, "csrf_origin",
+		return errorf(http.StatusForbidden, codeCSRFOrigin,
 			"Requests that change something must come from %s; this one came from %s.", s.publicOrigin(), origin)
 	}
 	if !sameToken(sentCSRF(c), s.csrfToken(c)) {

@@ -96,10 +96,10 @@ func (s *Server) changePassword(c *fiber.Ctx, in passwordChange) (int, error) {
 	}
 	if !ok {
 		s.opts.Logger.Info("password change refused", "user", u.ID, "reason", "wrong current password")
-		return 0, badRequest("bad_credentials", "Your current password is not right; type it again.")
+		return 0, badRequest(codeBadCredentials, "Your current password is not right; type it again.")
 	}
 	if err := validPassword(in.New); err != nil {
-		return 0, badRequest("invalid_field", "The new password must be 8 to 256 bytes long.")
+		return 0, badRequest(codeInvalidField, "The new password must be 8 to 256 bytes long.")
 	}
 	ended, err := s.opts.DB.SetPassword(c.UserContext(), u.ID, hashPassword(in.New), familyID(c))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -74,7 +75,7 @@ func TestSignOutAnotherSignIn(t *testing.T) {
 		t.Fatalf("answer %+v", out)
 	}
 	events.ended(t)
-	if code, reason, err := ext.Closed(wait); err != nil || code != bridge.CloseSignedOut {
+	if code, reason, err := ext.Closed(testutil.WaitShort); err != nil || code != bridge.CloseSignedOut {
 		t.Fatalf("the signed-out sign-in's socket: %d %q %v, want %d", code, reason, err, bridge.CloseSignedOut)
 	}
 	if status, body := desktop.Do("GET", "/api/auth/me", nil); status != 401 {
@@ -140,7 +141,7 @@ func TestChangePassword(t *testing.T) {
 	if !out.Changed || out.SignedOutOthers != 2 {
 		t.Fatalf("answer %+v, want two other sign-ins ended", out)
 	}
-	if code, reason, err := ext.Closed(wait); err != nil || code != bridge.CloseSignedOut {
+	if code, reason, err := ext.Closed(testutil.WaitShort); err != nil || code != bridge.CloseSignedOut {
 		t.Fatalf("the other sign-in's socket: %d %q %v, want %d", code, reason, err, bridge.CloseSignedOut)
 	}
 	if status, _ := desktop.Do("GET", "/api/auth/me", nil); status != 401 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -30,10 +31,10 @@ func TestEndingASignInEndsWhatItOpened(t *testing.T) {
 
 	laptop.MustJSON("POST", "/api/auth/signout", nil, 200, nil)
 	laptopEvents.ended(t)
-	if code, reason, err := laptopExt.Closed(wait); err != nil || code != bridge.CloseSignedOut {
+	if code, reason, err := laptopExt.Closed(testutil.WaitShort); err != nil || code != bridge.CloseSignedOut {
 		t.Fatalf("the signed-out browser's socket: %d %q %v, want %d", code, reason, err, bridge.CloseSignedOut)
 	}
-	if _, err := desktopExt.Ping("still-here", wait); err != nil {
+	if _, err := desktopExt.Ping("still-here", testutil.WaitShort); err != nil {
 		t.Fatalf("the other sign-in's socket: %v", err)
 	}
 	desktop.Workspace("After")
@@ -53,7 +54,7 @@ func TestEndingASignInEndsWhatItOpened(t *testing.T) {
 		t.Fatalf("reuse: %d %s", status, body)
 	}
 	desktopEvents.ended(t)
-	if code, reason, err := desktopExt.Closed(wait); err != nil || code != bridge.CloseSignedOut {
+	if code, reason, err := desktopExt.Closed(testutil.WaitShort); err != nil || code != bridge.CloseSignedOut {
 		t.Fatalf("the revoked sign-in's socket: %d %q %v, want %d", code, reason, err, bridge.CloseSignedOut)
 	}
 }

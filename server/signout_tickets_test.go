@@ -16,6 +16,7 @@ import (
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/relay"
 	"github.com/tabbridge/tabbridge/relay/relaytest"
 	"github.com/tabbridge/tabbridge/server"
@@ -45,7 +46,7 @@ func newTerminalRig(t *testing.T) *terminalRig {
 		t.Fatal(err)
 	}
 	r := &terminalRig{env: env, person: person, session: id}
-	waitFor(t, func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		status, _ := person.Do("POST", "/api/sessions/"+id+"/viewer-ticket", map[string]bool{"watchOnly": true})
 		return status == 201
 	}, "the session is never listed")
@@ -126,7 +127,7 @@ func TestSignOutDuringTheDialClosesTheSocket(t *testing.T) {
 		t.Fatalf("dial: %v (%v)", err, resp)
 	}
 	defer b.Conn.Close()
-	if code, reason, err := b.Closed(wait); err != nil || code != bridge.CloseSignedOut {
+	if code, reason, err := b.Closed(testutil.WaitShort); err != nil || code != bridge.CloseSignedOut {
 		t.Fatalf("the extension socket of a sign-in that ended during its dial: %d %q %v, want %d", code, reason, err, bridge.CloseSignedOut)
 	}
 
@@ -140,7 +141,7 @@ func TestSignOutDuringTheDialClosesTheSocket(t *testing.T) {
 	defer v.Close()
 	select {
 	case <-v.Done():
-	case <-time.After(wait):
+	case <-time.After(testutil.WaitShort):
 		t.Fatal("the viewer of a sign-in that ended during its dial is still open")
 	}
 	var ce *websocket.CloseError

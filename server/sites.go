@@ -124,10 +124,10 @@ func (s *Server) postSite(c *fiber.Ctx) error {
 func (s *Server) shareSite(c *fiber.Ctx, uid, rawOrigin, workspaceID string) (site *store.SharedSite, prev string, err error) {
 	origin, err := bridge.NormalizeOrigin(rawOrigin)
 	if err != nil {
-		return nil, "", badRequest("invalid_origin", "%s.", strings.TrimPrefix(err.Error(), bridge.ErrOrigin.Error()+": "))
+		return nil, "", badRequest(codeInvalidOrigin, "%s.", strings.TrimPrefix(err.Error(), bridge.ErrOrigin.Error()+": "))
 	}
 	if workspaceID == "" {
-		return nil, "", badRequest("invalid_field", "Field \"workspaceId\" is required: the workspace to share the site with.")
+		return nil, "", badRequest(codeInvalidField, "Field \"workspaceId\" is required: the workspace to share the site with.")
 	}
 	site, prev, err = s.opts.DB.ShareSite(c.UserContext(), uid, workspaceID, origin)
 	if err != nil {
@@ -186,7 +186,7 @@ func (s *Server) patchSite(c *fiber.Ctx) error {
 		return err
 	}
 	if in.AskAll == nil {
-		return badRequest("invalid_field", "Send {\"askAll\": true} or {\"askAll\": false}.")
+		return badRequest(codeInvalidField, "Send {\"askAll\": true} or {\"askAll\": false}.")
 	}
 	site, err := s.setAskAll(c, userID(c), c.Params("id"), *in.AskAll)
 	if err != nil {
@@ -260,7 +260,7 @@ func (s *Server) patchBrowser(c *fiber.Ctx) error {
 func (s *Server) renameBrowser(c *fiber.Ctx, uid, id, rawName string) (*store.Browser, error) {
 	name, err := bridge.CleanBrowserName(rawName)
 	if err != nil {
-		return nil, badRequest("invalid_field", "Field %s", err)
+		return nil, badRequest(codeInvalidField, "Field %s", err)
 	}
 	b, err := s.opts.DB.RenameBrowser(c.UserContext(), uid, id, name)
 	if errors.Is(err, store.ErrNotFound) {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -56,7 +57,7 @@ func newSiteWorld(t testing.TB, k storetest.Kind, tweak func(*server.Options), m
 
 func (w *siteWorld) announce(t testing.TB, doc string, used time.Time) {
 	t.Helper()
-	m, err := w.br.Announce(bridgetest.Doc{ID: doc, Origin: shop, URL: shop + "/" + doc, Title: "Shop " + doc, TabID: 7, LastUsed: used, Tools: shopTools}, wait)
+	m, err := w.br.Announce(bridgetest.Doc{ID: doc, Origin: shop, URL: shop + "/" + doc, Title: "Shop " + doc, TabID: 7, LastUsed: used, Tools: shopTools}, testutil.WaitShort)
 	if err != nil || m.Type != "tools.accepted" || len(m.Accepted) != 2 {
 		t.Fatalf("announce %s: %+v %v", doc, m, err)
 	}
@@ -143,11 +144,11 @@ func TestListAndDescribeSiteTools(t *testing.T) {
 		}
 		// The browser leaves: the site still lists its tools, offline.
 		w.br.Conn.Close()
-		waitUntil(t, func() bool {
+		testutil.Eventually(t, testutil.WaitShort, func() bool {
 			res := servertest.CallTool(t, w.agent, "listSiteTools", map[string]any{})
 			servertest.Structured(t, res, &list)
 			return !list.Sites[0].Online
-		})
+		}, "the condition never held")
 		if len(list.Sites[0].Tools) != 2 || list.Sites[0].OpenTabs != 0 {
 			t.Fatalf("offline listing: %+v", list.Sites[0])
 		}
@@ -166,7 +167,7 @@ func TestReadOnlyCallRunsInTheMostRecentlyUsedTab(t *testing.T) {
 			t.Helper()
 			ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
 			defer cancel()
-			m, err := w.br.Expect("call", wait)
+			m, err := w.br.Expect("call", testutil.WaitShort)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +187,7 @@ func TestReadOnlyCallRunsInTheMostRecentlyUsedTab(t *testing.T) {
 		}
 		// The server handles a socket's frames in order: the pong means it has
 		// taken document.used before the next call is routed.
-		if _, err := w.br.Ping("p1", wait); err != nil {
+		if _, err := w.br.Ping("p1", testutil.WaitShort); err != nil {
 			t.Fatal(err)
 		}
 		call("d1")
@@ -223,7 +224,7 @@ func TestCallErrorsAreWrittenForTheAgent(t *testing.T) {
 	search := map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}}
 	// The page goes away mid-call.
 	ch, cancel := callAsync(w.agent, "callSiteTool", search)
-	m, _ := w.br.Expect("call", wait)
+	m, _ := w.br.Expect("call", testutil.WaitShort)
 	w.br.Dispatched(m.ID, "d1")
 	w.br.Gone("d1")
 	wantError(t, awaitCall(t, ch), "went away")
@@ -231,20 +232,20 @@ func TestCallErrorsAreWrittenForTheAgent(t *testing.T) {
 	w.announce(t, "d1", time.Now())
 	// The result is too large.
 	ch, cancel = callAsync(w.agent, "callSiteTool", search)
-	m, _ = w.br.Expect("call", wait)
+	m, _ = w.br.Expect("call", testutil.WaitShort)
 	w.br.Result(m.ID, strings.Repeat("x", 300<<10))
 	wantError(t, awaitCall(t, ch), "returned 307200 bytes", "262144")
 	cancel()
 	// The page's own error, in its own words.
 	ch, cancel = callAsync(w.agent, "callSiteTool", search)
-	m, _ = w.br.Expect("call", wait)
+	m, _ = w.br.Expect("call", testutil.WaitShort)
 	w.br.Fail(m.ID, "tool_error", "Out of stock")
 	wantError(t, awaitCall(t, ch), "failed in the page: Out of stock")
 	cancel()
 	// Over the deadline: the browser is told to cancel, the agent is told why.
 	ch, cancel = callAsync(w.agent, "callSiteTool", search)
-	m, _ = w.br.Expect("call", wait)
-	c, err := w.br.Expect("call.cancel", wait)
+	m, _ = w.br.Expect("call", testutil.WaitShort)
+	c, err := w.br.Expect("call.cancel", testutil.WaitShort)
 	if err != nil || c.CallID != m.ID || c.Reason != "timeout" {
 		t.Fatalf("cancel on timeout: %+v %v", c, err)
 	}
@@ -252,13 +253,13 @@ func TestCallErrorsAreWrittenForTheAgent(t *testing.T) {
 	cancel()
 	// A late answer to a call that is gone is refused, not ignored.
 	w.br.Result(m.ID, "late")
-	if e, err := w.br.Expect("error", wait); err != nil || e.Code != "unknown_call" {
+	if e, err := w.br.Expect("error", testutil.WaitShort); err != nil || e.Code != "unknown_call" {
 		t.Fatalf("late result: %+v %v", e, err)
 	}
 	// The browser disconnects mid-call.
 	ch, cancel = callAsync(w.agent, "callSiteTool", search)
 	defer cancel()
-	w.br.Expect("call", wait)
+	w.br.Expect("call", testutil.WaitShort)
 	w.br.Conn.Close()
 	wantError(t, awaitCall(t, ch), "disconnected")
 }
@@ -267,33 +268,33 @@ func TestCancelReachesTheBrowser(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
 	w.announce(t, "d1", time.Now())
 	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "slow"}})
-	m, err := w.br.Expect("call", wait)
+	m, err := w.br.Expect("call", testutil.WaitShort)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	c, err := w.br.Expect("call.cancel", wait)
+	c, err := w.br.Expect("call.cancel", testutil.WaitShort)
 	if err != nil || c.CallID != m.ID || c.Reason != "cancelled" {
 		t.Fatalf("cancel: %+v %v", c, err)
 	}
 	<-ch
-	waitUntil(t, func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		var audit struct {
 			Entries []struct{ Outcome string } `json:"entries"`
 		}
 		w.person.MustJSON("GET", "/api/audit", nil, 200, &audit)
 		return len(audit.Entries) == 1 && audit.Entries[0].Outcome == "cancelled"
-	})
+	}, "the condition never held")
 }
 
 func TestAnnouncementsOnlyForSharedSites(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
-	m, err := w.br.Announce(bridgetest.Doc{ID: "x1", Origin: "https://bank.example", URL: "https://bank.example/", Tools: shopTools}, wait)
+	m, err := w.br.Announce(bridgetest.Doc{ID: "x1", Origin: "https://bank.example", URL: "https://bank.example/", Tools: shopTools}, testutil.WaitShort)
 	if err != nil || m.Type != "error" || m.Code != "site_not_shared" {
 		t.Fatalf("unshared announce: %+v %v", m, err)
 	}
 	// A page that lies: a bad tool among good ones is refused with its reason.
-	m, err = w.br.Announce(bridgetest.Doc{ID: "d9", Origin: shop, URL: shop + "/", Tools: `[{"name":"ok","description":"fine"},{"name":"bad name!","description":"x"}]`}, wait)
+	m, err = w.br.Announce(bridgetest.Doc{ID: "d9", Origin: shop, URL: shop + "/", Tools: `[{"name":"ok","description":"fine"},{"name":"bad name!","description":"x"}]`}, testutil.WaitShort)
 	if err != nil || m.Type != "tools.accepted" || len(m.Accepted) != 1 || len(m.Refused) != 1 || m.Refused[0].Reason == "" {
 		t.Fatalf("mixed announce: %+v %v", m, err)
 	}
@@ -301,18 +302,6 @@ func TestAnnouncementsOnlyForSharedSites(t *testing.T) {
 	w.person.MustJSON("GET", "/api/sites", nil, 200, &raw)
 	if !strings.Contains(string(raw), `"name":"ok"`) {
 		t.Fatalf("sites do not show the tool: %s", raw)
-	}
-}
-
-// waitUntil retries cond until it holds or a deadline passes.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -325,10 +314,10 @@ func TestTooManyToolsForOneSiteAreRefusedWithTheReason(t *testing.T) {
 		}
 		return "[" + strings.Join(ds, ",") + "]"
 	}
-	if m, err := w.br.Announce(bridgetest.Doc{ID: "p1", Origin: shop, URL: shop + "/", Tools: page("a", 100)}, wait); err != nil || len(m.Accepted) != 100 {
+	if m, err := w.br.Announce(bridgetest.Doc{ID: "p1", Origin: shop, URL: shop + "/", Tools: page("a", 100)}, testutil.WaitShort); err != nil || len(m.Accepted) != 100 {
 		t.Fatalf("first page: %v", err)
 	}
-	m, err := w.br.Announce(bridgetest.Doc{ID: "p2", Origin: shop, URL: shop + "/2", Tools: page("b", 50)}, wait)
+	m, err := w.br.Announce(bridgetest.Doc{ID: "p2", Origin: shop, URL: shop + "/2", Tools: page("b", 50)}, testutil.WaitShort)
 	if err != nil || m.Type != "error" || !strings.Contains(m.Message, "limit is 128 per site") {
 		t.Fatalf("second page over the limit: %+v %v", m, err)
 	}
@@ -342,7 +331,7 @@ func TestArgumentsReachThePageExactly(t *testing.T) {
 	w.announce(t, "d1", time.Now())
 	for _, args := range []string{`{"q":"tea","limit":12345678901234567891}`, `{"q":"tea","limit":1e400}`} {
 		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": json.RawMessage(args)})
-		m, err := w.br.Expect("call", wait)
+		m, err := w.br.Expect("call", testutil.WaitShort)
 		if err != nil {
 			t.Fatal(err)
 		}

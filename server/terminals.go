@@ -72,11 +72,10 @@ func (s *Server) postMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	m, plain, err := s.opts.DB.CreateMachine(c.UserContext(), userID(c), name)
+	m, plain, err := s.createMachine(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
-	s.publish(userID(c), evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
 		"machine": s.machineView(*m), "token": plain, "command": s.daemonCommand(),
 	})
@@ -94,11 +93,10 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.opts.DB.RenameMachine(c.UserContext(), userID(c), c.Params("id"), name)
+	m, err := s.renameMachine(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "machine")
 	}
-	s.publish(userID(c), evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
 	return c.JSON(fiber.Map{"machine": s.machineView(*m)})
 }
 
@@ -107,7 +105,6 @@ func (s *Server) deleteMachine(c *fiber.Ctx) error {
 	if err := s.revokeMachine(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	s.publish(userID(c), evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": c.Params("id")}})
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -120,6 +117,7 @@ func (s *Server) revokeMachine(ctx context.Context, uid, id string) error {
 	}
 	s.machines.end(id)
 	s.relay.Disconnect(id)
+	s.publish(uid, evMachineRevoked, fiber.Map{"machine": fiber.Map{"id": id}})
 	return nil
 }
 
@@ -159,7 +157,7 @@ func (s *Server) postViewerTicket(c *fiber.Ctx) error {
 	})
 }
 
-var errMachineTokenInvalid = errorf(http.StatusUnauthorized, "machine_token_invalid",
+var errMachineTokenInvalid = errorf(http.StatusUnauthorized, codeMachineTokenInvalid,
 	"This machine token is unknown or revoked; create a new machine in the web app and enroll the daemon with its token.")
 
 // daemonGate admits a daemon by its machine token before the upgrade, so a
@@ -167,7 +165,7 @@ var errMachineTokenInvalid = errorf(http.StatusUnauthorized, "machine_token_inva
 func (s *Server) daemonGate(c *fiber.Ctx) error {
 	tok, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
 	if !ok || strings.TrimSpace(tok) == "" {
-		return errorf(http.StatusUnauthorized, "machine_token_required",
+		return errorf(http.StatusUnauthorized, codeMachineTokenRequired,
 			"Send the machine token as 'Authorization: Bearer tbm_…'; a person creates one under Machines in the web app.")
 	}
 	m, err := s.opts.DB.AuthenticateMachine(c.UserContext(), strings.TrimSpace(tok))
@@ -179,18 +177,18 @@ func (s *Server) daemonGate(c *fiber.Ctx) error {
 	}
 	// Nothing but a real dial claims the machine for an install.
 	if !websocket.IsWebSocketUpgrade(c) {
-		return errorf(http.StatusUpgradeRequired, "websocket_required", "This endpoint is a WebSocket; connect with the tabbridge daemon.")
+		return errorf(http.StatusUpgradeRequired, codeWebsocketRequired, "This endpoint is a WebSocket; connect with the tabbridge daemon.")
 	}
 	install := c.Get(wire.InstallHeader)
 	if !wire.ValidInstallID(install) {
-		return errorf(http.StatusBadRequest, "install_id_required",
+		return errorf(http.StatusBadRequest, codeInstallIDRequired,
 			"Send this install's id as '%s' (%d to %d printable characters); 'tabbridge daemon enroll' writes one beside the token.",
 			wire.InstallHeader, wire.MinInstallID, wire.MaxInstallID)
 	}
 	switch err := s.opts.DB.ClaimMachine(c.UserContext(), m, install); {
 	case errors.Is(err, store.ErrOtherInstall):
 		s.publish(m.UserID, evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
-		return errorf(http.StatusConflict, "machine_other_install",
+		return errorf(http.StatusConflict, codeMachineOtherInstall,
 			"This machine token is already used by the daemon of another install, so this one was not linked, and the person is told on the Machines page. "+
 				"To connect this computer, create a new machine in the web app and enroll with its token.")
 	case errors.Is(err, store.ErrNotFound):
@@ -221,17 +219,17 @@ func (s *Server) daemonSocket(conn *websocket.Conn) {
 // that may not open the socket, leaves it for the dial that follows.
 func (s *Server) viewerGate(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
-		return errorf(http.StatusUpgradeRequired, "websocket_required",
+		return errorf(http.StatusUpgradeRequired, codeWebsocketRequired,
 			"This endpoint is a WebSocket: dial it with ?ticket=…; only a dial that upgrades spends the ticket.")
 	}
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin != s.publicOrigin() && !s.extensionOrigin(origin) {
-		return errorf(http.StatusForbidden, "origin_not_allowed",
+		return errorf(http.StatusForbidden, codeOriginNotAllowed,
 			"Viewer sockets open only from %s or the Tabbridge extension; this one came from %q.", s.publicOrigin(), origin)
 	}
 	t, err := s.tickets.Redeem(c.UserContext(), c.Query("ticket"), tickets.PurposeViewer)
 	if errors.Is(err, tickets.ErrInvalid) {
-		return errorf(http.StatusUnauthorized, "ticket_invalid",
+		return errorf(http.StatusUnauthorized, codeTicketInvalid,
 			"This viewer ticket is unknown, used or expired; ask for a new one (POST /api/sessions/:id/viewer-ticket) and connect within a minute.")
 	}
 	if errors.Is(err, tickets.ErrSignedOut) {

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -22,7 +23,7 @@ const kindsTools = `[
 
 func (w *siteWorld) announceKinds(t *testing.T) {
 	t.Helper()
-	m, err := w.br.Announce(bridgetest.Doc{ID: "k1", Origin: shop, URL: shop + "/kinds.html#top", Title: "Kinds", TabID: 8, LastUsed: time.Now(), Tools: kindsTools}, wait)
+	m, err := w.br.Announce(bridgetest.Doc{ID: "k1", Origin: shop, URL: shop + "/kinds.html#top", Title: "Kinds", TabID: 8, LastUsed: time.Now(), Tools: kindsTools}, testutil.WaitShort)
 	if err != nil || m.Type != "tools.accepted" || len(m.Accepted) != 4 {
 		t.Fatalf("announce: %+v %v", m, err)
 	}
@@ -115,13 +116,13 @@ func TestOfflineIsSaidAtOnceAndWritesDoNotAsk(t *testing.T) {
 	w.announce(t, "d1", time.Now())
 	w.announceKinds(t)
 	w.br.Conn.Close()
-	waitUntil(t, func() bool {
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		var list struct {
 			Sites []struct{ Online bool } `json:"sites"`
 		}
 		servertest.Structured(t, servertest.CallTool(t, w.agent, "listSiteTools", map[string]any{}), &list)
 		return !list.Sites[0].Online
-	})
+	}, "the condition never held")
 	for _, tool := range []string{"search", "buy", "post", "searchThings"} {
 		start := time.Now()
 		args := map[string]any{"site": shop, "tool": tool, "taskId": w.task, "arguments": map[string]any{"q": "tea", "item": "tea", "query": "tea"}}

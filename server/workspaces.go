@@ -36,11 +36,10 @@ func (s *Server) postWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.opts.DB.CreateWorkspace(c.UserContext(), userID(c), name)
+	w, err := s.createWorkspace(c.UserContext(), userID(c), name)
 	if err != nil {
 		return err
 	}
-	s.publish(userID(c), evWorkspaceCreated, fiber.Map{"workspace": w})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"workspace": w})
 }
 
@@ -57,11 +56,10 @@ func (s *Server) patchWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.opts.DB.RenameWorkspace(c.UserContext(), userID(c), c.Params("id"), name)
+	w, err := s.renameWorkspace(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	s.publish(userID(c), evWorkspaceUpdated, fiber.Map{"workspace": w})
 	return c.JSON(fiber.Map{"workspace": w})
 }
 
@@ -112,12 +110,10 @@ func (s *Server) postAgentToken(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	tok, plain, err := s.opts.DB.CreateAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
+	tok, plain, err := s.createAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	s.opts.Logger.Info("agent token created", "user", userID(c), "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name)
-	s.publish(userID(c), evTokenCreated, fiber.Map{"token": tok})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
 		"token": tok, "secret": plain,
 		"mcpCommand": s.mcpCommand(name, plain),
@@ -169,7 +165,7 @@ func (in *taskBody) validate(requireTitle bool) error {
 		in.Title = t
 	}
 	if in.Status != "" && !store.ValidTaskStatus(in.Status) {
-		return badRequest("invalid_field", "Field \"status\" must be one of %v.", store.TaskStatuses)
+		return badRequest(codeInvalidField, "Field \"status\" must be one of %v.", store.TaskStatuses)
 	}
 	return nil
 }
@@ -186,16 +182,10 @@ func (s *Server) postTask(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	t, err := s.opts.DB.CreateTask(c.UserContext(), w.ID, in.Title, userID(c))
+	t, err := s.createTask(c.UserContext(), userID(c), w.ID, in.Title, in.Status, userID(c))
 	if err != nil {
 		return err
 	}
-	if in.Status != "" && in.Status != t.Status {
-		if t, err = s.opts.DB.UpdateTask(c.UserContext(), w.ID, t.ID, "", in.Status); err != nil {
-			return err
-		}
-	}
-	s.publish(userID(c), evTaskCreated, fiber.Map{"task": t})
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"task": t})
 }
 
@@ -216,17 +206,16 @@ func (s *Server) patchTask(c *fiber.Ctx) error {
 		return err
 	}
 	if in.Title == "" && in.Status == "" {
-		return badRequest("invalid_field", "Send \"title\", \"status\" or both.")
+		return badRequest(codeInvalidField, "Send \"title\", \"status\" or both.")
 	}
 	t, err := s.opts.DB.Task(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return storeError(err, "task")
 	}
-	t, err = s.opts.DB.UpdateTask(c.UserContext(), t.WorkspaceID, t.ID, in.Title, in.Status)
+	t, err = s.updateTask(c.UserContext(), userID(c), t.WorkspaceID, t.ID, in.Title, in.Status)
 	if err != nil {
 		return storeError(err, "task")
 	}
-	s.publish(userID(c), evTaskUpdated, fiber.Map{"task": t})
 	return c.JSON(fiber.Map{"task": t})
 }
 

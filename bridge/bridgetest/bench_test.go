@@ -22,6 +22,7 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -269,7 +270,7 @@ func serveMode(t *testing.T, mode string, ln net.Listener) func() {
 	srv, err := server.New(server.Options{
 		PublicURL: "http://" + ln.Addr().String(), DB: db, Key: []byte("bench-signing-key-0123456789abcdef"),
 		ExtensionIDs: []string{servertest.ExtensionID}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		AuthAttemptsPerMinute: 1 << 20, ExtensionIdle: 10 * time.Minute,
+		AuthAttemptsPerMinute: 1 << 20, Bridge: bridge.Options{Idle: 10 * time.Minute},
 	})
 	if err != nil {
 		t.Fatal(err)

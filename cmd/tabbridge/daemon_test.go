@@ -16,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
-const daemonWait = 30 * time.Second
+// daemonWait bounds each step through a real daemon process.
+const daemonWait = testutil.WaitMedium
 
 // logWriter collects what a command writes and tells waiters of each write.
 type logWriter struct {
@@ -140,19 +142,15 @@ func waitOnline(t *testing.T, person *servertest.Client, machine string) {
 			Online bool   `json:"online"`
 		} `json:"machines"`
 	}
-	deadline := time.Now().Add(daemonWait)
-	for {
+	testutil.Eventually(t, daemonWait, func() bool {
 		person.MustJSON("GET", "/api/machines", nil, 200, &list)
 		for _, m := range list.Machines {
 			if m.ID == machine && m.Online {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("machine %s never listed online: %+v", machine, list.Machines)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, "machine "+machine+" never listed online")
 }
 
 func sessions(person *servertest.Client, machine string) []struct {
@@ -178,13 +176,13 @@ func TestStoppedDaemonReportsItsSessionsExited(t *testing.T) {
 	url, person, id, token := newMachine(t)
 	log := newLogWriter()
 	done, interrupt := startDaemon(t, log, "--credentials", enroll(t, url, token), "--control", filepath.Join(t.TempDir(), "d.sock"), "--", "sleep", "1000")
-	deadline := time.Now().Add(daemonWait)
-	for len(sessions(person, id)) == 0 { // no event to wait on but the listing
-		if time.Now().After(deadline) {
-			t.Fatalf("the session was never listed:\n%s", log.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the daemon's log:\n%s", log.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
+	testutil.Eventually(t, daemonWait, func() bool { return len(sessions(person, id)) > 0 }, // no event to wait on but the listing
+		"the session was never listed")
 	interrupt()
 	select {
 	case err := <-done:
@@ -200,17 +198,10 @@ func TestStoppedDaemonReportsItsSessionsExited(t *testing.T) {
 	}
 	// The daemon wrote the exit before closing its link; the server handles
 	// the frame on its own reader, so the listing may lag the daemon's exit.
-	deadline = time.Now().Add(daemonWait)
-	for {
+	testutil.Eventually(t, daemonWait, func() bool {
 		got := sessions(person, id)
-		if len(got) == 1 && got[0].Exited {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the daemon stopped the server lists %+v, want the session exited", got)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(got) == 1 && got[0].Exited
+	}, "after the daemon stopped the server does not list the session exited")
 }
 
 // TestSecondDaemonStartsNothing: a daemon that fails to start because

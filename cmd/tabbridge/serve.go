@@ -262,7 +262,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
 		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
-		ExtensionMaxCalls: cfg.browserCallsMax,
+		Bridge: bridge.Options{MaxCalls: cfg.browserCallsMax},
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// The write paths: one function per change the JSON API, the pages and MCP
+// all make, which writes it and tells the owner's open pages. A caller
+// validates its own input first and maps the error to its own answer.
+
+// createWorkspace creates a workspace for uid.
+func (s *Server) createWorkspace(ctx context.Context, uid, name string) (*store.Workspace, error) {
+	w, err := s.opts.DB.CreateWorkspace(ctx, uid, name)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(uid, evWorkspaceCreated, fiber.Map{"workspace": w})
+	return w, nil
+}
+
+// renameWorkspace renames one of uid's workspaces.
+func (s *Server) renameWorkspace(ctx context.Context, uid, id, name string) (*store.Workspace, error) {
+	w, err := s.opts.DB.RenameWorkspace(ctx, uid, id, name)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(uid, evWorkspaceUpdated, fiber.Map{"workspace": w})
+	return w, nil
+}
+
+// createAgentToken creates an agent token in one of uid's workspaces and
+// returns it with its secret.
+func (s *Server) createAgentToken(ctx context.Context, uid, workspaceID, name string) (*store.AgentToken, string, error) {
+	tok, plain, err := s.opts.DB.CreateAgentToken(ctx, uid, workspaceID, name)
+	if err != nil {
+		return nil, "", err
+	}
+	s.opts.Logger.Info("agent token created", "user", uid, "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name)
+	s.publish(uid, evTokenCreated, fiber.Map{"token": tok})
+	return tok, plain, nil
+}
+
+// createTask creates a task in a workspace of owner's, by createdBy (the
+// person, or "agent:<token id>"), with status when one is given.
+func (s *Server) createTask(ctx context.Context, owner, workspaceID, title, status, createdBy string) (*store.Task, error) {
+	t, err := s.opts.DB.CreateTask(ctx, workspaceID, title, createdBy)
+	if err != nil {
+		return nil, err
+	}
+	if status != "" && status != t.Status {
+		if t, err = s.opts.DB.UpdateTask(ctx, workspaceID, t.ID, "", status); err != nil {
+			return nil, err
+		}
+	}
+	s.publish(owner, evTaskCreated, fiber.Map{"task": t})
+	return t, nil
+}
+
+// updateTask changes a task's title and/or status (blank keeps either).
+func (s *Server) updateTask(ctx context.Context, owner, workspaceID, id, title, status string) (*store.Task, error) {
+	t, err := s.opts.DB.UpdateTask(ctx, workspaceID, id, title, status)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(owner, evTaskUpdated, fiber.Map{"task": t})
+	return t, nil
+}
+
+// createMachine creates a machine for uid and returns it with its token.
+func (s *Server) createMachine(ctx context.Context, uid, name string) (*store.Machine, string, error) {
+	m, plain, err := s.opts.DB.CreateMachine(ctx, uid, name)
+	if err != nil {
+		return nil, "", err
+	}
+	s.publish(uid, evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
+	return m, plain, nil
+}
+
+// renameMachine renames one of uid's machines.
+func (s *Server) renameMachine(ctx context.Context, uid, id, name string) (*store.Machine, error) {
+	m, err := s.opts.DB.RenameMachine(ctx, uid, id, name)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(uid, evMachineUpdated, fiber.Map{"machine": s.machineView(*m)})
+	return m, nil
+}
+
+// revokeGrant revokes one of uid's standing grants; another person's is not
+// found.
+func (s *Server) revokeGrant(ctx context.Context, uid, id string) error {
+	if err := s.gate.RevokeGrant(ctx, uid, id); err != nil {
+		if errors.Is(err, approvals.ErrNotFound) {
+			return notFound("grant")
+		}
+		return err
+	}
+	s.publish(uid, evGrantRevoked, fiber.Map{"grant": fiber.Map{"id": id}})
+	return nil
+}
