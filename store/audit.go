@@ -437,8 +437,12 @@ func (db *DB) auditQuery(ctx context.Context, ownerID string, f AuditFilter) (*g
 		if err != nil {
 			return nil, err
 		}
-		// A literal, so that the planner sees the partial index applies.
+		// Literals, so that both planners see the partial index applies
+		// (SQLite only when the query repeats the index's own condition).
 		q = q.Where(fmt.Sprintf("outcome = %d", c))
+		if c != 0 {
+			q = q.Where("outcome <> 0")
+		}
 	}
 	if !keyed {
 		owner, err := db.lookupName(ctx, ownerID, nameOwner, "")
