@@ -492,3 +492,92 @@ func auditValuesSQL(column string) (string, error) {
 		" AND (EXISTS (SELECT 1 FROM audit_log a WHERE a.%s = n.id) OR EXISTS (SELECT 1 FROM audit_running r WHERE r.%[2]s = n.id))"+
 		" ORDER BY n.name", kind, col), nil
 }
+
+// PruneAuditBatch deletes up to batch of the oldest entries made before
+// before, in one short statement through the primary key, and returns how
+// many it deleted. On PostgreSQL the rows another instance is deleting at
+// the same moment are skipped (SKIP LOCKED), so runners on several
+// instances never wait on each other or fail; SQLite has one writer, and a
+// batch holds it only briefly.
+func (db *DB) PruneAuditBatch(ctx context.Context, before time.Time, batch int) (int64, error) {
+	lock := ""
+	if db.Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	res := db.WithContext(ctx).Exec("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE id < ? ORDER BY id LIMIT ?"+lock+")",
+		idFloor(before), batch)
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune audit log: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// PruneAudit deletes every entry made before before, batch by batch,
+// waiting pause between batches so calls keep the database, until a batch
+// comes back short or ctx ends. It returns how many it deleted.
+func (db *DB) PruneAudit(ctx context.Context, before time.Time, batch int, pause time.Duration) (int64, error) {
+	var total int64
+	for {
+		n, err := db.PruneAuditBatch(ctx, before, batch)
+		total += n
+		if err != nil || n < int64(batch) {
+			return total, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return total, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// AuditStats is what the server's owner sees of the audit log as a whole.
+type AuditStats struct {
+	// Bytes is the space the audit log's tables and indexes take.
+	Bytes int64 `json:"bytes"`
+	// Oldest is when the oldest entry was made; nil for an empty log.
+	Oldest *time.Time `json:"oldest"`
+}
+
+// auditSizeTTL is how long AuditStats trusts a size SQLite read page by
+// page (its dbstat table walks every page of the log).
+const auditSizeTTL = 5 * time.Minute
+
+// AuditStats reads the audit log's size and oldest entry.
+func (db *DB) AuditStats(ctx context.Context) (AuditStats, error) {
+	var st AuditStats
+	var ids [][]byte
+	if err := db.WithContext(ctx).Raw("SELECT id FROM audit_log ORDER BY id LIMIT 1").Scan(&ids).Error; err != nil {
+		return st, fmt.Errorf("audit stats: %w", err)
+	}
+	if len(ids) == 1 && len(ids[0]) == 16 {
+		at := idTime(ids[0])
+		st.Oldest = &at
+	}
+	size, err := db.auditBytes(ctx)
+	if err != nil {
+		return st, fmt.Errorf("audit stats: %w", err)
+	}
+	st.Bytes = size
+	return st, nil
+}
+
+func (db *DB) auditBytes(ctx context.Context) (int64, error) {
+	var n int64
+	if db.Postgres {
+		err := db.WithContext(ctx).Raw("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace" +
+			" WHERE ns.nspname = current_schema() AND c.relkind = 'r' AND c.relname IN ('audit_log', 'audit_names', 'audit_running')").Scan(&n).Error
+		return n, err
+	}
+	if v, ok := db.auditSize.get(auditSizeTTL); ok {
+		return v, nil
+	}
+	err := db.WithContext(ctx).Raw("SELECT COALESCE(SUM(pgsize), 0) FROM dbstat('main', 1) WHERE name IN " +
+		"(SELECT name FROM sqlite_schema WHERE tbl_name IN ('audit_log', 'audit_names', 'audit_running'))").Scan(&n).Error
+	if err == nil {
+		db.auditSize.put(n)
+	}
+	return n, err
+}
