@@ -120,3 +120,70 @@ func TestAuditRetentionRunnersAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditNamesFromSeveralInstancesAtOnce: instances recording calls with
+// the same new sites, tools and tasks at once agree on one key for each
+// name, and every call reads back with its own strings.
+func TestAuditNamesFromSeveralInstancesAtOnce(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		ctx := context.Background()
+		opts := storetest.Options(t, k)
+		dbs := make([]*store.DB, 3)
+		for i := range dbs {
+			db, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			dbs[i] = db
+		}
+		u, err := dbs[0].CreateUser(ctx, "a@example.com", "A", "hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 60)
+		for i := range 60 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e := &store.AuditEntry{UserID: u.ID, WorkspaceID: "w", TokenID: "t", TaskID: fmt.Sprintf("task-%d", i%5),
+					Site: fmt.Sprintf("https://s%d.example", i%4), Tool: fmt.Sprintf("tool_%d", i%6), Decision: "read-only"}
+				if err := dbs[i%len(dbs)].BeginAudit(ctx, e); err != nil {
+					errs <- err
+					return
+				}
+				e.Outcome = "ok"
+				errs <- dbs[(i+1)%len(dbs)].FinishAudit(ctx, e)
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		all, err := dbs[2].AuditLog(ctx, u.ID, store.AuditFilter{Limit: 500})
+		if err != nil || len(all) != 60 {
+			t.Fatalf("%d entries, %v; want 60", len(all), err)
+		}
+		tools := map[string]int{}
+		for _, e := range all {
+			tools[e.Tool]++
+			if e.Outcome != "ok" || e.Site == "" || e.TaskID == "" {
+				t.Errorf("entry read back as %+v", e)
+			}
+		}
+		for i := range 6 {
+			if n := tools[fmt.Sprintf("tool_%d", i)]; n != 10 {
+				t.Errorf("tool_%d: %d entries; want 10", i, n)
+			}
+		}
+		var names int64
+		dbs[0].Raw("SELECT COUNT(*) FROM audit_names WHERE user_id = ? AND kind = 6", u.ID).Scan(&names)
+		if names != 6 {
+			t.Errorf("%d tool names; want one per tool, 6", names)
+		}
+	})
+}
