@@ -18,4 +18,3 @@ func (db *DB) AuditLogSQL(ctx context.Context, ownerID string, f AuditFilter) (s
 
 // AuditValuesSQL is the statement AuditValues runs for column.
 var AuditValuesSQL = auditValuesSQL
-
