@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -186,4 +187,37 @@ func TestAuditNamesFromSeveralInstancesAtOnce(t *testing.T) {
 			t.Errorf("%d tool names; want one per tool, 6", names)
 		}
 	})
+}
+
+// BenchmarkAuditPruneBatch measures one retention batch (500 entries): how
+// long it holds the database (on SQLite, its one writer) while calls wait.
+//
+//	go test ./store -run XXX -bench AuditPruneBatch -benchtime 40x
+//
+// TABBRIDGE_BENCH_DB=postgres runs it on the test PostgreSQL instead of SQLite.
+func BenchmarkAuditPruneBatch(b *testing.B) {
+	kind := storetest.SQLite
+	if os.Getenv("TABBRIDGE_BENCH_DB") == "postgres" {
+		kind = storetest.Postgres
+	}
+	db := storetest.Open(b, kind)
+	ctx := context.Background()
+	u, _ := db.CreateUser(ctx, "a@example.com", "A", "hash")
+	old := time.Now().Add(-200 * 24 * time.Hour)
+	es := make([]store.AuditEntry, 0, 500*b.N)
+	for i := range 500 * b.N {
+		es = append(es, store.AuditEntry{UserID: u.ID, WorkspaceID: "w", TokenID: "t", TaskID: fmt.Sprintf("task-%d", i%50),
+			Site: fmt.Sprintf("https://s%d.example", i%6), Tool: fmt.Sprintf("tool_%d", i%30), Decision: "read-only", Outcome: "ok",
+			CreatedAt: old.Add(time.Duration(i) * time.Second)})
+	}
+	if err := db.AppendAudits(ctx, es); err != nil {
+		b.Fatal(err)
+	}
+	cut := time.Now().Add(-90 * 24 * time.Hour)
+	b.ResetTimer()
+	for range b.N {
+		if n, err := db.PruneAuditBatch(ctx, cut, 500); err != nil || n != 500 {
+			b.Fatalf("deleted %d, %v", n, err)
+		}
+	}
 }
