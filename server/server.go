@@ -223,7 +223,7 @@ func New(opts Options) (*Server, error) {
 // own rows never wait long behind a deletion (SQLite has one writer).
 type AuditPrune struct {
 	Every time.Duration // default 10 minutes
-	Batch int           // default 500
+	Batch int           // default 200
 	Pause time.Duration // default 50 ms
 }
 
@@ -258,7 +258,7 @@ func fillDefaults(o *Options) error {
 		o.AuditPrune.Every = 10 * time.Minute
 	}
 	if o.AuditPrune.Batch == 0 {
-		o.AuditPrune.Batch = 500
+		o.AuditPrune.Batch = 200
 	}
 	if o.AuditPrune.Pause == 0 {
 		o.AuditPrune.Pause = 50 * time.Millisecond
