@@ -17,8 +17,8 @@ import (
 type pruneLog struct{ counts chan int64 }
 
 func (h pruneLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h pruneLog) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h pruneLog) WithGroup(string) slog.Handler             { return h }
+func (h pruneLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h pruneLog) WithGroup(string) slog.Handler            { return h }
 func (h pruneLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "deleted audit entries older than the retention" {
 		return nil
