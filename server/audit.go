@@ -1,7 +1,9 @@
 package server
 
 import (
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -10,6 +12,36 @@ import (
 
 func (s *Server) mountAudit(me guard) {
 	me.Get("/audit", s.getAudit)
+	me.Get("/audit/stats", s.getAuditStats)
+}
+
+// auditStats is what the server's owner sees of the whole audit log.
+type auditStats struct {
+	store.AuditStats
+	// RetentionSeconds is how long an entry is kept; 0: every entry is kept.
+	RetentionSeconds int64 `json:"retentionSeconds"`
+}
+
+func (s *Server) auditStatsOf(c *fiber.Ctx) (auditStats, error) {
+	st, err := s.opts.DB.AuditStats(c.UserContext())
+	return auditStats{AuditStats: st, RetentionSeconds: int64(s.opts.AuditRetention / time.Second)}, err
+}
+
+// getAuditStats answers the server's owner with the audit log's size, its
+// oldest entry and the retention; anyone else is refused.
+func (s *Server) getAuditStats(c *fiber.Ctx) error {
+	u, err := s.opts.DB.UserByID(c.UserContext(), userID(c))
+	if err != nil {
+		return storeError(err, "account")
+	}
+	if !u.IsOwner {
+		return errorf(http.StatusForbidden, "owner_only", "Only the server's owner can see the size of the whole audit log.")
+	}
+	st, err := s.auditStatsOf(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(st)
 }
 
 // getAudit lists the person's audit log, newest first, filtered by the query

@@ -50,11 +50,11 @@ func bigAuditLog(tb testing.TB, env *servertest.Env, rows, tasks int) (*serverte
 		if i%2500 == 0 {
 			site = rare
 		}
-		batch = append(batch, store.AuditEntry{ID: store.NewID(), UserID: me.User.ID, WorkspaceID: ws, TokenID: "t",
+		batch = append(batch, store.AuditEntry{UserID: me.User.ID, WorkspaceID: ws, TokenID: "t",
 			TaskID: taskIDs[i%tasks], Site: site, Tool: fmt.Sprintf("tool_%02d", i%40), Decision: "read-only",
 			Outcome: outcomes[i%len(outcomes)], ArgsBytes: 100, ResultBytes: 1000, DurationMS: 12, CreatedAt: at.Add(time.Duration(i) * time.Second)})
 		if len(batch) == cap(batch) || i == rows-1 {
-			if err := env.DB.WithContext(ctx).Create(&batch).Error; err != nil {
+			if err := env.DB.AppendAudits(ctx, batch); err != nil {
 				tb.Fatal(err)
 			}
 			batch = batch[:0]

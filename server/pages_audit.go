@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -90,9 +91,30 @@ func (s *Server) pageAudit(c *fiber.Ctx) error {
 		return err
 	}
 	filtered := f.Site != "" || f.Tool != "" || f.TaskID != "" || f.Outcome != ""
-	return s.render(c, http.StatusOK, "audit", view{Title: "Audit log", Nav: "audit", Src: auditURL(f, f.Before), User: s.pageUser(c),
+	u := s.pageUser(c)
+	var stats *auditStats
+	if u != nil && u.IsOwner { // the size of the whole log is the owner's to see
+		st, err := s.auditStatsOf(c)
+		if err != nil {
+			return err
+		}
+		stats = &st
+	}
+	return s.render(c, http.StatusOK, "audit", view{Title: "Audit log", Nav: "audit", Src: auditURL(f, f.Before), User: u,
 		Data: fiber.Map{"Entries": entries, "Filter": f, "Choices": choices, "Names": n, "Older": older,
-			"Newest": auditURL(f, ""), "Filtered": filtered}})
+			"Newest": auditURL(f, ""), "Filtered": filtered, "Stats": stats, "RetentionDays": retentionDays(s.opts.AuditRetention)}})
+}
+
+// retentionDays is the retention in whole days, as the audit page says it.
+func retentionDays(d time.Duration) string {
+	days := int64(d / (24 * time.Hour))
+	if days == 1 {
+		return "1 day"
+	}
+	if days >= 1 {
+		return fmt.Sprintf("%d days", days)
+	}
+	return d.String()
 }
 
 // auditURL is the audit page's address for filter f, from before on.

@@ -66,6 +66,12 @@ type Options struct {
 	// ProgressInterval is the pace of MCP progress notifications while a
 	// call waits (default 5 s).
 	ProgressInterval time.Duration
+	// AuditRetention is how long the audit log keeps an entry; 0 keeps every
+	// entry. cmd/ defaults it to 90 days.
+	AuditRetention time.Duration
+	// AuditPrune paces the deletion of older entries (defaults in
+	// fillDefaults).
+	AuditPrune AuditPrune
 	// ApprovalWindow is how long a request waits for the person (default 5 minutes).
 	ApprovalWindow time.Duration
 	// ApprovalGrace is how long a request stays open once every call waiting
@@ -203,7 +209,29 @@ func New(opts Options) (*Server, error) {
 	s.sweepEvery(time.Minute, "tickets", s.tickets.Sweep)
 	s.sweepEvery(time.Hour, "refresh tokens", s.opts.DB.SweepRefreshTokens) // one row per rotation, about every 15 minutes
 	s.sweepEvery(time.Hour, "oauth tokens", s.opts.DB.SweepOAuth)
+	if opts.AuditRetention > 0 {
+		s.sweepEvery(opts.AuditPrune.Every, "audit log", s.pruneAudit)
+	}
 	return s, nil
+}
+
+// AuditPrune paces audit retention: every Every, the entries older than the
+// retention are deleted Batch at a time, Pause apart, so calls writing their
+// own rows never wait long behind a deletion (SQLite has one writer).
+type AuditPrune struct {
+	Every time.Duration // default 10 minutes
+	Batch int           // default 200
+	Pause time.Duration // default 50 ms
+}
+
+// pruneAudit deletes the audit entries older than the retention.
+func (s *Server) pruneAudit(ctx context.Context) (int64, error) {
+	p := s.opts.AuditPrune
+	n, err := s.opts.DB.PruneAudit(ctx, s.opts.Now().Add(-s.opts.AuditRetention), p.Batch, p.Pause)
+	if n > 0 {
+		s.opts.Logger.Info("deleted audit entries older than the retention", "count", n, "retention", s.opts.AuditRetention)
+	}
+	return n, err
 }
 
 func fillDefaults(o *Options) error {
@@ -222,6 +250,15 @@ func fillDefaults(o *Options) error {
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
 	if o.AccessTTL == 0 {
 		o.AccessTTL = 15 * time.Minute
+	}
+	if o.AuditPrune.Every == 0 {
+		o.AuditPrune.Every = 10 * time.Minute
+	}
+	if o.AuditPrune.Batch == 0 {
+		o.AuditPrune.Batch = 200
+	}
+	if o.AuditPrune.Pause == 0 {
+		o.AuditPrune.Pause = 50 * time.Millisecond
 	}
 	if o.RefreshTTL == 0 {
 		o.RefreshTTL = 30 * 24 * time.Hour

@@ -1,18 +1,29 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // AuditEntry is one agent call. A call that may reach a browser is recorded
 // (outcome OutcomeRunning) before it is dispatched and completed once when it
-// ends; a refused call is recorded ended. Rows are never deleted, and an
-// ended row never changes.
+// ends; a refused call is recorded ended. An ended row never changes; rows
+// older than the retention are deleted (PruneAudit).
+//
+// It is what the API shows. The stored row (auditRow) is compact: the id in
+// 16 bytes, the time read from the id, every repeated string as a key into
+// audit_names.
 type AuditEntry struct {
 	ID          string `json:"id"`
 	UserID      string `json:"-"`
@@ -29,10 +40,11 @@ type AuditEntry struct {
 	Error       string `json:"error"`
 	DurationMS  int64  `json:"durationMs"`
 	// RequestID is the approval request the call waited on ("" when it
-	// asked nobody); Result is the page's result of such a call, so the
-	// person who allowed it sees what it did.
-	RequestID string    `json:"requestId,omitempty"`
-	Result    string    `json:"result,omitempty"`
+	// asked nobody); Result is the page's result of such a call (its first
+	// AuditTextMax bytes), so the person who allowed it sees what it did.
+	RequestID string `json:"requestId,omitempty"`
+	Result    string `json:"result,omitempty"`
+	// CreatedAt is the id's time (UUIDv7), to the millisecond.
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -43,18 +55,200 @@ const (
 	OutcomeInterrupted = "interrupted"
 )
 
-// TableName keeps the table's singular-sounding name.
-func (AuditEntry) TableName() string { return "audit_log" }
+// AuditTextMax bounds the error and result text an audit row keeps: a page's
+// result may be 256 KiB and its error message as long, and the log keeps
+// every call for months. Longer text is cut at a character boundary and says
+// how much was left out.
+const AuditTextMax = 4096
+
+// auditRow is audit_log's row (migration 00016).
+type auditRow struct {
+	ID          []byte // UUIDv7, 16 bytes: ordered by time
+	Owner       int64  // audit_names keys, each of its kind
+	Workspace   int64
+	Token       int64
+	Task        int64 // 0: no task
+	Site        int64
+	Tool        int64
+	Outcome     int64
+	Decision    int64
+	DecidedBy   int64 // 0: nobody
+	ArgsBytes   int64
+	ResultBytes int64
+	DurationMS  int64
+	RequestID   string
+	Error       string
+	Result      string
+}
+
+func (auditRow) TableName() string { return "audit_log" }
+
+// packID is the 16 bytes of a UUID id.
+func packID(id string) ([]byte, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return nil, fmt.Errorf("audit id %q is not a UUID: %w", id, err)
+	}
+	return u[:], nil
+}
+
+func unpackID(b []byte) (string, time.Time) {
+	u, err := uuid.FromBytes(b)
+	if err != nil {
+		return "", time.Time{}
+	}
+	return u.String(), idTime(b)
+}
+
+// idTime is the millisecond a UUIDv7 was made.
+func idTime(b []byte) time.Time {
+	var ms [8]byte
+	copy(ms[2:], b[:6])
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(ms[:]))).UTC()
+}
+
+// idAt returns a new UUIDv7 of time t: entries written with a time of their
+// own (imports, tests) sort where that time does.
+func idAt(t time.Time) string {
+	u := uuid.Must(uuid.NewV7())
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	return u.String()
+}
+
+// idFloor is the smallest id of time t: every id made before t sorts below.
+func idFloor(t time.Time) []byte {
+	b := make([]byte, 16)
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	return b
+}
+
+// boundText keeps at most AuditTextMax bytes of s.
+func boundText(s string) string {
+	if len(s) <= AuditTextMax {
+		return s
+	}
+	cut := AuditTextMax - 80
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n… (%d more bytes not kept in the audit log)", len(s)-cut)
+}
+
+// outcomeCodes are the outcomes a call can have, stored as these numbers
+// (not as keys of audit_names) so that the outcome index can leave out the
+// common one: it holds only calls whose outcome is not ok. An outcome not
+// listed is stored as the negated key of its name.
+var outcomeCodes = map[string]int64{"ok": 0, "refused": 1, "denied": 2, "expired": 3, "withdrawn": 4, "cancelled": 5,
+	"failed": 6, "gone": 7, OutcomeRunning: 8, OutcomeInterrupted: 9}
+
+// outcomeCode is the stored number of outcome; intern names one not listed.
+func outcomeCode(outcome string, intern func(kind int, name string) (int64, error)) (int64, error) {
+	if c, ok := outcomeCodes[outcome]; ok {
+		return c, nil
+	}
+	k, err := intern(nameOutcome, outcome)
+	return -k, err
+}
+
+// outcomeText is the outcome a stored number stands for.
+func (db *DB) outcomeText(c int64) string {
+	if c < 0 {
+		return db.nameText(-c)
+	}
+	for o, code := range outcomeCodes {
+		if code == c {
+			return o
+		}
+	}
+	return ""
+}
+
+// rowOf turns e into its stored row, adding names it is the first to use.
+func (db *DB) rowOf(ctx context.Context, e *AuditEntry) (*auditRow, error) {
+	id, err := packID(e.ID)
+	if err != nil {
+		return nil, err
+	}
+	r := &auditRow{ID: id, ArgsBytes: e.ArgsBytes, ResultBytes: e.ResultBytes, DurationMS: e.DurationMS,
+		RequestID: e.RequestID, Error: boundText(e.Error), Result: boundText(e.Result)}
+	for _, f := range []struct {
+		into *int64
+		kind int
+		name string
+	}{{&r.Owner, nameOwner, ""}, {&r.Workspace, nameWorkspace, e.WorkspaceID}, {&r.Token, nameToken, e.TokenID},
+		{&r.Task, nameTask, e.TaskID}, {&r.Site, nameSite, e.Site}, {&r.Tool, nameTool, e.Tool},
+		{&r.Decision, nameDecision, e.Decision}, {&r.DecidedBy, namePerson, e.DecidedBy}} {
+		if f.name == "" && (f.kind == nameTask || f.kind == namePerson) {
+			continue // key 0: none
+		}
+		if *f.into, err = db.internName(ctx, e.UserID, f.kind, f.name); err != nil {
+			return nil, err
+		}
+	}
+	r.Outcome, err = outcomeCode(e.Outcome, func(kind int, name string) (int64, error) { return db.internName(ctx, e.UserID, kind, name) })
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepare gives e its id and time: an id of its CreatedAt when it has one
+// and no id, else a new id; the time is always the id's.
+func prepare(e *AuditEntry) {
+	if e.ID == "" {
+		if e.CreatedAt.IsZero() {
+			e.ID = NewID()
+		} else {
+			e.ID = idAt(e.CreatedAt)
+		}
+	}
+	if b, err := packID(e.ID); err == nil {
+		e.CreatedAt = idTime(b)
+	}
+}
 
 // AppendAudit records one call.
 func (db *DB) AppendAudit(ctx context.Context, e *AuditEntry) error {
-	if e.ID == "" {
-		e.ID = NewID()
+	prepare(e)
+	r, err := db.rowOf(ctx, e)
+	if err != nil {
+		return fmt.Errorf("append audit: %w", err)
 	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = Now()
+	if err := db.WithContext(ctx).Table(tableOf(e.Outcome)).Create(r).Error; err != nil {
+		return fmt.Errorf("append audit: %w", err)
 	}
-	if err := db.WithContext(ctx).Create(e).Error; err != nil {
+	return nil
+}
+
+// tableOf is where a row of outcome lives: a running call in audit_running
+// until it ends, so audit_log only ever takes inserts (on PostgreSQL an
+// update there would leave a dead copy of the row and of each index entry).
+func tableOf(outcome string) string {
+	if outcome == OutcomeRunning {
+		return "audit_running"
+	}
+	return "audit_log"
+}
+
+// AppendAudits records many ended calls at once, in batches (imports,
+// tests, benchmarks); each keeps its id or CreatedAt.
+func (db *DB) AppendAudits(ctx context.Context, es []AuditEntry) error {
+	rows := make([]*auditRow, 0, len(es))
+	for i := range es {
+		prepare(&es[i])
+		r, err := db.rowOf(ctx, &es[i])
+		if err != nil {
+			return fmt.Errorf("append audit: %w", err)
+		}
+		rows = append(rows, r)
+	}
+	if err := db.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
 	return nil
@@ -70,31 +264,68 @@ func (db *DB) BeginAudit(ctx context.Context, e *AuditEntry) error {
 	return db.AppendAudit(ctx, e)
 }
 
-// FinishAudit completes a row BeginAudit wrote, once: an ended row (say,
-// one InterruptRunning marked) is left as it is.
+// FinishAudit completes a row BeginAudit wrote, once: it moves the ended
+// row from audit_running to audit_log. A row that is no longer running (say,
+// one InterruptRunning ended) is left as it is.
 func (db *DB) FinishAudit(ctx context.Context, e *AuditEntry) error {
-	err := db.WithContext(ctx).Model(&AuditEntry{}).Where("id = ? AND outcome = ?", e.ID, OutcomeRunning).
-		Updates(map[string]any{"site": e.Site, "decision": e.Decision, "decided_by": e.DecidedBy, "outcome": e.Outcome,
-			"error": e.Error, "duration_ms": e.DurationMS, "result_bytes": e.ResultBytes, "request_id": e.RequestID,
-			"result": e.Result}).Error
-	if err != nil {
+	if err := db.finishAudit(ctx, e); err != nil {
 		return fmt.Errorf("finish audit: %w", err)
 	}
 	return nil
 }
 
-// InterruptRunning marks the calls an earlier run of the server left
-// running (it was killed mid-call) as interrupted. Like the withdrawal of
-// stale approval requests it runs at start, before this server dispatches
-// anything.
-func (db *DB) InterruptRunning(ctx context.Context) (int64, error) {
-	res := db.WithContext(ctx).Model(&AuditEntry{}).Where("outcome = '" + OutcomeRunning + "'"). // literal: matches audit_log_running
-													Updates(map[string]any{"outcome": OutcomeInterrupted,
-			"error": "The Tabbridge server stopped while this call was waiting or running; whether it had an effect in the page is unknown."})
-	if res.Error != nil {
-		return 0, fmt.Errorf("interrupt running calls: %w", res.Error)
+const auditColumns = "owner, workspace, token, task, site, tool, outcome, decision, decided_by, args_bytes, result_bytes, duration_ms, id, request_id, error, result"
+
+func (db *DB) finishAudit(ctx context.Context, e *AuditEntry) error {
+	r, err := db.rowOf(ctx, e)
+	if err != nil {
+		return err
 	}
-	return res.RowsAffected, nil
+	vals := []any{r.Owner, r.Workspace, r.Token, r.Task, r.Site, r.Tool, r.Outcome, r.Decision, r.DecidedBy,
+		r.ArgsBytes, r.ResultBytes, r.DurationMS, r.ID, r.RequestID, r.Error, r.Result}
+	marks := "?" + strings.Repeat(", ?", len(vals)-1)
+	if db.Postgres { // one statement, one round trip
+		return db.WithContext(ctx).Exec("WITH ended AS (DELETE FROM audit_running WHERE id = ? RETURNING id) INSERT INTO audit_log ("+
+			auditColumns+") SELECT "+marks+" FROM ended", append([]any{r.ID}, vals...)...).Error
+	}
+	// SQLite: insert, then delete, so that a crash in between leaves the
+	// call recorded (InterruptRunning drops the running copy).
+	err = db.WithContext(ctx).Exec("INSERT INTO audit_log ("+auditColumns+") SELECT "+marks+
+		" WHERE EXISTS (SELECT 1 FROM audit_running WHERE id = ?) ON CONFLICT DO NOTHING", append(vals, r.ID)...).Error
+	if err != nil {
+		return err
+	}
+	return db.WithContext(ctx).Exec("DELETE FROM audit_running WHERE id = ?", r.ID).Error
+}
+
+// interruptedError is the error of a call the server stopped under.
+const interruptedError = "The Tabbridge server stopped while this call was waiting or running; whether it had an effect in the page is unknown."
+
+// InterruptRunning marks the calls an earlier run of the server left
+// running (it was killed mid-call) as interrupted: it moves them from
+// audit_running to audit_log. Like the withdrawal of stale approval
+// requests it runs at start, before this server dispatches anything.
+func (db *DB) InterruptRunning(ctx context.Context) (int64, error) {
+	var rows []auditRow
+	if err := db.WithContext(ctx).Table("audit_running").Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("interrupt running calls: %w", err)
+	}
+	var n int64
+	for _, r := range rows {
+		if err := db.interrupt(ctx, r); err != nil {
+			return n, fmt.Errorf("interrupt running calls: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (db *DB) interrupt(ctx context.Context, r auditRow) error {
+	r.Outcome, r.Error = outcomeCodes[OutcomeInterrupted], interruptedError
+	if err := db.WithContext(ctx).Table("audit_log").Clauses(clause.OnConflict{DoNothing: true}).Create(&r).Error; err != nil {
+		return err
+	}
+	return db.WithContext(ctx).Exec("DELETE FROM audit_running WHERE id = ?", r.ID).Error
 }
 
 // AuditFilter narrows a person's audit log; empty fields match everything.
@@ -108,59 +339,245 @@ type AuditFilter struct {
 // AuditLog returns a person's audit entries, newest first.
 func (db *DB) AuditLog(ctx context.Context, ownerID string, f AuditFilter) ([]AuditEntry, error) {
 	out := []AuditEntry{}
-	err := db.auditQuery(ctx, ownerID, f).Find(&out).Error
-	return out, err
+	q, err := db.auditQuery(ctx, ownerID, f)
+	if errors.Is(err, errNoName) {
+		return out, nil // a value the log never held: nothing matches
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rows, running []auditRow
+	if err := q.Session(&gorm.Session{}).Table("audit_log").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	if err := q.Session(&gorm.Session{}).Table("audit_running").Find(&running).Error; err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	return db.entriesOf(ctx, ownerID, mergeNewest(rows, running, limitOf(f)))
 }
 
-// auditQuery selects a person's entries matching f, newest first. A filter
-// on a site, tool, outcome or task reads the matching rows in id order from
-// its (user_id, column, id) index and stops when the page is full.
-func (db *DB) auditQuery(ctx context.Context, ownerID string, f AuditFilter) *gorm.DB {
-	q := db.WithContext(ctx).Where("user_id = ?", ownerID)
-	for _, c := range []struct{ col, v string }{{"site", f.Site}, {"tool", f.Tool}, {"task_id", f.TaskID},
-		{"outcome", f.Outcome}, {"workspace_id", f.WorkspaceID}} {
-		if c.v != "" {
-			q = q.Where(c.col+" = ?", c.v)
+// mergeNewest merges two lists of rows, each newest first, into the newest
+// limit of them; a row in both (a call ended as it was read) counts once,
+// ended.
+func mergeNewest(ended, running []auditRow, limit int) []auditRow {
+	if len(running) == 0 {
+		return ended
+	}
+	seen := map[string]bool{}
+	for _, r := range ended {
+		seen[string(r.ID)] = true
+	}
+	out := slices.Clone(ended)
+	for _, r := range running {
+		if !seen[string(r.ID)] {
+			out = append(out, r)
 		}
 	}
-	if f.Before != "" {
-		q = q.Where("id < ?", f.Before)
-	}
+	slices.SortFunc(out, func(a, b auditRow) int { return bytes.Compare(b.ID, a.ID) })
+	return out[:min(len(out), limit)]
+}
+
+// limitOf is the page size f asks for: 1–500, 100 when unset.
+func limitOf(f AuditFilter) int {
 	if f.Limit <= 0 || f.Limit > 500 {
-		f.Limit = 100
+		return 100
 	}
-	return q.Order("id DESC").Limit(f.Limit)
+	return f.Limit
+}
+
+// entriesOf turns stored rows into entries, reading the names they use.
+func (db *DB) entriesOf(ctx context.Context, ownerID string, rows []auditRow) ([]AuditEntry, error) {
+	keys := map[int64]bool{}
+	for _, r := range rows {
+		for _, k := range []int64{r.Workspace, r.Token, r.Task, r.Site, r.Tool, -r.Outcome, r.Decision, r.DecidedBy} {
+			keys[k] = true
+		}
+	}
+	if err := db.namesOf(ctx, keys); err != nil {
+		return nil, err
+	}
+	out := make([]AuditEntry, len(rows))
+	for i, r := range rows {
+		id, at := unpackID(r.ID)
+		out[i] = AuditEntry{ID: id, UserID: ownerID, WorkspaceID: db.nameText(r.Workspace), TokenID: db.nameText(r.Token),
+			TaskID: db.nameText(r.Task), Site: db.nameText(r.Site), Tool: db.nameText(r.Tool), ArgsBytes: r.ArgsBytes,
+			ResultBytes: r.ResultBytes, Decision: db.nameText(r.Decision), DecidedBy: db.nameText(r.DecidedBy),
+			Outcome: db.outcomeText(r.Outcome), Error: r.Error, DurationMS: r.DurationMS, RequestID: r.RequestID,
+			Result: r.Result, CreatedAt: at}
+	}
+	return out, nil
+}
+
+// auditQuery selects a person's entries matching f, newest first. A name
+// key belongs to one person, so a filter on a site, tool, outcome or task
+// reads the matching rows in id order from that column's (column, id) index
+// alone and stops when the page is full; errNoName means nothing matches.
+// Outcomes are numbers shared by everyone, so an outcome filter reads the
+// (owner, outcome, id) index.
+func (db *DB) auditQuery(ctx context.Context, ownerID string, f AuditFilter) (*gorm.DB, error) {
+	q := db.WithContext(ctx)
+	keyed := false
+	for _, c := range []struct {
+		col  string
+		kind int
+		v    string
+	}{{"site", nameSite, f.Site}, {"tool", nameTool, f.Tool}, {"task", nameTask, f.TaskID},
+		{"workspace", nameWorkspace, f.WorkspaceID}} {
+		if c.v == "" {
+			continue
+		}
+		k, err := db.lookupName(ctx, ownerID, c.kind, c.v)
+		if err != nil {
+			return nil, err
+		}
+		q, keyed = q.Where(c.col+" = ?", k), true
+	}
+	if f.Outcome != "" {
+		c, err := outcomeCode(f.Outcome, func(kind int, name string) (int64, error) { return db.lookupName(ctx, ownerID, kind, name) })
+		if err != nil {
+			return nil, err
+		}
+		// Literals, so that both planners see the partial index applies
+		// (SQLite only when the query repeats the index's own condition).
+		q = q.Where(fmt.Sprintf("outcome = %d", c))
+		if c != 0 {
+			q = q.Where("outcome <> 0")
+		}
+	}
+	if !keyed {
+		owner, err := db.lookupName(ctx, ownerID, nameOwner, "")
+		if err != nil {
+			return nil, err
+		}
+		q = q.Where("owner = ?", owner)
+	}
+	if f.Before != "" {
+		b, err := packID(f.Before)
+		if err != nil {
+			return nil, errNoName // not an entry's id: nothing is before it
+		}
+		q = q.Where("id < ?", b)
+	}
+	return q.Order("id DESC").Limit(limitOf(f)), nil
 }
 
 // AuditColumns are the audit log's columns whose distinct values
-// AuditValues reads: each has a (user_id, column, id) index.
+// AuditValues reads: each has a (column, id) index.
 var AuditColumns = []string{"site", "tool", "task_id"}
 
 // AuditValues returns the distinct non-empty values of one of AuditColumns
-// in a person's audit log, in the database's order. It steps through the
-// column's index from one value to the next (a loose index scan), one probe
-// per value however many rows the log holds: neither database reads a
-// DISTINCT from an index without walking every entry (PostgreSQL has no skip
-// scan before 18).
+// in a person's audit log, in the database's order. They are the person's
+// names of that kind, each kept if one row still uses it: one probe of the
+// column's index per name, however many rows the log holds.
 func (db *DB) AuditValues(ctx context.Context, ownerID, column string) ([]string, error) {
 	q, err := auditValuesSQL(column)
 	if err != nil {
 		return nil, err
 	}
 	out := []string{}
-	if err := db.WithContext(ctx).Raw(q, ownerID, ownerID).Scan(&out).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(q, ownerID).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("audit %s values: %w", column, err)
 	}
 	return out, nil
 }
 
-// auditValuesSQL is AuditValues' query for column; it takes the owner twice.
+// auditValuesSQL is AuditValues' query for column; it takes the owner.
 func auditValuesSQL(column string) (string, error) {
 	if !slices.Contains(AuditColumns, column) {
 		return "", fmt.Errorf("audit values: %q is not one of %v", column, AuditColumns)
 	}
-	next := "SELECT " + column + " FROM audit_log WHERE user_id = ? AND " + column + " > %s ORDER BY " + column + " LIMIT 1"
-	return "WITH RECURSIVE v (val) AS (SELECT (" + fmt.Sprintf(next, "''") + ")" +
-		" UNION ALL SELECT (" + fmt.Sprintf(next, "v.val") + ") FROM v WHERE v.val IS NOT NULL)" +
-		" SELECT val FROM v WHERE val IS NOT NULL", nil
+	col, kind := map[string]string{"site": "site", "tool": "tool", "task_id": "task"}[column],
+		map[string]int{"site": nameSite, "tool": nameTool, "task_id": nameTask}[column]
+	return fmt.Sprintf("SELECT n.name FROM audit_names n WHERE n.user_id = ? AND n.kind = %d"+
+		" AND (EXISTS (SELECT 1 FROM audit_log a WHERE a.%s = n.id) OR EXISTS (SELECT 1 FROM audit_running r WHERE r.%[2]s = n.id))"+
+		" ORDER BY n.name", kind, col), nil
+}
+
+// PruneAuditBatch deletes up to batch of the oldest entries made before
+// before, in one short statement through the primary key, and returns how
+// many it deleted. On PostgreSQL the rows another instance is deleting at
+// the same moment are skipped (SKIP LOCKED), so runners on several
+// instances never wait on each other or fail; SQLite has one writer, and a
+// batch holds it only briefly.
+func (db *DB) PruneAuditBatch(ctx context.Context, before time.Time, batch int) (int64, error) {
+	lock := ""
+	if db.Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	res := db.WithContext(ctx).Exec("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE id < ? ORDER BY id LIMIT ?"+lock+")",
+		idFloor(before), batch)
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune audit log: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// PruneAudit deletes every entry made before before, batch by batch,
+// waiting pause between batches so calls keep the database, until a batch
+// comes back short or ctx ends. It returns how many it deleted.
+func (db *DB) PruneAudit(ctx context.Context, before time.Time, batch int, pause time.Duration) (int64, error) {
+	var total int64
+	for {
+		n, err := db.PruneAuditBatch(ctx, before, batch)
+		total += n
+		if err != nil || n < int64(batch) {
+			return total, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return total, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// AuditStats is what the server's owner sees of the audit log as a whole.
+type AuditStats struct {
+	// Bytes is the space the audit log's tables and indexes take.
+	Bytes int64 `json:"bytes"`
+	// Oldest is when the oldest entry was made; nil for an empty log.
+	Oldest *time.Time `json:"oldest"`
+}
+
+// auditSizeTTL is how long AuditStats trusts a size SQLite read page by
+// page (its dbstat table walks every page of the log).
+const auditSizeTTL = 5 * time.Minute
+
+// AuditStats reads the audit log's size and oldest entry.
+func (db *DB) AuditStats(ctx context.Context) (AuditStats, error) {
+	var st AuditStats
+	var ids [][]byte
+	if err := db.WithContext(ctx).Raw("SELECT id FROM audit_log ORDER BY id LIMIT 1").Scan(&ids).Error; err != nil {
+		return st, fmt.Errorf("audit stats: %w", err)
+	}
+	if len(ids) == 1 && len(ids[0]) == 16 {
+		at := idTime(ids[0])
+		st.Oldest = &at
+	}
+	size, err := db.auditBytes(ctx)
+	if err != nil {
+		return st, fmt.Errorf("audit stats: %w", err)
+	}
+	st.Bytes = size
+	return st, nil
+}
+
+func (db *DB) auditBytes(ctx context.Context) (int64, error) {
+	var n int64
+	if db.Postgres {
+		err := db.WithContext(ctx).Raw("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace" +
+			" WHERE ns.nspname = current_schema() AND c.relkind = 'r' AND c.relname IN ('audit_log', 'audit_names', 'audit_running')").Scan(&n).Error
+		return n, err
+	}
+	if v, ok := db.auditSize.get(auditSizeTTL); ok {
+		return v, nil
+	}
+	err := db.WithContext(ctx).Raw("SELECT COALESCE(SUM(pgsize), 0) FROM dbstat('main', 1) WHERE name IN " +
+		"(SELECT name FROM sqlite_schema WHERE tbl_name IN ('audit_log', 'audit_names', 'audit_running'))").Scan(&n).Error
+	if err == nil {
+		db.auditSize.put(n)
+	}
+	return n, err
 }

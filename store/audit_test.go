@@ -64,7 +64,7 @@ func explain(t *testing.T, db *store.DB, query string, args ...any) string {
 // of its indexes) rather than searching an index.
 func scansTable(db *store.DB, plan string) bool {
 	if db.Postgres {
-		return strings.Contains(plan, "Seq Scan")
+		return strings.Contains(plan, "Seq Scan on audit_log") // audit_running holds only the calls in flight
 	}
 	for _, l := range strings.Split(plan, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "SCAN audit_log") {
@@ -95,7 +95,7 @@ func TestAuditFiltersAndValuesUseTheirIndexes(t *testing.T) {
 			}
 			rows = append(rows, e)
 		}
-		if err := db.CreateInBatches(&rows, 500).Error; err != nil {
+		if err := db.AppendAudits(ctx, rows); err != nil {
 			t.Fatal(err)
 		}
 		if db.Postgres {
@@ -136,7 +136,7 @@ func TestAuditFiltersAndValuesUseTheirIndexes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plan := explain(t, db, query, a.ID, a.ID)
+			plan := explain(t, db, query, a.ID)
 			if !strings.Contains(plan, c.index) || scansTable(db, plan) {
 				t.Errorf("the distinct %ss do not step through %s:\n%s", c.column, c.index, plan)
 			}
@@ -176,7 +176,7 @@ func BenchmarkAuditQueries(b *testing.B) {
 		rows = append(rows, store.AuditEntry{ID: store.NewID(), UserID: a.ID, WorkspaceID: "w", TokenID: "t", TaskID: fmt.Sprintf("task-%03d", i%200),
 			Site: site, Tool: fmt.Sprintf("tool_%02d", i%40), Decision: "read-only", Outcome: "ok", CreatedAt: store.Now()})
 	}
-	if err := db.CreateInBatches(&rows, 500).Error; err != nil {
+	if err := db.AppendAudits(ctx, rows); err != nil {
 		b.Fatal(err)
 	}
 	if db.Postgres {

@@ -49,3 +49,26 @@ func (c *ttlCache[V]) clear() {
 	defer c.mu.Unlock()
 	c.entries = nil
 }
+
+// ttlValue is one cached value that expires after ttl.
+type ttlValue[V any] struct {
+	mu sync.Mutex
+	v  V         // guarded by mu
+	at time.Time // guarded by mu; zero: nothing cached
+}
+
+func (c *ttlValue[V]) get(ttl time.Duration) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || time.Since(c.at) > ttl {
+		var zero V
+		return zero, false
+	}
+	return c.v, true
+}
+
+func (c *ttlValue[V]) put(v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.v, c.at = v, time.Now()
+}

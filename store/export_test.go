@@ -8,7 +8,11 @@ import (
 
 // AuditLogSQL is the statement AuditLog runs for f, with its arguments.
 func (db *DB) AuditLogSQL(ctx context.Context, ownerID string, f AuditFilter) (string, []any) {
-	stmt := db.auditQuery(ctx, ownerID, f).Session(&gorm.Session{DryRun: true}).Find(&[]AuditEntry{}).Statement
+	q, err := db.auditQuery(ctx, ownerID, f)
+	if err != nil {
+		panic(err)
+	}
+	stmt := q.Session(&gorm.Session{DryRun: true}).Table("audit_log").Find(&[]auditRow{}).Statement
 	return stmt.SQL.String(), stmt.Vars
 }
 

@@ -61,6 +61,11 @@ type DB struct {
 	agents ttlCache[AgentIdentity]
 	sites  ttlCache[[]SharedSite]
 	oauth  ttlCache[OAuthAccess] // OAuth access tokens, by hash
+	// names holds the audit log's interned strings (auditnames.go).
+	names nameCache
+	// auditSize caches the audit log's size on SQLite, which reads it page
+	// by page (AuditStats).
+	auditSize ttlValue[int64]
 }
 
 // Open connects and applies every pending migration before returning.
@@ -142,7 +147,7 @@ func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	dialect := goose.DialectSQLite3
-	var opts []goose.ProviderOption
+	opts := []goose.ProviderOption{goose.WithGoMigrations(compactAuditMigration(db.Postgres))}
 	if db.Postgres {
 		dialect = goose.DialectPostgres
 		// Instances starting together queue on an advisory lock instead of

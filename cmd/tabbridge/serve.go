@@ -40,6 +40,7 @@ type serveConfig struct {
 	shutdownWait time.Duration
 	approvalWait time.Duration
 	goneGrace    time.Duration
+	auditKeep    retention
 	mcpIdle      time.Duration
 	oauthAccess  time.Duration
 	oauthCIMD    bool
@@ -121,6 +122,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
 	fs.DurationVar(&c.oauthAccess, "oauth-access-ttl", envDuration("TABBRIDGE_OAUTH_ACCESS_TTL", 15*time.Minute), "lifetime of the access tokens MCP clients get by signing in with OAuth; they refresh them (TABBRIDGE_OAUTH_ACCESS_TTL)")
 	fs.BoolVar(&c.oauthCIMD, "oauth-metadata-documents", envBoolDefault("TABBRIDGE_OAUTH_METADATA_DOCUMENTS", true), "accept MCP clients identified by a client ID metadata document URL, which the server fetches from the internet; false makes them register instead (TABBRIDGE_OAUTH_METADATA_DOCUMENTS)")
+	c.auditKeep = retention(defaultAuditRetention)
+	if v := getenv("TABBRIDGE_AUDIT_RETENTION"); v != "" {
+		if err := c.auditKeep.Set(v); err != nil {
+			envErrs = append(envErrs, fmt.Errorf("TABBRIDGE_AUDIT_RETENTION=%w", err))
+		}
+	}
+	fs.Var(&c.auditKeep, "audit-retention", "how long the audit log keeps an entry: days (90d), a duration (720h), or 0 to keep every entry (TABBRIDGE_AUDIT_RETENTION)")
 	checkGC := gcFlags(fs, getenv, &c.gc)
 	fs.IntVar(&c.mcpSessions, "mcp-sessions-per-token", envInt("TABBRIDGE_MCP_SESSIONS_PER_TOKEN", server.DefaultMCPSessionsPerToken), "most MCP sessions one agent token holds open (TABBRIDGE_MCP_SESSIONS_PER_TOKEN)")
 	fs.IntVar(&c.pendingMax, "approvals-pending-max", envInt("TABBRIDGE_APPROVALS_PENDING_MAX", approvals.DefaultMaxPending), "most requests one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_MAX)")
@@ -259,7 +267,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv, err := server.New(server.Options{
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
-		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
+		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, AuditRetention: time.Duration(cfg.auditKeep), MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
 		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
 		Bridge: bridge.Options{MaxCalls: cfg.browserCallsMax},
