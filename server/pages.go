@@ -232,6 +232,9 @@ func (v view) In(t time.Time) string {
 // Stamp is the exact UTC time, for <time datetime> and tooltips.
 func (v view) Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// Past reports whether t has come (an expiry that has passed).
+func (v view) Past(t time.Time) bool { return !v.Now.Before(t) }
+
 // Full is the exact time written for a person.
 func (v view) Full(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -78,7 +80,53 @@ func (s *Server) workspaceView(c *fiber.Ctx) (view, error) {
 	}
 	return view{Title: w.Name, Nav: "workspaces", Src: "/workspaces/" + w.ID, User: s.pageUser(c),
 		Data: fiber.Map{"Workspace": w, "Tokens": toks, "Tasks": tasks, "Statuses": store.TaskStatuses,
-			"Clients": clients, "Connect": s.mcpOAuthCommands()}}, nil
+			"Clients": clients, "Connect": s.connectSnippets(), "Notice": revokedNotice(c.Query("revoked")),
+			"Expiries": tokenExpiries}}, nil
+}
+
+// connectSnippets are what the workspace page offers to paste: the MCP
+// address itself (kept on the page, not only in a token's one-time card),
+// the commands for Claude Code and Codex, and a JSON config for any other
+// client that reads the usual "mcpServers" shape.
+func (s *Server) connectSnippets() fiber.Map {
+	m := s.mcpOAuthCommands()
+	u := s.opts.PublicURL + "/mcp"
+	m["URL"] = u
+	m["JSON"] = "{\n  \"mcpServers\": {\n    \"tabbridge\": {\n      \"type\": \"http\",\n      \"url\": \"" + u + "\"\n    }\n  }\n}"
+	return m
+}
+
+// tokenExpiries are the choices the token form offers, in days (0: never).
+var tokenExpiries = []struct {
+	Days  int
+	Label string
+}{{0, "Never"}, {7, "In 7 days"}, {30, "In 30 days"}, {90, "In 90 days"}, {365, "In a year"}}
+
+// tokenExpiry reads the token form's expiry: nil for never, else that many
+// days from now; any other value is refused.
+func tokenExpiry(v string) (*time.Time, error) {
+	if v == "" || v == "0" {
+		return nil, nil
+	}
+	for _, e := range tokenExpiries {
+		if strconv.Itoa(e.Days) == v {
+			at := store.Now().Add(time.Duration(e.Days) * 24 * time.Hour)
+			return &at, nil
+		}
+	}
+	return nil, errorf(http.StatusBadRequest, "invalid_expiry", "Choose when the token expires from the list: never, or in 7, 30, 90 or 365 days.")
+}
+
+// revokedNotice says what a revoke on this page just did (the redirect
+// after it names the kind).
+func revokedNotice(kind string) string {
+	switch kind {
+	case "token":
+		return "Token revoked: an agent using it is refused from its next request."
+	case "client":
+		return "App disconnected: its access ends now; it must be allowed again to come back."
+	}
+	return ""
 }
 
 func (s *Server) pageWorkspace(c *fiber.Ctx) error {
@@ -137,11 +185,15 @@ func (s *Server) postPageToken(c *fiber.Ctx) error {
 	if err != nil {
 		return s.workspaceFormFailed(c, "tokenName", err)
 	}
-	tok, plain, err := s.opts.DB.CreateAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
+	expires, err := tokenExpiry(c.FormValue("expiresIn"))
+	if err != nil {
+		return s.workspaceFormFailed(c, "tokenName", err)
+	}
+	tok, plain, err := s.opts.DB.CreateAgentTokenUntil(c.UserContext(), userID(c), c.Params("id"), name, expires)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
-	s.opts.Logger.Info("agent token created", "user", userID(c), "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name)
+	s.opts.Logger.Info("agent token created", "user", userID(c), "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name, "expires", tok.ExpiresAt)
 	s.publish(userID(c), evTokenCreated, fiber.Map{"token": tok})
 	v, err := s.workspaceView(c)
 	if err != nil {
@@ -157,7 +209,7 @@ func (s *Server) postPageRevokeToken(c *fiber.Ctx) error {
 	if err := s.revokeToken(c, userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
 		return err
 	}
-	return c.Redirect("/workspaces/"+c.Params("id"), http.StatusSeeOther)
+	return c.Redirect("/workspaces/"+c.Params("id")+"?revoked=token", http.StatusSeeOther)
 }
 
 func (s *Server) postPageTask(c *fiber.Ctx) error {

@@ -161,6 +161,10 @@ func (s *Server) agent(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, "agent_token_invalid",
 			"This agent token is unknown or revoked; ask the person to create a new one in the Tabbridge web app.")
 	}
+	if errors.Is(err, store.ErrTokenExpired) {
+		return errorf(http.StatusUnauthorized, "agent_token_expired",
+			"This agent token has expired (its owner gave it an expiry date); ask the person to create a new one on the workspace's page in the Tabbridge web app and configure it in place of this one.")
+	}
 	if err != nil {
 		return err
 	}
