@@ -154,11 +154,19 @@ func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
 	for i, r := range reqs {
 		ids[i] = r.TaskID
 	}
+	answered, err := s.recentAnswered(c.UserContext(), userID(c))
+	if err != nil {
+		return view{}, err
+	}
+	for _, a := range answered {
+		ids = append(ids, a.TaskID)
+	}
 	if err := n.preloadTasks(ids); err != nil {
 		return view{}, err
 	}
 	return view{Title: "Inbox", Nav: "inbox", Src: "/", User: s.pageUser(c),
-		Data: fiber.Map{"Requests": reqs, "Names": n, "Grace": s.gate.Grace().String()}}, nil
+		Data: fiber.Map{"Requests": s.cards(c.UserContext(), userID(c), reqs), "Answered": answered, "Names": n,
+			"Grace": s.gate.Grace().String()}}, nil
 }
 
 // pageInbox is the home page: every request waiting for the person, oldest
