@@ -164,9 +164,13 @@ func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
 	if err := n.preloadTasks(ids); err != nil {
 		return view{}, err
 	}
+	check, err := s.checklistFor(c.UserContext(), userID(c))
+	if err != nil {
+		return view{}, err
+	}
 	return view{Title: "Inbox", Nav: "inbox", Src: "/", User: s.pageUser(c),
 		Data: fiber.Map{"Requests": s.cards(c.UserContext(), userID(c), reqs), "Answered": answered, "Names": n,
-			"Grace": s.gate.Grace().String()}}, nil
+			"Grace": s.gate.Grace().String(), "Checklist": check}}, nil
 }
 
 // pageInbox is the home page: every request waiting for the person, oldest

@@ -170,6 +170,7 @@ func (s *Server) agent(c *fiber.Ctx) error {
 	}
 	if id.FirstUse {
 		s.opts.Logger.Info("agent token used for the first time", "token", id.TokenID, "workspace", id.Workspace.ID, "client", c.Get(fiber.HeaderUserAgent))
+		s.publish(id.Workspace.OwnerID, evTokenUsed, fiber.Map{"token": fiber.Map{"id": id.TokenID}, "workspace": fiber.Map{"id": id.Workspace.ID}})
 	}
 	c.Locals(localAgent, id)
 	return c.Next()
