@@ -38,7 +38,7 @@ type pages struct {
 
 func loadPages() (*pages, error) {
 	funcs := template.FuncMap{"statusLabel": statusLabel, "at": at, "size": size, "took": took,
-		"requestLabel": requestLabel, "outcomeLabel": outcomeLabel, "outcomeClass": outcomeClass, "requestClass": requestClass, "answering": answering,
+		"requestLabel": requestLabel, "outcomeLabel": outcomeLabel, "outcomeClass": outcomeClass, "requestClass": requestClass, "answering": answering, "personError": personError,
 		"inc": func(i int) int { return i + 1 }}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "web/templates/layout.html")
 	if err != nil {

@@ -368,8 +368,20 @@ func TestAuditPageFiltersAndPages(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The person reads what happened, not the advice written for the agent.
+		failed := &store.AuditEntry{UserID: a.uid, WorkspaceID: id.workspace, TokenID: id.token, TaskID: id.task, Site: site,
+			Tool: "tool_55", Decision: "grant", Outcome: "failed", Error: "The page failed: out of paper. Do not repeat the same call: plan around it."}
+		if err := env.DB.AppendAudit(ctx, failed); err != nil {
+			t.Fatal(err)
+		}
+		if p := b.get("/audit"); !strings.Contains(p.body, "The page failed: out of paper.") || strings.Contains(p.body, "Do not repeat") {
+			t.Fatalf("the audit log shows a failure as %s", p.body)
+		}
+		if err := env.DB.WithContext(ctx).Delete(failed).Error; err != nil {
+			t.Fatal(err)
+		}
 		p := b.get("/audit")
-		p.want(t, 200, "tool_54", "Ship it", "Alice&#39;s", "Decision: Grant", "Expired unanswered", "no answer in time",
+		p.want(t, 200, "tool_54", "Ship it", "Alice&#39;s", "Decision: Grant", "Expired unanswered", "the agent was told it did not run", "token “laptop”",
 			`<option value="https://other.example">`, `<option value="denied">Denied</option>`, "Older")
 		row := func(tool string) string { return `<code class="tool">` + tool + `</code>` }
 		if strings.Contains(p.body, row("tool_04")) || strings.Index(p.body, row("tool_54")) > strings.Index(p.body, row("tool_53")) {
