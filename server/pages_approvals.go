@@ -303,7 +303,8 @@ func (s *Server) grantsView(c *fiber.Ctx) (view, error) {
 		return view{}, err
 	}
 	return view{Title: "Grants", Nav: "grants", Src: "/grants", User: s.pageUser(c),
-		Data: fiber.Map{"Grants": gs, "Names": n, "TaskOf": taskOf}}, nil
+		Data: fiber.Map{"Grants": gs, "Names": n, "TaskOf": taskOf, "Notice": ifQuery(c, "revoked",
+			"Grant revoked: the next such call asks you again.")}}, nil
 }
 
 func (s *Server) pageGrants(c *fiber.Ctx) error {
@@ -322,7 +323,7 @@ func (s *Server) postPageRevokeGrant(c *fiber.Ctx) error {
 		return err
 	}
 	s.publish(userID(c), evGrantRevoked, fiber.Map{"grant": fiber.Map{"id": c.Params("id")}})
-	return c.Redirect("/grants", http.StatusSeeOther)
+	return c.Redirect("/grants?revoked=1", http.StatusSeeOther)
 }
 
 // requestLabel says how a request ended, or that it waits.

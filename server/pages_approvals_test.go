@@ -193,8 +193,8 @@ func TestAlwaysAllowCreatesAGrantThatRevokeEnds(t *testing.T) {
 	if len(gs) != 1 {
 		t.Fatalf("%d grants", len(gs))
 	}
-	b.post("/grants/"+gs[0].ID+"/revoke", nil).redirect(t, "/grants")
-	b.get("/grants").want(t, 200, "No grants.")
+	b.post("/grants/"+gs[0].ID+"/revoke", nil).redirect(t, "/grants?revoked=1")
+	b.get("/grants?revoked=1").want(t, 200, "No grants.", "Grant revoked: the next such call asks you again.")
 	b.post("/grants/"+gs[0].ID+"/revoke", nil).want(t, 404)
 	// And the next call asks again.
 	r2, _ := a.raise("fill_form", `{"x":3}`)

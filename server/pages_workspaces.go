@@ -117,6 +117,15 @@ func tokenExpiry(v string) (*time.Time, error) {
 	return nil, errorf(http.StatusBadRequest, "invalid_expiry", "Choose when the token expires from the list: never, or in 7, 30, 90 or 365 days.")
 }
 
+// ifQuery is notice when the address carries ?key=1 (set by the redirect
+// after a revoke), so the page says the revoke happened.
+func ifQuery(c *fiber.Ctx, key, notice string) string {
+	if c.Query(key) == "1" {
+		return notice
+	}
+	return ""
+}
+
 // revokedNotice says what a revoke on this page just did (the redirect
 // after it names the kind).
 func revokedNotice(kind string) string {

@@ -20,8 +20,9 @@
   var src = body.getAttribute('data-src');
 
   // A page rendered as the answer to a form shows its canonical address, so
-  // reloading neither re-sends the form nor shows a one-time secret again.
-  if (src && location.pathname !== src) {
+  // reloading neither re-sends the form nor shows a one-time secret (or a
+  // "revoked" notice) again.
+  if (src && location.pathname + location.search !== src) {
     history.replaceState(null, '', src);
   }
 
