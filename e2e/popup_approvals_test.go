@@ -23,7 +23,7 @@ func TestPopupApprovalFirst(t *testing.T) {
 	w := newWorld(t)
 	b := w.b
 	index := w.site + "/"
-	b.Tab(t, index)
+	siteTab := b.Tab(t, index)
 	d := waitDocument(t, b, w.worker, index, "search", "addItem", "goTo", "slow")
 	w.shareFromPopup(d.TabID, "search", "addItem", "goTo", "slow")
 
@@ -100,4 +100,19 @@ func TestPopupApprovalFirst(t *testing.T) {
 	}
 	outcome("Denied — the agent was told no")
 	layoutRules(t, frame, "the inbox framed in the popup", 440)
+
+	// Another page of the shared site: the strip counts that page's tools,
+	// not the site's; back on the first page it counts its four again.
+	for _, c := range []struct{ url, count, n string }{
+		{w.site + "/away.html", "No WebMCP tools on this page", "0"},
+		{index + "?again", "4 tools", "4"},
+	} {
+		run(t, siteTab, "to "+c.url, chromedp.Navigate(c.url))
+		if c.n != "0" {
+			waitDocument(t, b, w.worker, c.url, "search", "addItem", "goTo", "slow")
+		}
+		run(t, popup, "the strip on "+c.url, chromedp.Reload(),
+			chromedp.WaitVisible(chromedp.CSS(`#share-box[data-state="shared"] #unshare`)),
+			chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.getElementById('tool-count').textContent === %q && document.getElementById('tool-count').dataset.count === %q`, c.count, c.n)))
+	}
 }
