@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -29,7 +31,7 @@ func TestPopupApprovalFirst(t *testing.T) {
 
 	popup := b.Tab(t, fmt.Sprintf("chrome-extension://%s/popup/popup.html?tab=%d", ExtensionID, d.TabID))
 	run(t, popup, "the popup at its size", viewport(440, 600, "light"), chromedp.WaitVisible(chromedp.ID("app")))
-	frame := b.appFrame(t, w.live.env.URL, "/")
+	frame := b.appFrameOf(t, popup, w.live.env.URL, "/")
 	run(t, frame, "the inbox in the frame", chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)))
 
 	ask := func(text string) <-chan asyncCall {
@@ -114,5 +116,30 @@ func TestPopupApprovalFirst(t *testing.T) {
 		run(t, popup, "the strip on "+c.url, chromedp.Reload(),
 			chromedp.WaitVisible(chromedp.CSS(`#share-box[data-state="shared"] #unshare`)),
 			chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.getElementById('tool-count').textContent === %q && document.getElementById('tool-count').dataset.count === %q`, c.count, c.n)))
+	}
+}
+
+// appFrameOf is appFrame for the frame of one popup tab: several popups
+// may be open, each framing the app at the same address.
+func (b *ExtensionBrowser) appFrameOf(t testing.TB, popup context.Context, server, path string) context.Context {
+	t.Helper()
+	parent := chromedp.FromContext(popup).Target.TargetID
+	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(25 * time.Millisecond) // polling the browser's target list: there is no event to wait on here
+	defer tick.Stop()
+	for {
+		infos, err := chromedp.Targets(b.ctx)
+		if err != nil {
+			t.Fatalf("list targets: %v", err)
+		}
+		for _, info := range infos {
+			if info.Type == "iframe" && info.ParentID == parent && strings.HasPrefix(info.URL, server+path) {
+				return b.attach(t, info)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no frame of %s%s in popup %s", server, path, parent)
+		}
+		<-tick.C
 	}
 }
