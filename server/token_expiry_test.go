@@ -32,6 +32,16 @@ func TestAgentTokenExpiry(t *testing.T) {
 	env.Agent(t, secret[1]).MustJSON("GET", "/api/agent/workspace", nil, 200, nil)
 	b.get(ws).want(t, 200, "in 7 days</span>", "never expires")
 	b.post(ws+"/tokens", url.Values{"tokenName": {"odd"}, "expiresIn": {"3"}}).want(t, 400, "Choose when the token expires")
+	var made struct {
+		Token struct{ ExpiresAt *time.Time } `json:"token"`
+	}
+	alice.MustJSON("POST", "/api/workspaces/"+id.workspace+"/tokens", map[string]any{"name": "api", "expiresInDays": 30}, 201, &made)
+	if made.Token.ExpiresAt == nil || made.Token.ExpiresAt.Sub(store.Now()) < 29*24*time.Hour {
+		t.Fatalf("a token made through the API for 30 days expires at %v", made.Token.ExpiresAt)
+	}
+	if status, body := alice.Do("POST", "/api/workspaces/"+id.workspace+"/tokens", map[string]any{"name": "api", "expiresInDays": 2}); status != 400 || servertest.ErrorCode(body) != "invalid_expiry" {
+		t.Fatalf("an expiry off the list: %d %s", status, body)
+	}
 
 	var me struct {
 		User struct{ ID string } `json:"user"`
