@@ -99,6 +99,7 @@ var (
 type Call struct {
 	OwnerID     string // the person whose browser runs it
 	WorkspaceID string
+	TokenID     string // the agent token (or OAuth grant) that called: the card names it
 	TaskID      string
 	Site        string
 	Tool        string
@@ -307,7 +308,7 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 	req := Request{
 		ID: store.NewID(), UserID: call.OwnerID, WorkspaceID: call.WorkspaceID, TaskID: call.TaskID,
 		Site: call.Site, Tool: call.Tool, Arguments: pretty, ArgsHash: hash, Status: StatusPending,
-		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window), Consequential: call.Consequential,
+		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window), Consequential: call.Consequential, TokenID: call.TokenID,
 	}
 	// Inserted under the lock so two identical calls never open two requests.
 	if err := g.opts.DB.WithContext(context.WithoutCancel(ctx)).Create(&req).Error; err != nil {

@@ -14,18 +14,21 @@ import (
 
 // Request is a question put to the person, as stored and as shown.
 type Request struct {
-	ID          string     `json:"id"`
-	UserID      string     `json:"-"`
-	WorkspaceID string     `json:"workspaceId"`
-	TaskID      string     `json:"taskId"`
-	Site        string     `json:"site"`
-	Tool        string     `json:"tool"`
-	Arguments   string     `json:"arguments"` // pretty-printed JSON
-	ArgsHash    string     `json:"-"`
-	Status      string     `json:"status"`
-	Answer      Answer     `json:"answer,omitempty"`
-	DecidedBy   string     `json:"decidedBy,omitempty"`
-	DecidedAt   *time.Time `json:"decidedAt,omitempty"`
+	ID          string `json:"id"`
+	UserID      string `json:"-"`
+	WorkspaceID string `json:"workspaceId"`
+	// TokenID is the agent token (or OAuth grant) whose call opened the
+	// request ("" for rows from before it was recorded).
+	TokenID   string     `json:"tokenId,omitempty"`
+	TaskID    string     `json:"taskId"`
+	Site      string     `json:"site"`
+	Tool      string     `json:"tool"`
+	Arguments string     `json:"arguments"` // pretty-printed JSON
+	ArgsHash  string     `json:"-"`
+	Status    string     `json:"status"`
+	Answer    Answer     `json:"answer,omitempty"`
+	DecidedBy string     `json:"decidedBy,omitempty"`
+	DecidedAt *time.Time `json:"decidedAt,omitempty"`
 	// WithdrawnReason says why a withdrawn request was withdrawn ("" for
 	// other statuses, and for rows withdrawn before it was recorded).
 	WithdrawnReason WithdrawReason `json:"withdrawnReason,omitempty"`

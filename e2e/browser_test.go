@@ -87,6 +87,17 @@ func viewport(w, h int64, scheme string) chromedp.Action[chromedp.Void] {
 	)
 }
 
+// colorScheme emulates the light or dark preference alone, for a frame of
+// the popup (whose size its parent sets).
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
+}
+
 // noHorizontalScroll fails unless the page fits its width.
 func noHorizontalScroll(t *testing.T, ctx context.Context, where string, width int64) {
 	t.Helper()
@@ -138,11 +149,12 @@ func layoutRules(t *testing.T, ctx context.Context, where string, width int64) {
 		framed := get(t, ctx, "measure the framed header on "+where, chromedp.Evaluate[string](`(() => {
 			const top = document.querySelector('header.top');
 			if (!top || !document.getElementById('nav')) return '';
+			const was = document.documentElement.classList.contains('framed');
 			document.documentElement.classList.add('framed');
 			const h = top.getBoundingClientRect().height;
 			const out = [...top.querySelectorAll('#nav > a, #nav > details > summary, #user-menu > summary')]
 				.filter(el => el.getBoundingClientRect().right > innerWidth + 0.5).map(el => el.textContent.trim());
-			document.documentElement.classList.remove('framed');
+			if (!was) document.documentElement.classList.remove('framed'); // a page really framed stays so
 			return (h > 48 ? 'header ' + h + 'px tall; ' : '') + (out.length ? 'outside: ' + out.join(', ') : '');
 		})()`))
 		if framed != "" {

@@ -27,6 +27,7 @@ func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner
 	owner.MustJSON("GET", "/api/auth/me", nil, 200, &me)
 	uid := me.User.ID
 	agent := newGateCaller(t, env, approvals.Call{OwnerID: uid, WorkspaceID: ws, TaskID: taskID, Site: "https://docs.example.com"})
+	answered := ""
 	answerAll := func(a string) {
 		var pending struct {
 			Approvals []struct{ ID string } `json:"approvals"`
@@ -34,12 +35,23 @@ func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner
 		owner.MustJSON("GET", "/api/approvals", nil, 200, &pending)
 		for _, p := range pending.Approvals {
 			owner.MustJSON("POST", "/api/approvals/"+p.ID+"/answer", map[string]string{"answer": a}, 200, nil)
+			answered = p.ID
 		}
 	}
+	// appendCall records a call as the call path would; one that waited on
+	// the request just answered carries its id and result, so the inbox's
+	// "Just answered" cards say what it did.
 	appendCall := func(tool, decision, outcome, errText string, ms, in, out int64) {
-		err := env.DB.AppendAudit(context.Background(), &store.AuditEntry{UserID: uid, WorkspaceID: ws, TokenID: "t", TaskID: taskID,
+		e := &store.AuditEntry{UserID: uid, WorkspaceID: ws, TokenID: "t", TaskID: taskID,
 			Site: "https://docs.example.com", Tool: tool, ArgsBytes: in, ResultBytes: out, Decision: decision, DecidedBy: uid,
-			Outcome: outcome, Error: errText, DurationMS: ms})
+			Outcome: outcome, Error: errText, DurationMS: ms}
+		if decision == "asked" && answered != "" {
+			e.RequestID, answered = answered, ""
+			if outcome == sitetools.OutcomeOK {
+				e.Result = `{"saved":true,"revision":"r41"}`
+			}
+		}
+		err := env.DB.AppendAudit(context.Background(), e)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,8 @@ var extensionShots = []struct{ name, caption string }{
 	{"extension-options", "The extension's options: signed in, server reachable, a test button and a link to the app"},
 	{"extension-popup-blank", "The popup on a new tab: no site, in words, and the detection switch"},
 	{"extension-popup-site", "The popup on a site: its tools by name before Share, over the app's compact header"},
+	{"extension-popup-request", "The popup with a request waiting: the card first, its answers (keys Y, A, N) inside the 600 px"},
+	{"extension-popup-answered", "The popup after an answer: the card says what the call did"},
 }
 
 var popupVariants = []variant{{440, 600, "light"}, {440, 600, "dark"}}
@@ -113,5 +115,44 @@ func TestScreenshotsExtension(t *testing.T) {
 		if c.name == "extension-popup-blank" && (strings.Contains(strip, "0 tools") || strings.Contains(strip, "No site") || !strings.Contains(strip, "New tab")) {
 			t.Errorf("blank tab strip reads %q", strip)
 		}
+	}
+	popupRequestShots(t, w, d.TabID, save)
+}
+
+// popupRequestShots shares the site, has the agent ask to write, and renders
+// the real popup.html with the request waiting: the answer buttons must lie
+// inside its first 600 px (the frame's top in the popup plus the buttons'
+// bottom in the frame). Then it answers and renders what the card says.
+func popupRequestShots(t *testing.T, w *world, tabID int, save func(context.Context, string, variant)) {
+	w.agent = w.live.env.MCP(t, w.token, nil) // the server was restarted since: a new MCP session
+	w.shareFromPopup(tabID, "search", "addItem", "goTo", "slow")
+	popup := w.b.Tab(t, fmt.Sprintf("chrome-extension://%s/popup/popup.html?tab=%d", ExtensionID, tabID))
+	run(t, popup, "the popup", viewport(440, 600, "light"), chromedp.WaitVisible(chromedp.ID("app")))
+	frame := w.b.appFrameOf(t, popup, w.live.env.URL, "/")
+	run(t, frame, "the inbox live", chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)))
+	ch, cancel := w.callAsync(w.agent, "addItem", map[string]any{"text": "Earl Grey, loose leaf, 250 g"}, true)
+	defer cancel()
+	run(t, frame, "the request", chromedp.WaitVisible(chromedp.CSS(`#inbox .request`)))
+	for _, v := range popupVariants {
+		run(t, popup, "popup "+v.suffix(), viewport(v.w, v.h, v.scheme))
+		run(t, frame, "frame "+v.suffix(), colorScheme(v.scheme), chromedp.WaitVisible(chromedp.CSS(`#inbox .request .answer button`)))
+		top := get(t, popup, "the frame's top", chromedp.Evaluate[float64](`document.getElementById('app').getBoundingClientRect().top`))
+		bottom := get(t, frame, "the answers' bottom", chromedp.Evaluate[float64](
+			`Math.max(...[...document.querySelectorAll('#inbox .request .answer button')].map(b => b.getBoundingClientRect().bottom))`))
+		if top+bottom > 600 {
+			t.Errorf("%s: the answer buttons end %.0f px down the real popup, below its 600 px", v.suffix(), top+bottom)
+		}
+		layoutRules(t, frame, "the inbox in the popup", 440)
+		save(popup, "extension-popup-request", v)
+	}
+	run(t, frame, "allow once", chromedp.Click(chromedp.CSS(`#inbox .request button[data-key="y"]`)))
+	if res := w.await(ch); res.IsError {
+		t.Fatalf("allowed, the call failed: %v", res)
+	}
+	run(t, frame, "what it did", chromedp.Poll[chromedp.Void](`(() => { const o = document.querySelector('#answered .outcome'); return !!o && o.textContent.includes('returned'); })()`))
+	for _, v := range popupVariants {
+		run(t, popup, "popup "+v.suffix(), viewport(v.w, v.h, v.scheme))
+		run(t, frame, "frame "+v.suffix(), colorScheme(v.scheme))
+		save(popup, "extension-popup-answered", v)
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
@@ -29,7 +31,7 @@ type variant struct {
 	scheme string
 }
 
-var variants = []variant{{440, 600, "light"}, {440, 600, "dark"}, {1280, 800, "light"}}
+var variants = []variant{{440, 600, "light"}, {440, 600, "dark"}, {1280, 800, "light"}, {1280, 800, "dark"}}
 
 func (v variant) suffix() string { return fmt.Sprintf("%d-%s", v.w, v.scheme) }
 
@@ -59,9 +61,7 @@ func TestScreenshots(t *testing.T) {
 		t.Helper()
 		for _, v := range variants {
 			run(t, ctx, s.name+" "+v.suffix(), append([]chromedp.Action[chromedp.Void]{viewport(v.w, v.h, v.scheme)}, s.steps()...)...)
-			if v.w == 440 {
-				noHorizontalScroll(t, ctx, s.name, 440)
-			}
+			noHorizontalScroll(t, ctx, s.name, v.w)
 			layoutRules(t, ctx, s.name, v.w)
 			png := get(t, ctx, "capture "+s.name, chromedp.FullScreenshot(100))
 			if write {
@@ -99,7 +99,14 @@ func TestScreenshots(t *testing.T) {
 	ws := owner.Workspace("Docs site")
 	billingWS := owner.Workspace("Billing dashboard")
 	secret := owner.AgentToken(ws, "laptop")
-	owner.AgentToken(ws, "build box")
+	var me struct {
+		User struct{ ID string } `json:"user"`
+	}
+	owner.MustJSON("GET", "/api/auth/me", nil, 200, &me)
+	in30 := store.Now().Add(30 * 24 * time.Hour)
+	if _, _, err := env.DB.CreateAgentTokenUntil(context.Background(), me.User.ID, ws, "build box", &in30); err != nil { // a token with an expiry
+		t.Fatal(err)
+	}
 	env.Agent(t, secret).MustJSON("GET", "/api/agent/workspace", nil, 200, nil)
 	var task struct {
 		Task struct{ ID string } `json:"task"`
@@ -161,7 +168,7 @@ func TestScreenshots(t *testing.T) {
 func writeIndex(t *testing.T, shots []shot) {
 	var b strings.Builder
 	b.WriteString("# Screenshots\n\nEvery page of the web app, rendered by real headless Chromium at the popup's size (440×600,\n" +
-		"light and dark) and full-size (1280×800). Regenerate with `go test ./e2e -run TestScreenshots -screenshots`.\n")
+		"light and dark) and full-size (1280×800, light and dark). Regenerate with `go test ./e2e -run TestScreenshots -screenshots`.\n")
 	for _, s := range shots {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.caption)
 		for _, v := range variants {

@@ -29,4 +29,15 @@ func TestTerminalSaysExitStatusZero(t *testing.T) {
 	if s := get(t, ctx, "state", chromedp.Text(chromedp.ID("term-state"))); s != "Exited with status 0" {
 		t.Fatalf("state %q", s)
 	}
+	if on := get(t, ctx, "the mode toggle", chromedp.Evaluate[string](
+		`['mode-watch', 'mode-type'].filter(id => !document.getElementById(id).disabled).join(' ')`)); on != "" {
+		t.Errorf("the ended session's Type/Watch toggle is still active: %s", on)
+	}
+	// Machines lists it with its status and an explicit button to its terminal.
+	run(t, ctx, "the machines page", chromedp.Navigate(env.URL+"/machines"),
+		chromedp.WaitVisible(chromedp.CSS(`a#session-`+id+`-open[href="/sessions/`+id+`"]`)))
+	if s := get(t, ctx, "the session's badge", chromedp.Text(chromedp.CSS(`#session-`+id+`-link ~ .badge, li:has(#session-`+id+`-link) .badge`))); s != "Exited 0" {
+		t.Errorf("machines badge %q", s)
+	}
+	layoutRules(t, ctx, "machines with an ended session", 1280)
 }

@@ -35,7 +35,7 @@ func (s *Server) getAuditStats(c *fiber.Ctx) error {
 		return storeError(err, "account")
 	}
 	if !u.IsOwner {
-		return errorf(http.StatusForbidden, "owner_only", "Only the server's owner can see the size of the whole audit log.")
+		return errorf(http.StatusForbidden, codeOwnerOnly, "Only the server's owner can see the size of the whole audit log.")
 	}
 	st, err := s.auditStatsOf(c)
 	if err != nil {

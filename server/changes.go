@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -36,12 +37,12 @@ func (s *Server) renameWorkspace(ctx context.Context, uid, id, name string) (*st
 
 // createAgentToken creates an agent token in one of uid's workspaces and
 // returns it with its secret.
-func (s *Server) createAgentToken(ctx context.Context, uid, workspaceID, name string) (*store.AgentToken, string, error) {
-	tok, plain, err := s.opts.DB.CreateAgentToken(ctx, uid, workspaceID, name)
+func (s *Server) createAgentToken(ctx context.Context, uid, workspaceID, name string, expires *time.Time) (*store.AgentToken, string, error) {
+	tok, plain, err := s.opts.DB.CreateAgentTokenUntil(ctx, uid, workspaceID, name, expires)
 	if err != nil {
 		return nil, "", err
 	}
-	s.opts.Logger.Info("agent token created", "user", uid, "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name)
+	s.opts.Logger.Info("agent token created", "user", uid, "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name, "expires", tok.ExpiresAt)
 	s.publish(uid, evTokenCreated, fiber.Map{"token": tok})
 	return tok, plain, nil
 }

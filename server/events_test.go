@@ -153,6 +153,7 @@ func TestEventStreamCarriesEveryChangeFromAPIAndPages(t *testing.T) {
 		// An agent's tasks reach the person's pages too.
 		agent := env.MCP(t, alice.AgentToken(ws, "agent"), nil)
 		expect("token.created", `"name":"agent"`)
+		expect("token.used", `"token":{"id":`) // its first request: the first-run checklist stops waiting
 		res := servertest.CallTool(t, agent, "createTask", map[string]any{"title": "From the agent"})
 		expect("task.created", `"title":"From the agent"`)
 		var agentTask struct{ TaskID string }

@@ -362,7 +362,7 @@ func (s *Server) postPageRevokeClient(c *fiber.Ctx) error {
 	if err := s.revokeClient(c); err != nil {
 		return err
 	}
-	return c.Redirect("/workspaces/"+c.Params("id"), http.StatusSeeOther)
+	return c.Redirect("/workspaces/"+c.Params("id")+"?revoked=client", http.StatusSeeOther)
 }
 
 // revokeClient revokes a connected client's grant: its tokens stop working

@@ -38,7 +38,7 @@ type pages struct {
 
 func loadPages() (*pages, error) {
 	funcs := template.FuncMap{"statusLabel": statusLabel, "at": at, "size": size, "took": took,
-		"requestLabel": requestLabel, "outcomeLabel": outcomeLabel, "outcomeClass": outcomeClass, "requestClass": requestClass, "answering": answering,
+		"requestLabel": requestLabel, "outcomeLabel": outcomeLabel, "outcomeClass": outcomeClass, "requestClass": requestClass, "answering": answering, "personError": personError,
 		"inc": func(i int) int { return i + 1 }}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "web/templates/layout.html")
 	if err != nil {
@@ -231,6 +231,9 @@ func (v view) In(t time.Time) string {
 
 // Stamp is the exact UTC time, for <time datetime> and tooltips.
 func (v view) Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// Past reports whether t has come (an expiry that has passed).
+func (v view) Past(t time.Time) bool { return !v.Now.Before(t) }
 
 // Full is the exact time written for a person.
 func (v view) Full(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") }

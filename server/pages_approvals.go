@@ -154,11 +154,23 @@ func (s *Server) inboxView(c *fiber.Ctx) (view, error) {
 	for i, r := range reqs {
 		ids[i] = r.TaskID
 	}
+	answered, err := s.recentAnswered(c.UserContext(), userID(c))
+	if err != nil {
+		return view{}, err
+	}
+	for _, a := range answered {
+		ids = append(ids, a.TaskID)
+	}
 	if err := n.preloadTasks(ids); err != nil {
 		return view{}, err
 	}
+	check, err := s.checklistFor(c.UserContext(), userID(c))
+	if err != nil {
+		return view{}, err
+	}
 	return view{Title: "Inbox", Nav: "inbox", Src: "/", User: s.pageUser(c),
-		Data: fiber.Map{"Requests": reqs, "Names": n, "Grace": s.gate.Grace().String()}}, nil
+		Data: fiber.Map{"Requests": s.cards(c.UserContext(), userID(c), reqs), "Answered": answered, "Names": n,
+			"Grace": s.gate.Grace().String(), "Checklist": check}}, nil
 }
 
 // pageInbox is the home page: every request waiting for the person, oldest
@@ -291,7 +303,8 @@ func (s *Server) grantsView(c *fiber.Ctx) (view, error) {
 		return view{}, err
 	}
 	return view{Title: "Grants", Nav: "grants", Src: "/grants", User: s.pageUser(c),
-		Data: fiber.Map{"Grants": gs, "Names": n, "TaskOf": taskOf}}, nil
+		Data: fiber.Map{"Grants": gs, "Names": n, "TaskOf": taskOf, "Notice": ifQuery(c, "revoked",
+			"Grant revoked: the next such call asks you again.")}}, nil
 }
 
 func (s *Server) pageGrants(c *fiber.Ctx) error {
@@ -306,7 +319,7 @@ func (s *Server) postPageRevokeGrant(c *fiber.Ctx) error {
 	if err := s.revokeGrant(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	return c.Redirect("/grants", http.StatusSeeOther)
+	return c.Redirect("/grants?revoked=1", http.StatusSeeOther)
 }
 
 // requestLabel says how a request ended, or that it waits.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -193,8 +194,8 @@ func TestAlwaysAllowCreatesAGrantThatRevokeEnds(t *testing.T) {
 	if len(gs) != 1 {
 		t.Fatalf("%d grants", len(gs))
 	}
-	b.post("/grants/"+gs[0].ID+"/revoke", nil).redirect(t, "/grants")
-	b.get("/grants").want(t, 200, "No grants.")
+	b.post("/grants/"+gs[0].ID+"/revoke", nil).redirect(t, "/grants?revoked=1")
+	b.get("/grants?revoked=1").want(t, 200, "No grants.", "Grant revoked: the next such call asks you again.")
 	b.post("/grants/"+gs[0].ID+"/revoke", nil).want(t, 404)
 	// And the next call asks again.
 	r2, _ := a.raise("fill_form", `{"x":3}`)
@@ -368,8 +369,20 @@ func TestAuditPageFiltersAndPages(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The person reads what happened, not the advice written for the agent.
+		failed := &store.AuditEntry{UserID: a.uid, WorkspaceID: id.workspace, TokenID: id.token, TaskID: id.task, Site: site,
+			Tool: "tool_55", Decision: "grant", Outcome: "failed", Error: "The page failed: out of paper. Do not repeat the same call: plan around it."}
+		if err := env.DB.AppendAudit(ctx, failed); err != nil {
+			t.Fatal(err)
+		}
+		if p := b.get("/audit"); !strings.Contains(p.body, "The page failed: out of paper.") || strings.Contains(p.body, "Do not repeat") {
+			t.Fatalf("the audit log shows a failure as %s", p.body)
+		}
+		if err := env.DB.WithContext(ctx).Exec("DELETE FROM audit_log WHERE id = ?", uuidBytes(t, failed.ID)).Error; err != nil {
+			t.Fatal(err)
+		}
 		p := b.get("/audit")
-		p.want(t, 200, "tool_54", "Ship it", "Alice&#39;s", "Decision: Grant", "Expired unanswered", "no answer in time",
+		p.want(t, 200, "tool_54", "Ship it", "Alice&#39;s", "Decision: Grant", "Expired unanswered", "the agent was told it did not run", "token “laptop”",
 			`<option value="https://other.example">`, `<option value="denied">Denied</option>`, "Older")
 		row := func(tool string) string { return `<code class="tool">` + tool + `</code>` }
 		if strings.Contains(p.body, row("tool_04")) || strings.Index(p.body, row("tool_54")) > strings.Index(p.body, row("tool_53")) {
@@ -458,4 +471,14 @@ func TestWithdrawnRequestsSayWhyOnThePages(t *testing.T) {
 	if got := strings.Join(reasons, " "); got != "cancelled unshared restart" {
 		t.Errorf("the API gives the reasons as %q", got)
 	}
+}
+
+// uuidBytes is the 16 bytes the audit log stores an entry's id as.
+func uuidBytes(t *testing.T, id string) []byte {
+	t.Helper()
+	u, err := uuid.Parse(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u[:]
 }

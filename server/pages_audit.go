@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -90,6 +91,10 @@ func (s *Server) pageAudit(c *fiber.Ctx) error {
 	if err := n.preloadAllTasks(); err != nil {
 		return err
 	}
+	args, err := s.auditArguments(c, entries)
+	if err != nil {
+		return err
+	}
 	filtered := f.Site != "" || f.Tool != "" || f.TaskID != "" || f.Outcome != ""
 	u := s.pageUser(c)
 	var stats *auditStats
@@ -102,7 +107,7 @@ func (s *Server) pageAudit(c *fiber.Ctx) error {
 	}
 	return s.render(c, http.StatusOK, "audit", view{Title: "Audit log", Nav: "audit", Src: auditURL(f, f.Before), User: u,
 		Data: fiber.Map{"Entries": entries, "Filter": f, "Choices": choices, "Names": n, "Older": older,
-			"Newest": auditURL(f, ""), "Filtered": filtered, "Stats": stats, "RetentionDays": retentionDays(s.opts.AuditRetention)}})
+			"Newest": auditURL(f, ""), "Filtered": filtered, "Stats": stats, "RetentionDays": retentionDays(s.opts.AuditRetention), "Args": args}})
 }
 
 // retentionDays is the retention in whole days, as the audit page says it.
@@ -115,6 +120,77 @@ func retentionDays(d time.Duration) string {
 		return fmt.Sprintf("%d days", days)
 	}
 	return d.String()
+}
+
+// auditArguments are the arguments of the calls that asked the person
+// (their requests keep them), by request id, for "Arguments" on demand.
+// The log itself keeps only their size.
+func (s *Server) auditArguments(c *fiber.Ctx, entries []store.AuditEntry) (map[string]string, error) {
+	var ids []string
+	for _, e := range entries {
+		if e.RequestID != "" {
+			ids = append(ids, e.RequestID)
+		}
+	}
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct{ ID, Arguments string }
+	err := s.opts.DB.WithContext(c.UserContext()).Table("approval_requests").Select("id, arguments").
+		Where("user_id = ? AND id IN ?", userID(c), ids).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("audit arguments: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Arguments
+	}
+	return out, nil
+}
+
+// Agent names the token or connected app that made a call, "" if unknown.
+func (n *names) Agent(workspaceID, tokenID string) string {
+	k := "agent\x00" + workspaceID + "\x00" + tokenID
+	if a, ok := n.people[k]; ok {
+		return a
+	}
+	a := n.s.agentName(n.ctx, workspaceID, tokenID)
+	n.people[k] = a
+	return a
+}
+
+// personError is a call's error as the person reads it: the sentences that
+// tell the agent what to do next ("Do not repeat the same call…") are for
+// the agent, and the outcome's badge already says a denial or an expiry.
+func personError(outcome, msg string) string {
+	switch outcome {
+	case "denied":
+		return "You (or another of your screens) said no; the agent was told it did not run."
+	case "expired":
+		return "Nobody answered in time, so it counted as denied."
+	}
+	var keep []string
+	for _, sentence := range strings.SplitAfter(msg, ". ") {
+		t := strings.TrimSpace(sentence)
+		if agentFacing(t) {
+			continue
+		}
+		keep = append(keep, t)
+	}
+	if len(keep) == 0 {
+		return msg
+	}
+	return strings.Join(keep, " ")
+}
+
+// agentFacing reports whether a sentence of an error is advice to the agent.
+func agentFacing(sentence string) bool {
+	for _, p := range []string{"Do not ", "Don't ", "Ask the person", "Call ", "Try ", "Retry", "Use ", "Wait ", "Plan around", "Send ", "Pass ", "Fix "} {
+		if strings.HasPrefix(sentence, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // auditURL is the audit page's address for filter f, from before on.

@@ -37,7 +37,8 @@ func (s *Server) machinesView(c *fiber.Ctx) (view, error) {
 		rows = append(rows, machineRow{s.machineView(m), s.relay.Sessions(m.ID)})
 	}
 	return view{Title: "Machines", Nav: "machines", Src: "/machines", User: s.pageUser(c),
-		Data: fiber.Map{"Machines": rows}}, nil
+		Data: fiber.Map{"Machines": rows, "Notice": ifQuery(c, "revoked",
+			"Machine revoked: its token no longer works and its daemon was disconnected. To use it again, connect it anew.")}}, nil
 }
 
 func (s *Server) pageMachines(c *fiber.Ctx) error {
@@ -110,7 +111,7 @@ func (s *Server) postPageRevokeMachine(c *fiber.Ctx) error {
 	if err := s.revokeMachine(c.UserContext(), userID(c), c.Params("id")); err != nil {
 		return err
 	}
-	return c.Redirect("/machines", http.StatusSeeOther)
+	return c.Redirect("/machines?revoked=1", http.StatusSeeOther)
 }
 
 // terminalCSP is the terminal page's policy: the app's, except that styles

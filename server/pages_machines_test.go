@@ -128,7 +128,8 @@ func TestMachinePagesWithARealDaemon(t *testing.T) {
 	b.get("/machines").want(t, 200, "desk")
 
 	b.get("/machines/"+mid+"/revoke").want(t, 200, "Revoke “desk”?", "ending its session", `action="/machines/`+mid+`/revoke"`)
-	b.post("/machines/"+mid+"/revoke", nil).redirect(t, "/machines")
+	b.post("/machines/"+mid+"/revoke", nil).redirect(t, "/machines?revoked=1")
+	b.get("/machines?revoked=1").want(t, 200, "Machine revoked: its token no longer works")
 	// The link's reader emits machine.offline as it ends, so it may come
 	// before or after the revoke handler's machine.revoked.
 	eventsOf(t, events, "machine.revoked", "machine.offline")

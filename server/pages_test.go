@@ -258,7 +258,8 @@ func TestWorkspaceAndTaskFormsChangeThings(t *testing.T) {
 		t.Fatal("the workspace page shows a token's secret after its creation")
 	}
 	b.post(ws+"/tokens", url.Values{"tokenName": {""}}).want(t, 400, "must not be blank")
-	b.post(ws+"/tokens/"+id.token+"/revoke", nil).redirect(t, ws)
+	b.post(ws+"/tokens/"+id.token+"/revoke", nil).redirect(t, ws+"?revoked=token")
+	b.get(ws+"?revoked=token").want(t, 200, "Token revoked: an agent using it is refused from its next request.")
 	if strings.Contains(b.get(ws).body, ">laptop<") {
 		t.Fatal("revoked token still listed")
 	}

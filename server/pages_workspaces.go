@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -77,7 +79,62 @@ func (s *Server) workspaceView(c *fiber.Ctx) (view, error) {
 	}
 	return view{Title: w.Name, Nav: "workspaces", Src: "/workspaces/" + w.ID, User: s.pageUser(c),
 		Data: fiber.Map{"Workspace": w, "Tokens": toks, "Tasks": tasks, "Statuses": store.TaskStatuses,
-			"Clients": clients, "Connect": s.mcpOAuthCommands()}}, nil
+			"Clients": clients, "Connect": s.connectSnippets(), "Notice": revokedNotice(c.Query("revoked")),
+			"Expiries": tokenExpiries}}, nil
+}
+
+// connectSnippets are what the workspace page offers to paste: the MCP
+// address itself (kept on the page, not only in a token's one-time card),
+// the commands for Claude Code and Codex, and a JSON config for any other
+// client that reads the usual "mcpServers" shape.
+func (s *Server) connectSnippets() fiber.Map {
+	m := s.mcpOAuthCommands()
+	u := s.opts.PublicURL + "/mcp"
+	m["URL"] = u
+	m["JSON"] = "{\n  \"mcpServers\": {\n    \"tabbridge\": {\n      \"type\": \"http\",\n      \"url\": \"" + u + "\"\n    }\n  }\n}"
+	return m
+}
+
+// tokenExpiries are the choices the token form offers, in days (0: never).
+var tokenExpiries = []struct {
+	Days  int
+	Label string
+}{{0, "Never"}, {7, "In 7 days"}, {30, "In 30 days"}, {90, "In 90 days"}, {365, "In a year"}}
+
+// tokenExpiry reads the token form's expiry: nil for never, else that many
+// days from now; any other value is refused.
+func tokenExpiry(v string) (*time.Time, error) {
+	if v == "" || v == "0" {
+		return nil, nil
+	}
+	for _, e := range tokenExpiries {
+		if strconv.Itoa(e.Days) == v {
+			at := store.Now().Add(time.Duration(e.Days) * 24 * time.Hour)
+			return &at, nil
+		}
+	}
+	return nil, errorf(http.StatusBadRequest, codeInvalidExpiry, "Choose when the token expires from the list: never, or in 7, 30, 90 or 365 days.")
+}
+
+// ifQuery is notice when the address carries ?key=1 (set by the redirect
+// after a revoke), so the page says the revoke happened.
+func ifQuery(c *fiber.Ctx, key, notice string) string {
+	if c.Query(key) == "1" {
+		return notice
+	}
+	return ""
+}
+
+// revokedNotice says what a revoke on this page just did (the redirect
+// after it names the kind).
+func revokedNotice(kind string) string {
+	switch kind {
+	case "token":
+		return "Token revoked: an agent using it is refused from its next request."
+	case "client":
+		return "App disconnected: its access ends now; it must be allowed again to come back."
+	}
+	return ""
 }
 
 func (s *Server) pageWorkspace(c *fiber.Ctx) error {
@@ -135,7 +192,11 @@ func (s *Server) postPageToken(c *fiber.Ctx) error {
 	if err != nil {
 		return s.workspaceFormFailed(c, "tokenName", err)
 	}
-	tok, plain, err := s.createAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
+	expires, err := tokenExpiry(c.FormValue("expiresIn"))
+	if err != nil {
+		return s.workspaceFormFailed(c, "tokenName", err)
+	}
+	tok, plain, err := s.createAgentToken(c.UserContext(), userID(c), c.Params("id"), name, expires)
 	if err != nil {
 		return storeError(err, "workspace")
 	}
@@ -153,7 +214,7 @@ func (s *Server) postPageRevokeToken(c *fiber.Ctx) error {
 	if err := s.revokeToken(c, userID(c), c.Params("id"), c.Params("tokenId")); err != nil {
 		return err
 	}
-	return c.Redirect("/workspaces/"+c.Params("id"), http.StatusSeeOther)
+	return c.Redirect("/workspaces/"+c.Params("id")+"?revoked=token", http.StatusSeeOther)
 }
 
 func (s *Server) postPageTask(c *fiber.Ctx) error {

@@ -161,11 +161,16 @@ func (s *Server) agent(c *fiber.Ctx) error {
 		return errorf(http.StatusUnauthorized, codeAgentTokenInvalid,
 			"This agent token is unknown or revoked; ask the person to create a new one in the Tabbridge web app.")
 	}
+	if errors.Is(err, store.ErrTokenExpired) {
+		return errorf(http.StatusUnauthorized, codeAgentTokenExpired,
+			"This agent token has expired (its owner gave it an expiry date); ask the person to create a new one on the workspace's page in the Tabbridge web app and configure it in place of this one.")
+	}
 	if err != nil {
 		return err
 	}
 	if id.FirstUse {
 		s.opts.Logger.Info("agent token used for the first time", "token", id.TokenID, "workspace", id.Workspace.ID, "client", c.Get(fiber.HeaderUserAgent))
+		s.publish(id.Workspace.OwnerID, evTokenUsed, fiber.Map{"token": fiber.Map{"id": id.TokenID}, "workspace": fiber.Map{"id": id.Workspace.ID}})
 	}
 	c.Locals(localAgent, id)
 	return c.Next()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -106,11 +107,22 @@ func (s *Server) getAgentTokens(c *fiber.Ctx) error {
 
 // postAgentToken answers with the token's secret: the only time it is shown.
 func (s *Server) postAgentToken(c *fiber.Ctx) error {
-	name, err := decodeName(c)
+	var in struct {
+		Name          string `json:"name"`
+		ExpiresInDays int    `json:"expiresInDays"` // 0: never; else one of tokenExpiries
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	name, err := cleanName("name", in.Name)
 	if err != nil {
 		return err
 	}
-	tok, plain, err := s.createAgentToken(c.UserContext(), userID(c), c.Params("id"), name)
+	expires, err := tokenExpiry(strconv.Itoa(in.ExpiresInDays))
+	if err != nil {
+		return err
+	}
+	tok, plain, err := s.createAgentToken(c.UserContext(), userID(c), c.Params("id"), name, expires)
 	if err != nil {
 		return storeError(err, "workspace")
 	}

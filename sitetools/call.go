@@ -107,7 +107,7 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 	if err := o.begin(ctx, entry); err != nil {
 		return nil, err
 	}
-	dec, err := o.opts.Gate.Decide(ctx, approvals.Call{OwnerID: a.OwnerID, WorkspaceID: a.WorkspaceID, TaskID: req.TaskID,
+	dec, err := o.opts.Gate.Decide(ctx, approvals.Call{OwnerID: a.OwnerID, WorkspaceID: a.WorkspaceID, TokenID: a.TokenID, TaskID: req.TaskID,
 		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.ReadOnly(), Consequential: d.Annotations.ConsequentialHint})
 	entry.Decision, entry.DecidedBy = string(dec.Source), dec.DecidedBy
 	if dec.Source == approvals.SourceAsked {

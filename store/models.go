@@ -66,6 +66,14 @@ type AgentToken struct {
 	CreatedAt   time.Time  `json:"createdAt"`
 	LastUsedAt  *time.Time `json:"lastUsedAt"`
 	RevokedAt   *time.Time `json:"revokedAt,omitempty"`
+	// ExpiresAt is when the token stops working (nil: never); an expired
+	// token is refused with ErrTokenExpired.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// Expired reports whether the token has passed its expiry at now.
+func (t AgentToken) Expired(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
 }
 
 // Task is a piece of work in a workspace that approvals and calls hang on.

@@ -33,6 +33,10 @@ import (
 // person or workspace asking: the two are never told apart.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrTokenExpired is returned for an agent token past the expiry the person
+// gave it.
+var ErrTokenExpired = errors.New("store: agent token expired")
+
 // ErrConflict is returned when a write would break a uniqueness rule.
 var ErrConflict = errors.New("store: conflict")
 

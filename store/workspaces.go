@@ -67,11 +67,17 @@ func (db *DB) AgentTokens(ctx context.Context, ownerID, workspaceID string) ([]A
 // CreateAgentToken makes a token for one of a person's workspaces and returns
 // its secret, which is never stored or shown again.
 func (db *DB) CreateAgentToken(ctx context.Context, ownerID, workspaceID, name string) (*AgentToken, string, error) {
+	return db.CreateAgentTokenUntil(ctx, ownerID, workspaceID, name, nil)
+}
+
+// CreateAgentTokenUntil is CreateAgentToken for a token that stops working
+// at expires (nil: never).
+func (db *DB) CreateAgentTokenUntil(ctx context.Context, ownerID, workspaceID, name string, expires *time.Time) (*AgentToken, string, error) {
 	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
 		return nil, "", err
 	}
 	plain, hash := secret.New("tba_")
-	t := &AgentToken{ID: NewID(), WorkspaceID: workspaceID, Name: name, TokenHash: hash, CreatedAt: Now()}
+	t := &AgentToken{ID: NewID(), WorkspaceID: workspaceID, Name: name, TokenHash: hash, CreatedAt: Now(), ExpiresAt: expires}
 	if err := db.WithContext(ctx).Create(t).Error; err != nil {
 		return nil, "", fmt.Errorf("create agent token: %w", err)
 	}
@@ -96,6 +102,8 @@ type AgentIdentity struct {
 	// the operator's log; cached answers never carry it.
 	FirstUse bool
 	Grant    bool // TokenID is an OAuth grant's id
+	// ExpiresAt is when a pasted token stops working (nil: never).
+	ExpiresAt *time.Time
 }
 
 // agentTouchEvery is how stale a token's last-used time may get: recording
@@ -107,6 +115,9 @@ const agentTouchEvery = time.Minute
 func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdentity, error) {
 	hash := secret.Hash(token)
 	if id, ok := db.agents.get(hash); ok {
+		if id.ExpiresAt != nil && !Now().Before(*id.ExpiresAt) {
+			return nil, ErrTokenExpired
+		}
 		return &id, nil
 	}
 	var row struct {
@@ -124,13 +135,16 @@ func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdenti
 		return nil, notFound(err)
 	}
 	now := Now()
+	if row.Expired(now) {
+		return nil, ErrTokenExpired
+	}
 	if row.LastUsedAt == nil || now.Sub(*row.LastUsedAt) > agentTouchEvery {
 		if err := db.WithContext(ctx).Model(&AgentToken{}).Where("id = ?", row.ID).Update("last_used_at", now).Error; err != nil {
 			return nil, fmt.Errorf("touch agent token: %w", err)
 		}
 	}
 	w := Workspace{ID: row.WorkspaceID, OwnerID: row.WOwnerID, Name: row.WName, CreatedAt: row.WCreatedAt, UpdatedAt: row.WUpdatedAt}
-	id := AgentIdentity{TokenID: row.ID, Workspace: w}
+	id := AgentIdentity{TokenID: row.ID, Workspace: w, ExpiresAt: row.ExpiresAt}
 	db.agents.put(hash, id)
 	id.FirstUse = row.LastUsedAt == nil
 	return &id, nil

@@ -20,8 +20,9 @@
   var src = body.getAttribute('data-src');
 
   // A page rendered as the answer to a form shows its canonical address, so
-  // reloading neither re-sends the form nor shows a one-time secret again.
-  if (src && location.pathname !== src) {
+  // reloading neither re-sends the form nor shows a one-time secret (or a
+  // "revoked" notice) again.
+  if (src && location.pathname + location.search !== src) {
     history.replaceState(null, '', src);
   }
 
@@ -83,6 +84,62 @@
     sel.removeAllRanges();
     sel.addRange(range);
   }
+
+  // Requests answer from the keyboard: Y allows once, A always allows, N
+  // denies, on the focused request (the one holding focus, else the first),
+  // each key shown on its button. A key typed into a field, or with a
+  // modifier, is the field's.
+  document.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat || ev.defaultPrevented) return;
+    var key = (ev.key || '').toLowerCase();
+    if (key !== 'y' && key !== 'a' && key !== 'n') return;
+    var active = document.activeElement;
+    if (active && (active.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName))) return;
+    var card = active && active.closest && active.closest('[data-request]');
+    if (!card) card = document.querySelector('[data-request]');
+    if (!card) return;
+    var btn = card.querySelector('button[data-key="' + key + '"]');
+    if (!btn || btn.disabled) return;
+    ev.preventDefault();
+    btn.click();
+  });
+
+  // Live countdowns to a request's expiry ("expires in 4:59"), read from
+  // data-expires each second, so a region swapped in keeps counting.
+  function countdowns() {
+    var now = Date.now();
+    document.querySelectorAll('[data-expires]').forEach(function (el) {
+      var left = Math.round((Date.parse(el.getAttribute('data-expires')) - now) / 1000);
+      if (isNaN(left)) return;
+      if (left <= 0) { el.textContent = 'expired'; el.classList.add('soon'); return; }
+      var m = Math.floor(left / 60), sec = left % 60;
+      el.textContent = 'expires in ' + m + ':' + (sec < 10 ? '0' : '') + sec;
+      el.classList.toggle('soon', left < 60);
+    });
+  }
+  if (document.querySelector('[data-expires]') || document.querySelector('[data-live]')) {
+    countdowns();
+    setInterval(countdowns, 1000);
+  }
+
+  // An answer is sent in place: the inbox's regions are swapped from the
+  // page the answer returns, so the popup neither flashes nor loses its
+  // place; the card then says what the answer did. Without script, or if the
+  // answer is refused (say, the request ended meanwhile), the form is sent as
+  // usual and the page says why.
+  document.addEventListener('submit', function (ev) {
+    var form = ev.target;
+    if (!form.action || !/\/approvals\/[^/]+\/answer$/.test(new URL(form.action).pathname) || !window.fetch || !document.querySelector('[data-live]')) return;
+    ev.preventDefault();
+    var data = new URLSearchParams(new FormData(form));
+    form.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
+    fetch(form.action, { method: 'POST', body: data, credentials: 'same-origin', headers: { 'Accept': 'text/html' } }).then(function (r) {
+      if (!r.ok || new URL(r.url).pathname !== location.pathname) throw new Error('answer ' + r.status);
+      return r.text();
+    }).then(function (html) {
+      if (typeof apply === 'function') apply(html);
+    }).catch(function () { form.submit(); });
+  });
 
   // A page without a source of its own (the terminal, an error page) still
   // keeps its navigation's Inbox count live: it fetches its own address, and
@@ -159,36 +216,40 @@
       }
       return r.text();
     }).then(function (html) {
-      if (html === null) return;
-      var doc = new DOMParser().parseFromString(html, 'text/html');
-      document.querySelectorAll('[data-live]').forEach(function (old) {
-        var fresh = doc.getElementById(old.id);
-        if (!fresh || fresh.innerHTML === old.innerHTML) {
-          old.removeAttribute('data-live-deferred');
-          return;
-        }
-        var active = document.activeElement;
-        if (old.contains(active) && (isField(active) || old.hasAttribute('data-live-deferred'))) {
-          // Swapping now would move the caret and drop what is being typed;
-          // once waiting, it waits while focus stays in the region, so the
-          // Save button the person is pressing is not swapped from under
-          // the click.
-          deferred = true;
-          old.setAttribute('data-live-deferred', String(++deferrals)); // counts, for tests to see a refresh wait
-          return;
-        }
-        var focused = active && old.contains(active) ? active.id : '';
-        var kept = keep(old);
-        var node = document.importNode(fresh, true);
-        restore(node, kept);
-        old.replaceWith(node);
-        if (focused) {
-          var again = document.getElementById(focused);
-          if (again) again.focus();
-        }
-      });
-      if (src && doc.title) document.title = doc.title;
+      if (html !== null) apply(html);
     }).catch(function () { /* the stream's reconnect will try again */ });
+  }
+
+  // apply swaps in every live region of a fresh copy of the page.
+  function apply(html) {
+    var doc = new DOMParser().parseFromString(html, 'text/html');
+    document.querySelectorAll('[data-live]').forEach(function (old) {
+      var fresh = doc.getElementById(old.id);
+      if (!fresh || fresh.innerHTML === old.innerHTML) {
+        old.removeAttribute('data-live-deferred');
+        return;
+      }
+      var active = document.activeElement;
+      if (old.contains(active) && (isField(active) || old.hasAttribute('data-live-deferred'))) {
+        // Swapping now would move the caret and drop what is being typed;
+        // once waiting, it waits while focus stays in the region, so the
+        // Save button the person is pressing is not swapped from under
+        // the click.
+        deferred = true;
+        old.setAttribute('data-live-deferred', String(++deferrals)); // counts, for tests to see a refresh wait
+        return;
+      }
+      var focused = active && old.contains(active) ? active.id : '';
+      var kept = keep(old);
+      var node = document.importNode(fresh, true);
+      restore(node, kept);
+      old.replaceWith(node);
+      if (focused) {
+        var again = document.getElementById(focused);
+        if (again) again.focus();
+      }
+    });
+    if (src && doc.title) document.title = doc.title;
   }
 
   var broken = false;

@@ -151,6 +151,8 @@
   }
 
   function showLive() {
+    // An ended session takes no keys: its Type/Watch toggle is off.
+    [watchBtn, typeBtn].forEach(function (b) { if (b) b.disabled = exited; });
     if (exited) return show('exited', 'Exited with status ' + exitCode);
     if (!online) return show('offline', 'Machine offline: waiting for its daemon');
     show('live', watchOnly ? 'Live · watching' : 'Live');

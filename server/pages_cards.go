@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/sitetools"
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// requestCard is a request as the person reads it: the tool's own title and
+// description, the arguments as labelled fields from the tool's schema, who
+// asked, and (once answered) what the answer did.
+type requestCard struct {
+	approvals.Request
+	Title, Description string
+	// Agent names who asked: the token's name or the connected app's.
+	Agent  string
+	Fields []argField
+	// Runs are the calls that waited on an answered request, oldest first.
+	Runs []*store.AuditEntry
+}
+
+// argField is one argument: its schema's title (else its name), the
+// schema's description, and the value (a string as is, anything else as
+// compact JSON).
+type argField struct {
+	Name, Title, Description, Value string
+}
+
+// schemaProps is the part of a tool's input schema a card reads.
+type schemaProps struct {
+	Properties map[string]struct {
+		Title       string `json:"title"`
+		Description string `json:"description"`
+	} `json:"properties"`
+}
+
+// cards builds the cards for reqs, reading each site's tools once.
+func (s *Server) cards(ctx context.Context, uid string, reqs []approvals.Request) []requestCard {
+	tools := map[string]map[string]sitetools.Descriptor{}
+	agents := map[string]string{}
+	out := make([]requestCard, len(reqs))
+	for i, r := range reqs {
+		byName, ok := tools[r.Site]
+		if !ok {
+			byName = map[string]sitetools.Descriptor{}
+			if site, err := s.catalog.Site(ctx, uid, r.Site); err == nil {
+				for _, d := range site.Tools {
+					byName[d.Name] = d
+				}
+			}
+			tools[r.Site] = byName
+		}
+		d := byName[r.Tool]
+		if _, ok := agents[r.TokenID]; !ok {
+			agents[r.TokenID] = s.agentName(ctx, r.WorkspaceID, r.TokenID)
+		}
+		out[i] = requestCard{Request: r, Title: d.Title, Description: d.Description, Agent: agents[r.TokenID],
+			Fields: argFields(r.Arguments, d.InputSchema)}
+	}
+	return out
+}
+
+// agentName is the name of the token or connected app id stands for in the
+// workspace, "" when unknown.
+func (s *Server) agentName(ctx context.Context, workspaceID, id string) string {
+	if id == "" {
+		return ""
+	}
+	var name string
+	db := s.opts.DB.WithContext(ctx)
+	if db.Table("agent_tokens").Select("name").Where("id = ? AND workspace_id = ?", id, workspaceID).Scan(&name); name != "" {
+		return "token “" + name + "”"
+	}
+	if db.Table("oauth_grants").Select("client_name").Where("id = ? AND workspace_id = ?", id, workspaceID).Scan(&name); name != "" {
+		return name
+	}
+	return ""
+}
+
+// argFields lays out a request's arguments (a JSON object) in the order the
+// schema lists its properties is not kept by JSON decoding, so by name, with
+// the schema's titles and descriptions where it has them.
+func argFields(args string, schema json.RawMessage) []argField {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) != nil {
+		return nil
+	}
+	var props schemaProps
+	_ = json.Unmarshal(schema, &props)
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]argField, 0, len(names))
+	for _, k := range names {
+		f := argField{Name: k, Title: k, Value: fieldValue(obj[k])}
+		if p, ok := props.Properties[k]; ok {
+			if p.Title != "" {
+				f.Title = p.Title
+			}
+			f.Description = p.Description
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func fieldValue(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// recentAnswered are the requests the person answered (or that ended) in
+// the last answeredFor, newest first, so the inbox says what each answer
+// did: "Allowed once — createNote returned n4".
+func (s *Server) recentAnswered(ctx context.Context, uid string) ([]requestCard, error) {
+	var reqs []approvals.Request
+	err := s.opts.DB.WithContext(ctx).Where("user_id = ? AND status <> ? AND decided_by <> '' AND decided_at > ?",
+		uid, approvals.StatusPending, store.Now().Add(-answeredFor)).Order("decided_at DESC").Limit(answeredShown).Find(&reqs).Error
+	if err != nil {
+		return nil, fmt.Errorf("answered requests: %w", err)
+	}
+	cards := s.cards(ctx, uid, reqs)
+	if len(reqs) == 0 {
+		return cards, nil
+	}
+	ids := make([]string, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.ID
+	}
+	var runs []store.AuditEntry
+	if err := s.opts.DB.WithContext(ctx).Where("user_id = ? AND request_id IN ?", uid, ids).Order("id").Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("answered runs: %w", err)
+	}
+	for i := range cards {
+		for j := range runs {
+			if runs[j].RequestID == cards[i].ID {
+				cards[i].Runs = append(cards[i].Runs, &runs[j])
+			}
+		}
+	}
+	return cards, nil
+}
+
+// answeredFor and answeredShown bound the inbox's "Just answered" list.
+const (
+	answeredFor   = 15 * time.Minute
+	answeredShown = 5
+)
+
+// Outcome says in one line what an answered request did.
+func (c requestCard) Outcome() string {
+	head := requestLabel(c.Request)
+	if c.Status != approvals.StatusAllowed {
+		if c.Status == approvals.StatusDenied {
+			return head + " — the agent was told no"
+		}
+		return head
+	}
+	if len(c.Runs) == 0 {
+		return head + " — running…"
+	}
+	var parts []string
+	for _, r := range c.Runs {
+		switch {
+		case r.Outcome == sitetools.OutcomeOK && r.Result != "":
+			parts = append(parts, c.Tool+" returned "+shorten(r.Result, 140))
+		case r.Outcome == sitetools.OutcomeOK:
+			parts = append(parts, c.Tool+" ran")
+		case r.Outcome == sitetools.OutcomeRunning:
+			parts = append(parts, "running…")
+		case r.Error != "":
+			parts = append(parts, outcomeLabel(r.Outcome)+": "+shorten(r.Error, 200))
+		default:
+			parts = append(parts, outcomeLabel(r.Outcome))
+		}
+	}
+	return head + " — " + strings.Join(parts, "; ")
+}
+
+// OK reports whether every run of an answered request succeeded.
+func (c requestCard) OK() bool {
+	for _, r := range c.Runs {
+		if r.Outcome != sitetools.OutcomeOK {
+			return false
+		}
+	}
+	return c.Status == approvals.StatusAllowed
+}
+
+// shorten cuts a result for one line, at a rune boundary, compacting JSON.
+func shorten(s string, n int) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(s)) == nil {
+		s = b.String()
+		var str string
+		if json.Unmarshal([]byte(s), &str) == nil {
+			s = str
+		}
+	}
+	r := []rune(strings.TrimSpace(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n]) + "…"
+}
