@@ -40,6 +40,11 @@ type Request struct {
 	AgentGoneAt *time.Time `json:"agentGoneAt,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
 	ExpiresAt   time.Time  `json:"expiresAt"`
+	// InstanceID is the server instance that opened it; CollapseKey, set
+	// while it is pending, is unique among pending rows (identical calls on
+	// any instance meet on one request).
+	InstanceID  string  `json:"-"`
+	CollapseKey *string `json:"-"`
 }
 
 // TableName is approval_requests.
@@ -201,16 +206,14 @@ func (g *Gate) ForgetSite(ctx context.Context, ownerID, workspaceID, origin stri
 	if err := q.Update("revoked_at", store.Now()).Error; err != nil {
 		return fmt.Errorf("revoke site grants: %w", err)
 	}
-	g.mu.Lock()
-	var waiting []*waiting
-	for _, w := range g.byID {
-		if w.req.UserID == ownerID && w.req.Site == origin && (workspaceID == "" || w.req.WorkspaceID == workspaceID) {
-			waiting = append(waiting, w)
-		}
+	cond := "user_id = ? AND site = ?"
+	args := []any{ownerID, origin}
+	if workspaceID != "" {
+		cond += " AND workspace_id = ?"
+		args = append(args, workspaceID)
 	}
-	g.mu.Unlock()
-	for _, w := range waiting {
-		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawUnshared}, "approval.withdrawn")
+	if _, err := g.withdrawWhere(ctx, WithdrawUnshared, cond, args...); err != nil {
+		return err
 	}
 	return nil
 }
