@@ -155,6 +155,9 @@ type Options struct {
 	// instance settled in the database, to tell the other instances
 	// (whose identical calls may wait on it) to read it: see Settled.
 	Settled func(requestID string)
+	// Trusted, when set, says whether cached settings may be used: false
+	// while another instance's change could be missed.
+	Trusted func() bool
 }
 
 // Gate decides calls. It keeps the requests being waited on in memory; the
@@ -784,4 +787,11 @@ func canonical(args json.RawMessage) (canon []byte, pretty string, err error) {
 		return nil, "", fmt.Errorf("arguments: %w", err)
 	}
 	return canon, string(p), nil
+}
+
+// InFlight is how many pending requests calls on this instance wait on.
+func (g *Gate) InFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.byID)
 }

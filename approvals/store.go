@@ -157,9 +157,15 @@ func (g *Gate) liveGrant(ctx context.Context, workspaceID, site, tool string) (*
 	return &gr, nil
 }
 
-// askAllTTL bounds how long a cached "ask for every tool" setting is trusted:
-// another server instance may have changed it.
-const askAllTTL = 10 * time.Second
+// askAllTTL bounds how long a cached "ask for every tool" setting is
+// trusted. Another instance's change clears it at once (ForgetAskAll,
+// through the signal bus) and nothing is trusted while the bus is down
+// (Options.Trusted); the TTL is a backstop.
+const askAllTTL = 30 * time.Second
+
+// ForgetAskAll drops the cached "ask for every tool" settings: another
+// instance changed one, or its signals may have been missed.
+func (g *Gate) ForgetAskAll() { g.askAll.Clear() }
 
 type askAllEntry struct {
 	on bool
@@ -170,7 +176,8 @@ type askAllEntry struct {
 // It is read on every read-only call, so it is cached briefly.
 func (g *Gate) AskAll(ctx context.Context, ownerID, origin string) (bool, error) {
 	key := ownerID + "\x00" + origin
-	if v, ok := g.askAll.Load(key); ok && time.Since(v.(askAllEntry).at) < askAllTTL {
+	trusted := g.opts.Trusted == nil || g.opts.Trusted()
+	if v, ok := g.askAll.Load(key); ok && trusted && time.Since(v.(askAllEntry).at) < askAllTTL {
 		return v.(askAllEntry).on, nil
 	}
 	var s siteSetting

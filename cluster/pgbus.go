@@ -69,6 +69,13 @@ type Postgres struct {
 	listening atomic.Bool
 	lastPing  atomic.Int64
 	stale     atomic.Bool
+
+	// closing ends the sender once it has sent what is queued; closed
+	// refuses new messages.
+	closing  chan struct{}
+	closed   atomic.Bool
+	sendDone chan struct{}
+	once     sync.Once
 }
 
 // NewPostgres returns a bus; Subscribe, then Start.
@@ -82,7 +89,7 @@ func NewPostgres(o PostgresOptions) *Postgres {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	p := &Postgres{opts: o, q: make(chan Message, 8192)}
+	p := &Postgres{opts: o, q: make(chan Message, 8192), closing: make(chan struct{}), sendDone: make(chan struct{})}
 	p.stale.Store(true)
 	return p
 }
@@ -122,9 +129,9 @@ func (p *Postgres) Start(ctx context.Context) error {
 		ReconnectDelay: p.opts.ReconnectDelay,
 	}
 	l.Handle(Channel, listenHandler{p: p, up: func() { upOnce.Do(func() { close(up) }) }})
-	p.wg.Add(3)
+	p.wg.Add(2)
 	go func() { defer p.wg.Done(); _ = l.Listen(p.ctx) }()
-	go func() { defer p.wg.Done(); p.send() }()
+	go func() { defer close(p.sendDone); p.send() }()
 	go func() { defer p.wg.Done(); p.pinger() }()
 	select {
 	case <-up:
@@ -202,7 +209,7 @@ func (p *Postgres) pinger() {
 
 // Publish implements Bus. A full queue waits for room until ctx ends.
 func (p *Postgres) Publish(ctx context.Context, topic string, data []byte) error {
-	if p.ctx == nil || p.ctx.Err() != nil {
+	if p.ctx == nil || p.closed.Load() {
 		return ErrClosed
 	}
 	msg := Message{From: p.opts.Self, Topic: topic, Data: append([]byte(nil), data...), Sent: time.Now()}
@@ -224,7 +231,8 @@ func (p *Postgres) send() {
 	for {
 		var batch []Message
 		select {
-		case <-p.ctx.Done():
+		case <-p.closing:
+			p.flush()
 			return
 		case <-sweep.C:
 			p.sweep()
@@ -247,8 +255,32 @@ func (p *Postgres) send() {
 	}
 }
 
+// flush sends what is still queued when the bus closes: a shutting-down
+// instance's last signals (the requests it withdrew) must reach the others.
+func (p *Postgres) flush() {
+	for {
+		var batch []Message
+	more:
+		for len(batch) < 64 {
+			select {
+			case m := <-p.q:
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		if len(batch) == 0 {
+			return
+		}
+		if err := p.sendBatch(batch); err != nil {
+			p.opts.Logger.Error("send signals at close", "count", len(batch), "err", err)
+			return
+		}
+	}
+}
+
 func (p *Postgres) sendBatch(batch []Message) error {
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var q strings.Builder
 	args := make([]any, 0, 2*len(batch))
@@ -317,11 +349,17 @@ func (p *Postgres) sweep() {
 	}
 }
 
-// Close stops listening and sending; messages still queued are dropped.
+// Close sends what is queued, then stops listening and sending.
 func (p *Postgres) Close() {
-	if p.stop != nil {
+	p.once.Do(func() {
+		p.closed.Store(true)
+		if p.stop == nil {
+			return
+		}
+		close(p.closing)
+		<-p.sendDone
 		p.stop()
-	}
-	p.wg.Wait()
-	p.listening.Store(false)
+		p.wg.Wait()
+		p.listening.Store(false)
+	})
 }

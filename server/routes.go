@@ -17,6 +17,7 @@ func (s *Server) routes() {
 	app.Use(s.logRequests)
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
+	s.mountMetrics()
 
 	// Fiber applies a group's handlers to every path under its prefix, so
 	// the guards are attached per route: /api/agent/… must never run the
@@ -84,7 +85,13 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 		s.opts.Logger.Warn("readiness: database unreachable", "err", err)
 		return errorf(http.StatusServiceUnavailable, "database_unreachable", "The database does not answer; the server cannot serve requests yet.")
 	}
-	return c.JSON(fiber.Map{"status": "ready"})
+	if !s.registry.Healthy() {
+		return errorf(http.StatusServiceUnavailable, "registry_stale", "This instance has not renewed its heartbeat in the instance registry recently; the other instances may take it for dead.")
+	}
+	if !s.bus.Healthy() {
+		return errorf(http.StatusServiceUnavailable, "signals_down", "This instance's connection for signals from the other instances is down; it is reconnecting.")
+	}
+	return c.JSON(fiber.Map{"status": "ready", "instance": s.id, "instances": s.registry.Size()})
 }
 
 func (s *Server) logRequests(c *fiber.Ctx) error {

@@ -61,6 +61,8 @@ type DB struct {
 	agents ttlCache[AgentIdentity]
 	sites  ttlCache[[]SharedSite]
 	oauth  ttlCache[OAuthAccess] // OAuth access tokens, by hash
+	hooks  *cacheHooks           // the caches' signal hooks; static
+	url    string                // the PostgreSQL URL; static
 }
 
 // Open connects and applies every pending migration before returning.
@@ -105,12 +107,20 @@ func connect(opts Options) (*DB, error) {
 		sqlDB.SetMaxOpenConns(PostgresMaxConns)
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		return &DB{DB: g, Postgres: true}, nil
+		return newDB(g, true, opts.DatabaseURL), nil
 	}
 	if opts.DatabaseURL != "" {
 		return nil, fmt.Errorf("open database: DATABASE_URL must start with postgres:// or postgresql://, got %q", redact(opts.DatabaseURL))
 	}
 	return openSQLite(opts.DataDir, cfg)
+}
+
+func newDB(g *gorm.DB, pg bool, url string) *DB {
+	db := &DB{DB: g, Postgres: pg, url: url, hooks: &cacheHooks{}}
+	db.agents = ttlCache[AgentIdentity]{name: CacheAgents, hooks: db.hooks}
+	db.sites = ttlCache[[]SharedSite]{name: CacheSites, hooks: db.hooks}
+	db.oauth = ttlCache[OAuthAccess]{name: CacheOAuth, hooks: db.hooks}
+	return db
 }
 
 func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
@@ -133,7 +143,7 @@ func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
 	// One connection: SQLite has one writer anyway, and a single connection
 	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
 	sqlDB.SetMaxOpenConns(1)
-	return &DB{DB: g}, nil
+	return newDB(g, false, ""), nil
 }
 
 func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
