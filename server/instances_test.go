@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -214,5 +215,26 @@ func TestMetricsAndReadiness(t *testing.T) {
 	b.NewClient(t).MustJSON("GET", "/readyz", nil, 200, &ready)
 	if ready.Status != "ready" || ready.Instance != b.Server.Instance() {
 		t.Fatalf("/readyz: %+v", ready)
+	}
+}
+
+// TestRequestIDs: every answer carries a request id; a well-formed one the
+// load balancer set is kept, anything else replaced.
+func TestRequestIDs(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	for _, tc := range []struct{ sent, want string }{{"lb-42.a_b", "lb-42.a_b"}, {"", ""}, {"bad id <script>", ""}} {
+		req, _ := http.NewRequest("GET", env.URL+"/healthz", nil)
+		if tc.sent != "" {
+			req.Header["X-Request-Id"] = []string{tc.sent}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got := resp.Header.Get("X-Request-Id")
+		if got == "" || (tc.want != "" && got != tc.want) || (tc.want == "" && got == tc.sent) {
+			t.Errorf("sent %q, answered %q", tc.sent, got)
+		}
 	}
 }

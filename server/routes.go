@@ -14,6 +14,7 @@ import (
 func (s *Server) routes() {
 	app := s.app
 	app.Use(noSniff)
+	app.Use(s.requestID)
 	app.Use(s.logRequests)
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
@@ -108,7 +109,7 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		level = slog.LevelWarn
 	}
 	if s.opts.Logger.Enabled(c.UserContext(), level) {
-		s.opts.Logger.Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
+		s.logFor(c).Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
 	}
 	return nil
 }
