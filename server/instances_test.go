@@ -47,6 +47,7 @@ func asOn(t *testing.T, env *servertest.Env, c *servertest.Client) *servertest.C
 	for _, name := range []string{"tb_access", "tb_refresh", "tb_csrf"} {
 		other.SetCookie(name, c.Cookie(name))
 	}
+	other.CSRF = c.CSRF
 	return other
 }
 
@@ -236,5 +237,27 @@ func TestRequestIDs(t *testing.T) {
 		if got == "" || (tc.want != "" && got != tc.want) || (tc.want == "" && got == tc.sent) {
 			t.Errorf("sent %q, answered %q", tc.sent, got)
 		}
+	}
+}
+
+// TestRefreshOnTwoInstancesAtOnce: a page and its event stream refreshing
+// one sign-in at the same moment through different instances is not reuse:
+// both get a successor and the sign-in lives.
+func TestRefreshOnTwoInstancesAtOnce(t *testing.T) {
+	a, b := twoInstances(t, nil)
+	alice := a.Person(t, "alice@example.com")
+	onB := asOn(t, b, alice)
+	statuses := make(chan int, 2)
+	for _, c := range []*servertest.Client{alice, onB} {
+		go func() { status, _ := c.Do("POST", "/api/auth/refresh", nil); statuses <- status }()
+	}
+	for range 2 {
+		if s := <-statuses; s != 200 {
+			t.Fatalf("refresh: %d, want both 200", s)
+		}
+	}
+	for _, c := range []*servertest.Client{alice, onB} {
+		c.MustJSON("GET", "/api/auth/me", nil, 200, nil)
+		c.MustJSON("POST", "/api/auth/refresh", nil, 200, nil) // each successor rotates on
 	}
 }

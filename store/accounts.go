@@ -188,16 +188,18 @@ func issueRefresh(tx *gorm.DB, userID, familyID string, ttl time.Duration) (stri
 // revoked and ErrTokenReused returned (with the family's id, so the caller
 // can end what the sign-in opened), so a stolen copy dies with the original.
 func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration) (userID, familyID, next string, err error) {
-	return db.RotateRefreshWithin(ctx, token, ttl, 0)
+	return db.RotateRefreshWithin(ctx, token, ttl, time.Time{})
 }
 
-// RotateRefreshWithin is RotateRefresh where a token spent at most grace ago
-// is not reuse: it yields another successor in the same family. Requests
+// RotateRefreshWithin is RotateRefresh where a token spent after spentSince
+// (the caller's now less its grace; zero for none) is not reuse: it yields
+// another successor in the same family. Requests
 // that left with the same cookie before its successor arrived (a page and
 // its event stream, say) may reach different server instances, which cannot
 // hand each other the successor (only its hash is stored); each gets its
 // own, and the sign-in lives on. Past the grace, a spent token is reuse.
-func (db *DB) RotateRefreshWithin(ctx context.Context, token string, ttl, grace time.Duration) (userID, familyID, next string, err error) {
+func (db *DB) RotateRefreshWithin(ctx context.Context, token string, ttl time.Duration, spentSince time.Time) (userID, familyID, next string, err error) {
+	grace := !spentSince.IsZero()
 	var rt RefreshToken
 	if err := db.WithContext(ctx).Where("token_hash = ?", secret.Hash(token)).Take(&rt).Error; err != nil {
 		return "", "", "", ErrInvalidToken
@@ -206,7 +208,7 @@ func (db *DB) RotateRefreshWithin(ctx context.Context, token string, ttl, grace 
 	if rt.RevokedAt != nil || !rt.ExpiresAt.After(now) {
 		return "", "", "", ErrInvalidToken
 	}
-	if rt.UsedAt != nil && now.Sub(*rt.UsedAt) <= grace {
+	if rt.UsedAt != nil && grace && rt.UsedAt.After(spentSince) {
 		return db.sibling(ctx, rt, ttl)
 	}
 	if rt.UsedAt != nil {
@@ -229,7 +231,7 @@ func (db *DB) RotateRefreshWithin(ctx context.Context, token string, ttl, grace 
 		}
 		return tx.Model(&SignIn{}).Where("id = ?", rt.FamilyID).Update("last_used_at", now).Error
 	})
-	if errors.Is(err, ErrTokenReused) && grace > 0 {
+	if errors.Is(err, ErrTokenReused) && grace {
 		return db.sibling(ctx, rt, ttl) // a concurrent rotation, this very moment
 	}
 	if errors.Is(err, ErrTokenReused) {

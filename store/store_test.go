@@ -316,7 +316,7 @@ func TestRotateRefreshAcrossInstances(t *testing.T) {
 		res := make(chan out, n)
 		for range n {
 			go func() {
-				_, _, next, err := db.RotateRefreshWithin(ctx, first, time.Hour, 10*time.Second)
+				_, _, next, err := db.RotateRefreshWithin(ctx, first, time.Hour, time.Now().Add(-10*time.Second))
 				res <- out{next, err}
 			}()
 		}
@@ -332,11 +332,11 @@ func TestRotateRefreshAcrossInstances(t *testing.T) {
 			t.Fatal("concurrent rotations of one token ended the sign-in")
 		}
 		for _, next := range nexts {
-			if _, _, _, err := db.RotateRefreshWithin(ctx, next, time.Hour, 10*time.Second); err != nil {
+			if _, _, _, err := db.RotateRefreshWithin(ctx, next, time.Hour, time.Now().Add(-10*time.Second)); err != nil {
 				t.Fatalf("a successor does not rotate: %v", err)
 			}
 		}
-		if _, _, _, err := db.RotateRefreshWithin(ctx, first, time.Hour, 0); !errors.Is(err, store.ErrTokenReused) {
+		if _, _, _, err := db.RotateRefreshWithin(ctx, first, time.Hour, time.Time{}); !errors.Is(err, store.ErrTokenReused) {
 			t.Fatalf("the token spent, past the grace: %v, want reuse", err)
 		}
 		if live, _ := db.FamilyActive(ctx, fam); live {
