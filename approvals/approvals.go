@@ -753,7 +753,10 @@ func (g *Gate) withdrawWhere(ctx context.Context, why WithdrawReason, cond strin
 }
 
 // Close withdraws every in-flight request (the server is shutting down); the
-// calls waiting on them get a withdrawn decision.
+// calls waiting on them here get a withdrawn decision. A request calls on
+// other instances also wait on stays open for them: this instance's waiters
+// leave it, and one it opened is handed to another living instance, so a
+// rolling restart does not withdraw what the others still wait on.
 func (g *Gate) Close() {
 	g.mu.Lock()
 	all := make([]*waiting, 0, len(g.byID))
@@ -761,9 +764,67 @@ func (g *Gate) Close() {
 		all = append(all, w)
 	}
 	g.mu.Unlock()
+	shutdown := Decision{Source: SourceWithdrawn, Withdrawn: WithdrawShutdown}
 	for _, w := range all {
-		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawShutdown}, "approval.withdrawn")
+		if g.handOver(w) {
+			g.mu.Lock()
+			ok := g.detach(w)
+			g.mu.Unlock()
+			if ok {
+				d := shutdown
+				d.RequestID, d.DecidedAt = w.req.ID, store.Now()
+				g.release(w, d)
+			}
+			continue
+		}
+		g.settle(w, StatusWithdrawn, shutdown, "approval.withdrawn")
 	}
+}
+
+// handOver takes this instance's waiters off a request and reports whether
+// calls elsewhere still wait on it; if this instance opened it, another
+// living instance becomes its holder (the one that cleans it if it dies).
+func (g *Gate) handOver(w *waiting) bool {
+	if g.opts.InstanceID == "" {
+		return false
+	}
+	g.mu.Lock()
+	mine := w.waiters
+	g.mu.Unlock()
+	left, err := g.addWaiters(w.req.ID, -mine)
+	if err != nil || left <= 0 {
+		if left == 0 && mine > 0 {
+			g.addWaiters(w.req.ID, mine) // nobody else waits: withdraw it as before, with its count
+		}
+		return false
+	}
+	if w.req.InstanceID != g.opts.InstanceID {
+		return true
+	}
+	err = g.opts.DB.Exec(`UPDATE approval_requests SET instance_id = COALESCE((SELECT id FROM instances WHERE id <> ? AND stopped_at IS NULL
+		ORDER BY heartbeat_at DESC LIMIT 1), instance_id) WHERE id = ? AND status = ?`, g.opts.InstanceID, w.req.ID, StatusPending).Error
+	if err != nil {
+		g.opts.Logger.Error("hand over approval request", "request", w.req.ID, "err", err)
+	}
+	return true
+}
+
+// ExpireOverdue expires pending requests past their expiry by more than
+// margin: a safety net for requests whose waiters' timers died with their
+// instance while the holder lives.
+func (g *Gate) ExpireOverdue(ctx context.Context, margin time.Duration) (int, error) {
+	now := store.Now()
+	var rows []Request
+	res := g.opts.DB.WithContext(ctx).Model(&rows).Clauses(clause.Returning{}).Where("status = ? AND expires_at < ?", StatusPending, now.Add(-margin)).
+		Updates(map[string]any{"status": StatusExpired, "decided_at": now, "collapse_key": nil})
+	if res.Error != nil {
+		return 0, fmt.Errorf("expire overdue requests: %w", res.Error)
+	}
+	for _, r := range rows {
+		r.Status = StatusPending
+		g.ended(r, StatusExpired, Decision{Source: SourceExpired, DecidedAt: now, RequestID: r.ID}, "approval.expired")
+	}
+	return len(rows), nil
 }
 
 // canonical returns the arguments in canonical form (keys sorted, numbers

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
@@ -133,5 +134,68 @@ func TestDeadInstanceRequestsWithdrawn(t *testing.T) {
 	}
 	if n, _ := b.WithdrawInstance(ctx, "a"); n != 0 {
 		t.Fatalf("second sweep withdrew %d", n)
+	}
+}
+
+// TestShutdownHandsOverWhatOthersWaitOn: an instance shutting down (a
+// rolling restart) withdraws only what nobody else waits on; a request a
+// call on another instance also waits on stays open, now held by a living
+// instance, and the person's answer still reaches that call.
+func TestShutdownHandsOverWhatOthersWaitOn(t *testing.T) {
+	w, b := twoInstances(t)
+	ctx := context.Background()
+	now := store.Now()
+	for _, id := range []string{"a", "b"} {
+		if err := w.db.Exec("INSERT INTO instances (id, address, started_at, heartbeat_at) VALUES (?, '', ?, ?)", id, now, now).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := w.call("buy", `{"shared":true}`)
+	onA := w.decideAsync(ctx, shared)
+	created := w.nextEvent(t, "approval.created")
+	onB := make(chan result, 1)
+	go func() { d, err := b.Decide(ctx, shared); onB <- result{d, err} }()
+	waitFor(t, func() bool { p, _ := w.gate.Pending(ctx, w.owner, ""); return len(p) == 1 && p[0].Waiters == 2 })
+	alone := w.decideAsync(ctx, w.call("buy", `{"alone":true}`))
+	lonely := w.nextEvent(t, "approval.created")
+
+	w.gate.Close()
+	if r := receive(t, onA); r.d.Withdrawn != approvals.WithdrawShutdown {
+		t.Fatalf("call on the instance going down: %+v", r.d)
+	}
+	if r := receive(t, alone); r.d.Withdrawn != approvals.WithdrawShutdown {
+		t.Fatalf("its own call: %+v", r.d)
+	}
+	got, _ := b.Request(ctx, w.owner, created.Request.ID)
+	if got.Status != approvals.StatusPending || got.InstanceID != "b" || got.Waiters != 1 {
+		t.Fatalf("the shared request after the shutdown: %s held by %q with %d waiters", got.Status, got.InstanceID, got.Waiters)
+	}
+	if got, _ := b.Request(ctx, w.owner, lonely.Request.ID); got.Status != approvals.StatusWithdrawn {
+		t.Fatalf("the request only it waited on: %s", got.Status)
+	}
+	if _, err := b.Answer(ctx, w.owner, created.Request.ID, approvals.AllowOnce); err != nil {
+		t.Fatal(err)
+	}
+	if r := receive(t, onB); r.err != nil || !r.d.Allowed {
+		t.Fatalf("call on the other instance: %+v, %v", r.d, r.err)
+	}
+}
+
+// TestOverdueRequestsExpire: a pending request past its expiry that no
+// timer ends (its waiters' instance died, its holder lives) is expired by
+// the sweep.
+func TestOverdueRequestsExpire(t *testing.T) {
+	w, b := twoInstances(t)
+	ctx := context.Background()
+	_ = w.decideAsync(ctx, w.call("buy", `{}`))
+	created := w.nextEvent(t, "approval.created")
+	if err := w.db.Exec("UPDATE approval_requests SET expires_at = ? WHERE id = ?", store.Now().Add(-time.Hour), created.Request.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.ExpireOverdue(ctx, time.Minute); err != nil || n != 1 {
+		t.Fatalf("expired %d, %v", n, err)
+	}
+	if got, _ := b.Request(ctx, w.owner, created.Request.ID); got.Status != approvals.StatusExpired {
+		t.Fatalf("status %s", got.Status)
 	}
 }

@@ -240,6 +240,10 @@ func New(opts Options) (*Server, error) {
 	s.registerGauges()
 	if s.multi() {
 		s.sweepEvery(time.Minute, "calls left running", s.interruptOrphans)
+		s.sweepEvery(time.Minute, "overdue approval requests", func(ctx context.Context) (int64, error) {
+			n, err := s.gate.ExpireOverdue(ctx, time.Minute)
+			return int64(n), err
+		})
 	}
 	s.sweepEvery(time.Minute, "tickets", s.tickets.Sweep)
 	s.sweepEvery(time.Hour, "refresh tokens", s.opts.DB.SweepRefreshTokens) // one row per rotation, about every 15 minutes
