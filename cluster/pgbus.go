@@ -70,6 +70,10 @@ type Postgres struct {
 	lastPing  atomic.Int64
 	stale     atomic.Bool
 
+	// up is closed at the first self-ping received: Start returns then.
+	up     chan struct{}
+	upOnce sync.Once
+
 	// closing ends the sender once it has sent what is queued; closed
 	// refuses new messages.
 	closing  chan struct{}
@@ -89,7 +93,7 @@ func NewPostgres(o PostgresOptions) *Postgres {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	p := &Postgres{opts: o, q: make(chan Message, 8192), closing: make(chan struct{}), sendDone: make(chan struct{})}
+	p := &Postgres{opts: o, q: make(chan Message, 8192), closing: make(chan struct{}), sendDone: make(chan struct{}), up: make(chan struct{})}
 	p.stale.Store(true)
 	return p
 }
@@ -109,12 +113,11 @@ func (p *Postgres) Healthy() bool {
 }
 
 // Start dials the LISTEN connection and starts the sender; it returns once
-// LISTEN is in place (or ctx ends), so nothing published after Start by
-// another instance is missed.
+// its own first ping came back (or ctx ends): LISTEN is in place, so nothing
+// published after Start by another instance is missed, and the bus is
+// healthy.
 func (p *Postgres) Start(ctx context.Context) error {
 	p.ctx, p.stop = context.WithCancel(context.Background())
-	up := make(chan struct{})
-	var upOnce sync.Once
 	l := &pgxlisten.Listener{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
 			p.down()
@@ -128,13 +131,13 @@ func (p *Postgres) Start(ctx context.Context) error {
 		},
 		ReconnectDelay: p.opts.ReconnectDelay,
 	}
-	l.Handle(Channel, listenHandler{p: p, up: func() { upOnce.Do(func() { close(up) }) }})
+	l.Handle(Channel, listenHandler{p: p})
 	p.wg.Add(2)
 	go func() { defer p.wg.Done(); _ = l.Listen(p.ctx) }()
 	go func() { defer close(p.sendDone); p.send() }()
 	go func() { defer p.wg.Done(); p.pinger() }()
 	select {
-	case <-up:
+	case <-p.up:
 		return nil
 	case <-ctx.Done():
 		p.Close()
@@ -149,14 +152,10 @@ func (p *Postgres) down() {
 
 // listenHandler receives the channel's notifications; its backlog call
 // comes right after LISTEN, when the connection is up.
-type listenHandler struct {
-	p  *Postgres
-	up func()
-}
+type listenHandler struct{ p *Postgres }
 
 func (h listenHandler) HandleBacklog(ctx context.Context, _ string, _ *pgx.Conn) error {
 	h.p.listening.Store(true)
-	h.up()
 	// A ping right away: health (and the resync it brings) comes back as
 	// soon as the connection is proven, not a period later.
 	return h.p.Publish(ctx, topicPing, nil)
@@ -186,6 +185,7 @@ func (p *Postgres) pinged(m Message) {
 		p.opts.OnLag(now.Sub(m.Sent))
 	}
 	p.lastPing.Store(now.UnixNano())
+	p.upOnce.Do(func() { close(p.up) })
 	if p.listening.Load() && p.stale.CompareAndSwap(true, false) {
 		p.h.resynced()
 	}

@@ -85,7 +85,7 @@ func TestLiveEventsReachEveryInstance(t *testing.T) {
 	ws := alice.Workspace("W")
 	events, stop := b.Server.Live().Subscribe(userID(t, a, "alice@example.com"))
 	defer stop()
-	const n = 60
+	const n = 200
 	var lat []time.Duration
 	for range n {
 		start := time.Now()
