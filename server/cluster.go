@@ -23,6 +23,7 @@ const (
 	topicSignout = "signin.ended"     // a sign-in family: close what it opened here
 	topicMachine = "machine.revoked"  // a machine id: close its daemon's socket here
 	topicGrant   = "grant.revoked"    // an OAuth grant id: close the MCP sessions it opened here
+	topicBadge   = "approvals.badge"  // a request changed: update the person's browsers here
 )
 
 // cacheAskAll names the approvals gate's cache of "ask for every tool".
@@ -75,6 +76,14 @@ func (s *Server) subscribe() {
 	s.bus.Subscribe(topicSignout, from(func(m cluster.Message) { s.signins.endLocal(string(m.Data)) }))
 	s.bus.Subscribe(topicMachine, from(func(m cluster.Message) { s.machines.endLocal(string(m.Data)) }))
 	s.bus.Subscribe(topicGrant, from(func(m cluster.Message) { go s.grantRevokedLocal(string(m.Data)) }))
+	s.bus.Subscribe(topicBadge, from(func(m cluster.Message) {
+		var b badgeSignal
+		if err := json.Unmarshal(m.Data, &b); err != nil {
+			s.opts.Logger.Warn("malformed badge signal", "from", m.From, "err", err)
+			return
+		}
+		go s.pushBadge(b.User, b.Event, b.Request)
+	}))
 	s.bus.OnResync(func() { go s.resync() })
 	s.opts.DB.OnInvalidate(func(name string) { s.signal(topicCache, []byte(name)) })
 	s.opts.DB.SetCacheTrust(s.bus.Healthy)
