@@ -261,3 +261,36 @@ func TestRefreshOnTwoInstancesAtOnce(t *testing.T) {
 		c.MustJSON("POST", "/api/auth/refresh", nil, 200, nil) // each successor rotates on
 	}
 }
+
+// TestApprovalAcrossInstances: an agent's call waits on instance A; the
+// person's second browser, held by B, gets the badge; the person denies on
+// B; the call on A ends with the denial.
+func TestApprovalAcrossInstances(t *testing.T) {
+	url := storetest.FreshPostgres(t)
+	open := func() *store.DB {
+		db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	dbA, dbB := open(), open()
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.DB = dbA }, nil)
+	b := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.DB = dbB })
+	w.announce(t, "d1", time.Now())
+	personB := asOn(t, b, w.person)
+	brB, _ := extBrowser(t, b, personB, "browser-two")
+	ch, cancel := w.buy("tea")
+	defer cancel()
+	p := w.pending(t, 1)
+	m, err := brB.Expect("approvals", wait)
+	if err != nil || m.Pending != 1 || m.Event != "approval.created" {
+		t.Fatalf("badge on the browser held by B: %+v %v", m, err)
+	}
+	personB.MustJSON("POST", "/api/approvals/"+p[0].ID+"/answer", map[string]string{"answer": "deny"}, 200, nil)
+	res := awaitCall(t, ch)
+	if text := servertest.ResultText(res); !strings.Contains(strings.ToLower(text), "denied") {
+		t.Fatalf("the call on A after the denial on B: %q", text)
+	}
+}
