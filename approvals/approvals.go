@@ -22,6 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -47,6 +50,9 @@ const (
 	WithdrawShutdown  WithdrawReason = "shutdown"  // the server is shutting down
 	WithdrawUnshared  WithdrawReason = "unshared"  // the site stopped being shared with the workspace
 	WithdrawRestart   WithdrawReason = "restart"   // left pending by an earlier run of the server (WithdrawStale)
+	// WithdrawInstanceLost: the server instance its calls waited on stopped
+	// without a clean shutdown (its heartbeat went stale: WithdrawInstance).
+	WithdrawInstanceLost WithdrawReason = "instance_lost"
 	// WithdrawGone: every call waiting on it went away (its connection or
 	// session closed) and none came back within the grace, or the person
 	// answered while none waited.
@@ -143,10 +149,25 @@ type Options struct {
 	// waiting (defaults DefaultMaxPending, DefaultMaxPendingBytes; limits.go).
 	MaxPending      int
 	MaxPendingBytes int
+	// InstanceID names this server instance on the requests it opens, so
+	// the others can withdraw them if it dies ("" on a lone instance).
+	InstanceID string
+	// Settled, when set, is called with the id of each request this
+	// instance settled in the database, to tell the other instances
+	// (whose identical calls may wait on it) to read it: see Settled.
+	Settled func(requestID string)
+	// Trusted, when set, says whether cached settings may be used: false
+	// while another instance's change could be missed.
+	Trusted func() bool
 }
 
 // Gate decides calls. It keeps the requests being waited on in memory; the
-// database holds every request and grant.
+// database holds every request and grant, and arbitrates between instances:
+// a request's row moves from pending exactly once (whoever's UPDATE … WHERE
+// status = 'pending' wins settles it, and tells the others), its waiters
+// column counts the calls waiting on every instance, and a unique index on
+// the collapse key of pending rows makes identical calls on any instance
+// meet on one request.
 type Gate struct {
 	opts Options // static after New
 
@@ -290,6 +311,8 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 	sum := sha256.Sum256(canon)
 	hash := hex.EncodeToString(sum[:])
 	key := collapseKey(call, hash)
+	ksum := sha256.Sum256([]byte(key))
+	dbKey := hex.EncodeToString(ksum[:]) // the key holds NULs, which PostgreSQL's text refuses
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if w := g.byKey[key]; w != nil {
@@ -298,26 +321,79 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 			w.grace.Stop()
 			w.grace, w.req.AgentGoneAt = nil, nil
 		}
-		g.saveWaiters(w)
+		if n, err := g.addWaiters(w.req.ID, 1); err == nil && n > 0 {
+			w.req.Waiters = n
+		}
 		return w, "approval.updated", w.req, nil
 	}
-	if err := g.admit(call.WorkspaceID, len(pretty)); err != nil {
-		return nil, "", Request{}, err
+	db := g.opts.DB.WithContext(context.WithoutCancel(ctx))
+	for range 3 { // an identical request may settle between our insert and our join
+		if err := g.admit(ctx, call.WorkspaceID, len(pretty)); err != nil {
+			return nil, "", Request{}, err
+		}
+		now := store.Now()
+		req := Request{
+			ID: store.NewID(), UserID: call.OwnerID, WorkspaceID: call.WorkspaceID, TaskID: call.TaskID,
+			Site: call.Site, Tool: call.Tool, Arguments: pretty, ArgsHash: hash, Status: StatusPending,
+			Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window), Consequential: call.Consequential,
+			InstanceID: g.opts.InstanceID, CollapseKey: &dbKey, TokenID: call.TokenID,
+		}
+		// Inserted under the lock so two identical calls here never open two
+		// requests; the unique index does the same across instances.
+		err := db.Create(&req).Error
+		if err == nil {
+			return g.track(req, key, 1), "approval.created", req, nil
+		}
+		if !errors.Is(err, gorm.ErrDuplicatedKey) {
+			return nil, "", Request{}, fmt.Errorf("open approval request: %w", err)
+		}
+		// Another instance holds the identical request: wait on it too.
+		var open Request
+		if err := db.Where("collapse_key = ? AND status = ?", dbKey, StatusPending).Limit(1).Find(&open).Error; err != nil {
+			return nil, "", Request{}, fmt.Errorf("join approval request: %w", err)
+		}
+		if open.ID == "" {
+			continue
+		}
+		n, err := g.addWaiters(open.ID, 1)
+		if err != nil {
+			return nil, "", Request{}, err
+		}
+		if n < 0 {
+			continue
+		}
+		open.Waiters, open.AgentGoneAt = n, nil
+		return g.track(open, key, 1), "approval.updated", open, nil
 	}
-	now := store.Now()
-	req := Request{
-		ID: store.NewID(), UserID: call.OwnerID, WorkspaceID: call.WorkspaceID, TaskID: call.TaskID,
-		Site: call.Site, Tool: call.Tool, Arguments: pretty, ArgsHash: hash, Status: StatusPending,
-		Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window), Consequential: call.Consequential, TokenID: call.TokenID,
-	}
-	// Inserted under the lock so two identical calls never open two requests.
-	if err := g.opts.DB.WithContext(context.WithoutCancel(ctx)).Create(&req).Error; err != nil {
-		return nil, "", Request{}, fmt.Errorf("open approval request: %w", err)
-	}
-	w := &waiting{req: req, key: key, waiters: 1, done: make(chan struct{})}
-	w.timer = time.AfterFunc(g.opts.Window, func() { g.expire(w) })
+	return nil, "", Request{}, errors.New("open approval request: identical requests kept ending while this call joined them; call again")
+}
+
+// track puts a pending request in the maps, its expiry timer set from its
+// row (it may have been opened by another instance). The caller holds g.mu.
+func (g *Gate) track(req Request, key string, waiters int) *waiting {
+	w := &waiting{req: req, key: key, waiters: waiters, done: make(chan struct{})}
+	w.timer = time.AfterFunc(time.Until(req.ExpiresAt), func() { g.expire(w) })
 	g.byKey[key], g.byID[req.ID] = w, w
-	return w, "approval.created", req, nil
+	return w
+}
+
+// addWaiters changes the count of calls waiting on a pending request, on
+// every instance, by delta (a call arriving clears "the agent went away");
+// it returns the new count, or -1 if the request is no longer pending.
+func (g *Gate) addWaiters(id string, delta int) (int, error) {
+	q := "UPDATE approval_requests SET waiters = waiters + ? WHERE id = ? AND status = ? RETURNING waiters"
+	if delta > 0 {
+		q = "UPDATE approval_requests SET waiters = waiters + ?, agent_gone_at = NULL WHERE id = ? AND status = ? RETURNING waiters"
+	}
+	var n []int
+	if err := g.opts.DB.Raw(q, delta, id, StatusPending).Scan(&n).Error; err != nil {
+		g.opts.Logger.Error("save approval waiters", "request", id, "err", err)
+		return 0, fmt.Errorf("count approval waiters: %w", err)
+	}
+	if len(n) == 0 {
+		return -1, nil
+	}
+	return n[0], nil
 }
 
 // leave drops one waiter; the last one to leave withdraws the request. The
@@ -326,16 +402,24 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 func (g *Gate) leave(w *waiting) {
 	g.mu.Lock()
 	w.waiters--
+	var total int
+	if !w.settled {
+		total, _ = g.addWaiters(w.req.ID, -1)
+		if total >= 0 {
+			w.req.Waiters = total
+		}
+	}
 	last := w.waiters == 0 && g.detach(w)
 	fewer := !last && !w.settled
-	if fewer {
-		g.saveWaiters(w)
-	}
 	r := w.req
 	g.mu.Unlock()
-	if last {
-		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
-	} else if fewer {
+	switch {
+	case last && total <= 0:
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn", "waiters <= 0")
+	case last: // calls on other instances still wait on it
+		g.release(w, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled, RequestID: r.ID})
+		g.notify(r.UserID, "approval.updated", r)
+	case fewer:
 		g.notify(r.UserID, "approval.updated", r)
 	}
 }
@@ -350,14 +434,25 @@ func (g *Gate) abandon(w *waiting) {
 		return
 	}
 	w.waiters--
-	if w.waiters == 0 {
+	total, _ := g.addWaiters(w.req.ID, -1)
+	if total >= 0 {
+		w.req.Waiters = total
+	}
+	elsewhere := w.waiters == 0 && total > 0 && g.detach(w)
+	if w.waiters == 0 && total == 0 {
 		now := store.Now()
 		w.req.AgentGoneAt = &now
 		w.grace = time.AfterFunc(g.opts.Grace, func() { g.graceOver(w) })
+		err := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ? AND waiters <= 0", w.req.ID, StatusPending).Update("agent_gone_at", now).Error
+		if err != nil {
+			g.opts.Logger.Error("save approval waiters", "request", w.req.ID, "err", err)
+		}
 	}
-	g.saveWaiters(w)
 	r := w.req
 	g.mu.Unlock()
+	if elsewhere { // calls on other instances still wait on it
+		g.release(w, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone, RequestID: r.ID})
+	}
 	g.notify(r.UserID, "approval.updated", r)
 }
 
@@ -378,7 +473,7 @@ func (g *Gate) CancelAbandoned(requestID string) {
 	ok := w != nil && w.waiters == 0 && g.detach(w)
 	g.mu.Unlock()
 	if ok {
-		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn")
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn", "waiters <= 0")
 	}
 }
 
@@ -387,20 +482,8 @@ func (g *Gate) graceOver(w *waiting) {
 	g.mu.Lock()
 	ok := w.waiters == 0 && g.detach(w)
 	g.mu.Unlock()
-	if ok {
-		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn")
-	}
-}
-
-// saveWaiters writes how many calls wait on a request, and whether its
-// agent went away, to its row, so every screen can say so. The caller holds
-// g.mu, so rows take the counts in the order they happened.
-func (g *Gate) saveWaiters(w *waiting) {
-	w.req.Waiters = w.waiters
-	err := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", w.req.ID, StatusPending).
-		Updates(map[string]any{"waiters": w.waiters, "agent_gone_at": w.req.AgentGoneAt}).Error
-	if err != nil {
-		g.opts.Logger.Error("save approval waiters", "request", w.req.ID, "err", err)
+	if ok { // unless a retry on another instance came back to it
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn", "waiters <= 0")
 	}
 }
 
@@ -418,7 +501,7 @@ func (g *Gate) settle(w *waiting, status string, d Decision, event string) (Requ
 	if !ok {
 		return Request{}, false
 	}
-	return g.finish(w, status, d, event), true
+	return g.finish(w, status, d, event, ""), true
 }
 
 // detach takes a request out of the maps, once; false if it already was.
@@ -437,24 +520,124 @@ func (g *Gate) detach(w *waiting) bool {
 	return true
 }
 
-// finish ends a detached request: its row, its waiters and the screens.
-func (g *Gate) finish(w *waiting, status string, d Decision, event string) Request {
+// finish ends a detached request: its row (if it is still pending and
+// matches cond), its waiters and the screens. When another instance settled
+// the row first, the waiters here get that decision instead, and the
+// screens were told by that instance; when cond no longer holds (a call on
+// another instance came to wait on it), only this instance lets go.
+func (g *Gate) finish(w *waiting, status string, d Decision, event, cond string) Request {
 	r := w.req
 	d.RequestID = r.ID
 	if d.DecidedAt.IsZero() {
 		d.DecidedAt = store.Now()
 	}
-	set := map[string]any{"status": status, "answer": string(d.Answer), "decided_by": d.DecidedBy, "decided_at": d.DecidedAt,
-		"withdrawn_reason": string(d.Withdrawn)}
-	err := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", r.ID, StatusPending).Updates(set).Error
+	won, err := g.settleRow(r.ID, status, d, cond)
 	if err != nil {
 		g.opts.Logger.Error("settle approval request", "request", r.ID, "status", status, "err", err)
 	}
+	if !won && err == nil {
+		row, rerr := g.row(r.ID)
+		if rerr == nil && row.Status != StatusPending {
+			g.release(w, decisionOf(row))
+			return row
+		}
+		if rerr == nil {
+			g.release(w, d)
+			return row
+		}
+	}
 	r.Status, r.Answer, r.DecidedBy, r.DecidedAt, r.WithdrawnReason = status, d.Answer, d.DecidedBy, &d.DecidedAt, d.Withdrawn
+	g.release(w, d)
+	g.notify(r.UserID, event, r)
+	g.tellSettled(r.ID)
+	return r
+}
+
+// settleRow moves a pending row to status, if it is pending (and matches
+// cond); it reports whether this call did.
+func (g *Gate) settleRow(id, status string, d Decision, cond string) (bool, error) {
+	set := map[string]any{"status": status, "answer": string(d.Answer), "decided_by": d.DecidedBy, "decided_at": d.DecidedAt,
+		"withdrawn_reason": string(d.Withdrawn), "collapse_key": nil}
+	q := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", id, StatusPending)
+	if cond != "" {
+		q = q.Where(cond)
+	}
+	res := q.Updates(set)
+	return res.RowsAffected == 1, res.Error
+}
+
+// release hands the waiters here their decision, once.
+func (g *Gate) release(w *waiting, d Decision) {
 	w.decision = d
 	close(w.done)
-	g.notify(r.UserID, event, r)
-	return r
+}
+
+func (g *Gate) row(id string) (Request, error) {
+	var r Request
+	err := g.opts.DB.Where("id = ?", id).Take(&r).Error
+	return r, err
+}
+
+func (g *Gate) tellSettled(id string) {
+	if g.opts.Settled != nil {
+		g.opts.Settled(id)
+	}
+}
+
+// decisionOf is the decision a settled row records.
+func decisionOf(r Request) Decision {
+	d := Decision{RequestID: r.ID, Answer: r.Answer, DecidedBy: r.DecidedBy}
+	if r.DecidedAt != nil {
+		d.DecidedAt = *r.DecidedAt
+	}
+	switch r.Status {
+	case StatusAllowed:
+		d.Allowed, d.Source = true, SourceAsked
+	case StatusDenied:
+		d.Source = SourceAsked
+	case StatusExpired:
+		d.Source = SourceExpired
+	default:
+		d.Source, d.Withdrawn = SourceWithdrawn, r.WithdrawnReason
+	}
+	return d
+}
+
+// Settled is told that another instance settled a request: the calls here
+// waiting on it get its decision. Calling it for a request still pending,
+// or not waited on here, does nothing.
+func (g *Gate) Settled(requestID string) {
+	g.mu.Lock()
+	w := g.byID[requestID]
+	g.mu.Unlock()
+	if w == nil {
+		return
+	}
+	row, err := g.row(requestID)
+	if err != nil || row.Status == StatusPending {
+		return
+	}
+	g.mu.Lock()
+	ok := g.detach(w)
+	g.mu.Unlock()
+	if ok {
+		g.release(w, decisionOf(row))
+	}
+}
+
+// Resync checks every request waited on here against the database: the
+// signals that would have said another instance settled one may have been
+// lost while the bus was down.
+func (g *Gate) Resync() {
+	g.mu.Lock()
+	ids := make([]string, 0, len(g.byID))
+	for id := range g.byID {
+		ids = append(ids, id)
+	}
+	g.mu.Unlock()
+	for _, id := range ids {
+		g.Settled(id)
+	}
 }
 
 func (g *Gate) notify(ownerID, typ string, r Request) {
@@ -464,40 +647,45 @@ func (g *Gate) notify(ownerID, typ string, r Request) {
 }
 
 // Answer records the person's answer to a request of theirs and releases
-// every call waiting on it. AlwaysAllow also creates the grant.
+// every call waiting on it, on whichever instance it waits. AlwaysAllow also
+// creates the grant. The database decides: the first answer (or expiry, or
+// withdrawal) to move the row from pending wins.
 func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) (Request, error) {
 	if a != AllowOnce && a != AlwaysAllow && a != Deny {
 		return Request{}, ErrBadAnswer
 	}
-	g.mu.Lock()
-	w := g.byID[requestID]
-	var req Request
-	if w != nil {
-		req = w.req
+	req, err := g.Request(ctx, ownerID, requestID)
+	if err != nil {
+		return Request{}, err
 	}
-	g.mu.Unlock()
-	if w == nil || req.UserID != ownerID {
-		return Request{}, g.whyNotPending(ctx, ownerID, requestID)
+	if req.Status != StatusPending {
+		return Request{}, ErrNotPending
 	}
 	if a == AlwaysAllow && req.Consequential {
 		return Request{}, ErrNoStandingGrant
 	}
-	g.mu.Lock()
-	gone := w.waiters == 0 && g.detach(w)
-	g.mu.Unlock()
-	if gone { // nobody would receive the result: nothing runs
-		ended := g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone}, "approval.withdrawn")
-		return ended, ErrAgentGone
-	}
-	d := Decision{Allowed: a != Deny, Source: SourceAsked, Answer: a, DecidedBy: ownerID}
+	now := store.Now()
+	d := Decision{Allowed: a != Deny, Source: SourceAsked, Answer: a, DecidedBy: ownerID, DecidedAt: now, RequestID: requestID}
 	status := StatusAllowed
 	if a == Deny {
 		status = StatusDenied
 	}
-	ended, ok := g.settle(w, status, d, "approval.decided")
-	if !ok {
-		return Request{}, ErrNotPending // it expired or was withdrawn first: no grant either
+	won, err := g.settleRow(requestID, status, d, "waiters > 0")
+	if err != nil {
+		return Request{}, fmt.Errorf("answer approval request: %w", err)
 	}
+	if !won { // nobody waits (nothing would receive the result: nothing runs), or it ended first
+		gone := Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone, DecidedAt: now, RequestID: requestID}
+		if won, err = g.settleRow(requestID, StatusWithdrawn, gone, "waiters <= 0"); err != nil {
+			return Request{}, fmt.Errorf("answer approval request: %w", err)
+		}
+		if !won {
+			return Request{}, ErrNotPending
+		}
+		ended := g.ended(req, StatusWithdrawn, gone, "approval.withdrawn")
+		return ended, ErrAgentGone
+	}
+	ended := g.ended(req, status, d, "approval.decided")
 	if a == AlwaysAllow {
 		if err := g.grant(ctx, req, ownerID); err != nil {
 			return ended, err
@@ -506,12 +694,20 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	return ended, nil
 }
 
-// whyNotPending tells a missing request from one that already ended.
-func (g *Gate) whyNotPending(ctx context.Context, ownerID, requestID string) error {
-	if _, err := g.Request(ctx, ownerID, requestID); err != nil {
-		return err
+// ended follows a row this instance settled: the waiters here, the other
+// instances, and the person's screens.
+func (g *Gate) ended(r Request, status string, d Decision, event string) Request {
+	r.Status, r.Answer, r.DecidedBy, r.DecidedAt, r.WithdrawnReason = status, d.Answer, d.DecidedBy, &d.DecidedAt, d.Withdrawn
+	g.mu.Lock()
+	w := g.byID[r.ID]
+	ok := w != nil && g.detach(w)
+	g.mu.Unlock()
+	if ok {
+		g.release(w, d)
 	}
-	return ErrNotPending
+	g.tellSettled(r.ID)
+	g.notify(r.UserID, event, r)
+	return r
 }
 
 // WithdrawStale withdraws requests left pending by an earlier run of the
@@ -525,8 +721,43 @@ func (g *Gate) WithdrawStale(ctx context.Context) (int64, error) {
 	return res.RowsAffected, nil
 }
 
+// WithdrawInstance withdraws the pending requests opened by a dead
+// instance (WithdrawInstanceLost): the calls that waited on them are gone
+// with it. Calls on other instances that joined one get the withdrawal too.
+func (g *Gate) WithdrawInstance(ctx context.Context, instanceID string) (int, error) {
+	return g.withdrawWhere(ctx, WithdrawInstanceLost, "instance_id = ?", instanceID)
+}
+
+// WithdrawOrphans withdraws pending requests no registered instance holds
+// (left by an instance whose row is gone, or by a version before the
+// registry) as WithdrawRestart.
+func (g *Gate) WithdrawOrphans(ctx context.Context) (int, error) {
+	return g.withdrawWhere(ctx, WithdrawRestart, "instance_id NOT IN (SELECT id FROM instances)")
+}
+
+// withdrawWhere withdraws the pending rows matching cond and follows each.
+func (g *Gate) withdrawWhere(ctx context.Context, why WithdrawReason, cond string, args ...any) (int, error) {
+	now := store.Now()
+	var rows []Request
+	res := g.opts.DB.WithContext(ctx).Model(&rows).Clauses(clause.Returning{}).Where("status = ?", StatusPending).Where(cond, args...).
+		Updates(map[string]any{"status": StatusWithdrawn, "decided_at": now, "withdrawn_reason": string(why), "collapse_key": nil})
+	if res.Error != nil {
+		return 0, fmt.Errorf("withdraw requests: %w", res.Error)
+	}
+	d := Decision{Source: SourceWithdrawn, Withdrawn: why, DecidedAt: now}
+	for _, r := range rows {
+		r.Status = StatusPending
+		d.RequestID = r.ID
+		g.ended(r, StatusWithdrawn, d, "approval.withdrawn")
+	}
+	return len(rows), nil
+}
+
 // Close withdraws every in-flight request (the server is shutting down); the
-// calls waiting on them get a withdrawn decision.
+// calls waiting on them here get a withdrawn decision. A request calls on
+// other instances also wait on stays open for them: this instance's waiters
+// leave it, and one it opened is handed to another living instance, so a
+// rolling restart does not withdraw what the others still wait on.
 func (g *Gate) Close() {
 	g.mu.Lock()
 	all := make([]*waiting, 0, len(g.byID))
@@ -534,9 +765,67 @@ func (g *Gate) Close() {
 		all = append(all, w)
 	}
 	g.mu.Unlock()
+	shutdown := Decision{Source: SourceWithdrawn, Withdrawn: WithdrawShutdown}
 	for _, w := range all {
-		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawShutdown}, "approval.withdrawn")
+		if g.handOver(w) {
+			g.mu.Lock()
+			ok := g.detach(w)
+			g.mu.Unlock()
+			if ok {
+				d := shutdown
+				d.RequestID, d.DecidedAt = w.req.ID, store.Now()
+				g.release(w, d)
+			}
+			continue
+		}
+		g.settle(w, StatusWithdrawn, shutdown, "approval.withdrawn")
 	}
+}
+
+// handOver takes this instance's waiters off a request and reports whether
+// calls elsewhere still wait on it; if this instance opened it, another
+// living instance becomes its holder (the one that cleans it if it dies).
+func (g *Gate) handOver(w *waiting) bool {
+	if g.opts.InstanceID == "" {
+		return false
+	}
+	g.mu.Lock()
+	mine := w.waiters
+	g.mu.Unlock()
+	left, err := g.addWaiters(w.req.ID, -mine)
+	if err != nil || left <= 0 {
+		if left == 0 && mine > 0 {
+			g.addWaiters(w.req.ID, mine) // nobody else waits: withdraw it as before, with its count
+		}
+		return false
+	}
+	if w.req.InstanceID != g.opts.InstanceID {
+		return true
+	}
+	err = g.opts.DB.Exec(`UPDATE approval_requests SET instance_id = COALESCE((SELECT id FROM instances WHERE id <> ? AND stopped_at IS NULL
+		ORDER BY heartbeat_at DESC LIMIT 1), instance_id) WHERE id = ? AND status = ?`, g.opts.InstanceID, w.req.ID, StatusPending).Error
+	if err != nil {
+		g.opts.Logger.Error("hand over approval request", "request", w.req.ID, "err", err)
+	}
+	return true
+}
+
+// ExpireOverdue expires pending requests past their expiry by more than
+// margin: a safety net for requests whose waiters' timers died with their
+// instance while the holder lives.
+func (g *Gate) ExpireOverdue(ctx context.Context, margin time.Duration) (int, error) {
+	now := store.Now()
+	var rows []Request
+	res := g.opts.DB.WithContext(ctx).Model(&rows).Clauses(clause.Returning{}).Where("status = ? AND expires_at < ?", StatusPending, now.Add(-margin)).
+		Updates(map[string]any{"status": StatusExpired, "decided_at": now, "collapse_key": nil})
+	if res.Error != nil {
+		return 0, fmt.Errorf("expire overdue requests: %w", res.Error)
+	}
+	for _, r := range rows {
+		r.Status = StatusPending
+		g.ended(r, StatusExpired, Decision{Source: SourceExpired, DecidedAt: now, RequestID: r.ID}, "approval.expired")
+	}
+	return len(rows), nil
 }
 
 // canonical returns the arguments in canonical form (keys sorted, numbers
@@ -560,4 +849,11 @@ func canonical(args json.RawMessage) (canon []byte, pretty string, err error) {
 		return nil, "", fmt.Errorf("arguments: %w", err)
 	}
 	return canon, string(p), nil
+}
+
+// InFlight is how many pending requests calls on this instance wait on.
+func (g *Gate) InFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.byID)
 }

@@ -1,6 +1,9 @@
 package approvals
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // Limits on the requests one workspace (one agent's tokens) may have waiting
 // for the person at once (issue 11; docs/DECISIONS.md). A burst of requests
@@ -24,16 +27,20 @@ type LimitError struct{ Message string }
 func (e *LimitError) Error() string { return "approvals: " + e.Message }
 
 // admit checks that a new request of size bytes of arguments fits its
-// workspace's limits. The caller holds g.mu; the in-flight requests are the
-// pending ones.
-func (g *Gate) admit(workspaceID string, size int) error {
-	count, bytes := 0, 0
-	for _, w := range g.byID {
-		if w.req.WorkspaceID == workspaceID {
-			count++
-			bytes += len(w.req.Arguments)
-		}
+// workspace's limits, counted over the pending requests of every instance.
+// Two instances admitting at the same moment may each see the other's
+// request missing: the limit can be passed by one request per instance.
+func (g *Gate) admit(ctx context.Context, workspaceID string, size int) error {
+	var agg struct {
+		Count int
+		Bytes int
 	}
+	err := g.opts.DB.WithContext(ctx).Model(&Request{}).Select("COUNT(*) AS count, COALESCE(SUM(LENGTH(arguments)), 0) AS bytes").
+		Where("workspace_id = ? AND status = ?", workspaceID, StatusPending).Scan(&agg).Error
+	if err != nil {
+		return fmt.Errorf("count pending requests: %w", err)
+	}
+	count, bytes := agg.Count, agg.Bytes
 	if count >= g.opts.MaxPending {
 		noun := "calls"
 		if count == 1 {

@@ -43,6 +43,11 @@ type Request struct {
 	AgentGoneAt *time.Time `json:"agentGoneAt,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
 	ExpiresAt   time.Time  `json:"expiresAt"`
+	// InstanceID is the server instance that opened it; CollapseKey, set
+	// while it is pending, is unique among pending rows (identical calls on
+	// any instance meet on one request).
+	InstanceID  string  `json:"-"`
+	CollapseKey *string `json:"-"`
 }
 
 // TableName is approval_requests.
@@ -155,9 +160,15 @@ func (g *Gate) liveGrant(ctx context.Context, workspaceID, site, tool string) (*
 	return &gr, nil
 }
 
-// askAllTTL bounds how long a cached "ask for every tool" setting is trusted:
-// another server instance may have changed it.
-const askAllTTL = 10 * time.Second
+// askAllTTL bounds how long a cached "ask for every tool" setting is
+// trusted. Another instance's change clears it at once (ForgetAskAll,
+// through the signal bus) and nothing is trusted while the bus is down
+// (Options.Trusted); the TTL is a backstop.
+const askAllTTL = 30 * time.Second
+
+// ForgetAskAll drops the cached "ask for every tool" settings: another
+// instance changed one, or its signals may have been missed.
+func (g *Gate) ForgetAskAll() { g.askAll.Clear() }
 
 type askAllEntry struct {
 	on bool
@@ -168,7 +179,8 @@ type askAllEntry struct {
 // It is read on every read-only call, so it is cached briefly.
 func (g *Gate) AskAll(ctx context.Context, ownerID, origin string) (bool, error) {
 	key := ownerID + "\x00" + origin
-	if v, ok := g.askAll.Load(key); ok && time.Since(v.(askAllEntry).at) < askAllTTL {
+	trusted := g.opts.Trusted == nil || g.opts.Trusted()
+	if v, ok := g.askAll.Load(key); ok && trusted && time.Since(v.(askAllEntry).at) < askAllTTL {
 		return v.(askAllEntry).on, nil
 	}
 	var s siteSetting
@@ -204,16 +216,14 @@ func (g *Gate) ForgetSite(ctx context.Context, ownerID, workspaceID, origin stri
 	if err := q.Update("revoked_at", store.Now()).Error; err != nil {
 		return fmt.Errorf("revoke site grants: %w", err)
 	}
-	g.mu.Lock()
-	var waiting []*waiting
-	for _, w := range g.byID {
-		if w.req.UserID == ownerID && w.req.Site == origin && (workspaceID == "" || w.req.WorkspaceID == workspaceID) {
-			waiting = append(waiting, w)
-		}
+	cond := "user_id = ? AND site = ?"
+	args := []any{ownerID, origin}
+	if workspaceID != "" {
+		cond += " AND workspace_id = ?"
+		args = append(args, workspaceID)
 	}
-	g.mu.Unlock()
-	for _, w := range waiting {
-		g.settle(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawUnshared}, "approval.withdrawn")
+	if _, err := g.withdrawWhere(ctx, WithdrawUnshared, cond, args...); err != nil {
+		return err
 	}
 	return nil
 }

@@ -246,7 +246,10 @@ func (s *Server) refreshSession(c *fiber.Ctx) (uid, family string, err error) {
 		if r, ok := s.recentRotation(tok); ok {
 			return r, nil
 		}
-		uid, family, next, err := s.opts.DB.RotateRefresh(context.WithoutCancel(c.UserContext()), tok, s.opts.RefreshTTL)
+		// Within the grace, the database gives a second successor rather than
+		// calling it reuse: the same token may be rotating on another
+		// instance at this moment.
+		uid, family, next, err := s.opts.DB.RotateRefreshWithin(context.WithoutCancel(c.UserContext()), tok, s.opts.RefreshTTL, s.opts.Now().Add(-rotationGrace))
 		r := rotation{uid, family, next, s.opts.Now()}
 		if err == nil {
 			s.recent.Store(tok, r)

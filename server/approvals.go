@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -100,9 +101,30 @@ func (s *Server) onApproval(ownerID string, e approvals.Event) {
 	if e.Type == "approval.updated" {
 		return // the count of waiting requests is unchanged: no badge message
 	}
+	ref := bridge.ApprovalRef{ID: e.Request.ID, Tool: e.Request.Tool, Site: e.Request.Site, TaskID: e.Request.TaskID}
+	s.pushBadge(ownerID, e.Type, ref)
+	if sig, err := json.Marshal(badgeSignal{User: ownerID, Event: e.Type, Request: ref}); err == nil {
+		s.signal(topicBadge, sig) // the person's browsers on other instances
+	}
+}
+
+// badgeSignal tells the other instances to update the person's browsers
+// they hold: badge count and notification.
+type badgeSignal struct {
+	User    string             `json:"u"`
+	Event   string             `json:"e"`
+	Request bridge.ApprovalRef `json:"r"`
+}
+
+// pushBadge sends the person's browsers on this instance the count of
+// waiting requests and what changed.
+func (s *Server) pushBadge(ownerID, event string, ref bridge.ApprovalRef) {
+	if len(s.hub.Connected(ownerID)) == 0 {
+		return // no browser of theirs here: spare the count
+	}
 	if msg, ok := s.badge(ownerID); ok {
-		msg.Event = e.Type
-		msg.Request = &bridge.ApprovalRef{ID: e.Request.ID, Tool: e.Request.Tool, Site: e.Request.Site, TaskID: e.Request.TaskID}
+		msg.Event = event
+		msg.Request = &ref
 		s.hub.PushApprovals(ownerID, msg)
 	}
 }

@@ -123,7 +123,9 @@ func TestKilledServerLeavesItsCallsInterrupted(t *testing.T) {
 		defer cancelB()
 		w.pending(t, 1)
 		// A second server on the same database starts: the first one "died".
-		second, err := server.New(server.Options{DB: w.env.DB, Key: w.env.Opts.Key, PublicURL: "http://127.0.0.1:1"})
+		// It is started as the database's one instance (SingleInstance): one
+		// of several would take the first, whose heartbeat is fresh, for alive.
+		second, err := server.New(server.Options{DB: w.env.DB, Key: w.env.Opts.Key, PublicURL: "http://127.0.0.1:1", SingleInstance: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,10 +123,10 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		return writeError(c, fiberError(fe))
 	}
 	if s.databaseDown() {
-		s.opts.Logger.Warn("request failed: database unreachable", "method", c.Method(), "path", c.Path(), "err", err)
+		s.logFor(c).Warn("request failed: database unreachable", "method", c.Method(), "path", c.Path(), "err", err)
 		return outage(c)
 	}
-	s.opts.Logger.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+	s.logFor(c).Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
 	return writeError(c, errorf(http.StatusInternalServerError, codeInternal, "Something went wrong on the server; try again, and report it if it keeps happening."))
 }
 

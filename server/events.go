@@ -44,8 +44,20 @@ var eventHeartbeat = 15 * time.Second
 const eventRetry = 2 * time.Second
 
 // publish tells userID's open pages that something changed.
+// On several instances it goes to the others too, whose pages are told
+// the same.
 func (s *Server) publish(userID, typ string, data any) {
 	s.live.Publish(userID, live.Event{Type: typ, Data: data})
+	if !s.multi() {
+		return
+	}
+	d, err := json.Marshal(data)
+	if err != nil {
+		s.opts.Logger.Error("encode event", "type", typ, "err", err)
+		return
+	}
+	sig, _ := json.Marshal(liveSignal{User: userID, Type: typ, Data: d})
+	s.signal(topicLive, sig)
 }
 
 // getEvents streams the person's events as server-sent events until the

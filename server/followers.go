@@ -13,12 +13,16 @@ import (
 // daemon's socket, so a revoked machine is cut off even when its daemon
 // was admitted a moment before.
 //
-// It is per process, as the sockets are; a credential ended on another
-// instance is noticed at the sockets' next admission (README: one instance).
+// The sockets are per process; an ending on one instance reaches the
+// others through the signal bus (onEnd here, endLocal there), and after a
+// bus outage recheck asks the database about every key followed.
 type followers struct {
 	// live reports whether a key's credential is still good (the
 	// database's word); static.
 	live func(ctx context.Context, key string) (bool, error)
+	// onEnd, when set, is told each key ended here, to tell the other
+	// instances; set before the server serves, then static.
+	onEnd func(key string)
 
 	mu    sync.Mutex
 	next  int
@@ -66,9 +70,33 @@ func (f *followers) follow(parent context.Context, key string) (context.Context,
 	}
 }
 
-// end cancels everything following key. Call it after the credential's end
-// is in the database.
+// end cancels everything following key, here and on every other instance.
+// Call it after the credential's end is in the database.
 func (f *followers) end(key string) {
+	f.endLocal(key)
+	if f.onEnd != nil {
+		f.onEnd(key)
+	}
+}
+
+// recheck ends every followed key whose credential the database no longer
+// vouches for: endings signalled while the bus was down were missed.
+func (f *followers) recheck(ctx context.Context) {
+	f.mu.Lock()
+	keys := make([]string, 0, len(f.byKey))
+	for k := range f.byKey {
+		keys = append(keys, k)
+	}
+	f.mu.Unlock()
+	for _, k := range keys {
+		if live, err := f.live(ctx, k); err != nil || !live {
+			f.endLocal(k)
+		}
+	}
+}
+
+// endLocal cancels what follows key on this instance only.
+func (f *followers) endLocal(key string) {
 	f.mu.Lock()
 	cancels := f.byKey[key]
 	delete(f.byKey, key)

@@ -322,8 +322,15 @@ func (s *Server) liveGrantSessions() map[string]string {
 	return out
 }
 
-// grantRevoked closes the MCP sessions a revoked grant opened.
+// grantRevoked closes the MCP sessions a revoked grant opened, on every
+// instance.
 func (s *Server) grantRevoked(grantID string) {
+	s.grantRevokedLocal(grantID)
+	s.signal(topicGrant, []byte(grantID))
+}
+
+// grantRevokedLocal closes the grant's MCP sessions on this instance.
+func (s *Server) grantRevokedLocal(grantID string) {
 	s.oauth.GrantRevoked(grantID)
 	s.grants.mu.Lock()
 	var ids []string

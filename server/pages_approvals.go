@@ -348,11 +348,12 @@ func requestLabel(r approvals.Request) string {
 // withdrawnLabels say why a request was withdrawn; rows withdrawn before
 // the reason was recorded say only "Withdrawn".
 var withdrawnLabels = map[approvals.WithdrawReason]string{
-	approvals.WithdrawCancelled: "the agent cancelled the call",
-	approvals.WithdrawUnshared:  "the site is no longer shared with this workspace",
-	approvals.WithdrawShutdown:  "the server shut down",
-	approvals.WithdrawRestart:   "the server restarted",
-	approvals.WithdrawGone:      "the agent stopped waiting",
+	approvals.WithdrawCancelled:    "the agent cancelled the call",
+	approvals.WithdrawUnshared:     "the site is no longer shared with this workspace",
+	approvals.WithdrawShutdown:     "the server shut down",
+	approvals.WithdrawRestart:      "the server restarted",
+	approvals.WithdrawGone:         "the agent stopped waiting",
+	approvals.WithdrawInstanceLost: "the server instance the agent's call went through stopped; the agent must call again",
 }
 
 // outcomes names each outcome a call is recorded with, and colours its

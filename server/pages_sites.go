@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/cluster"
 )
 
 // The events of shared sites and browsers (docs/PROTOCOL.md, "Server-sent
@@ -31,10 +32,14 @@ func (s *Server) hubChanged(uid string, ch bridge.Change) {
 	switch ch.Kind {
 	case bridge.ChangeConnected:
 		s.opts.Logger.Info("browser linked", "user", uid, "browser", ch.BrowserID)
+		s.metrics.browsers.Inc()
+		s.link(cluster.LinkBrowser, ch.BrowserID, uid, true)
 		s.publish(uid, evBrowserConnected, fiber.Map{"browser": browser})
 		s.sendApprovalCount(uid, ch.BrowserID)
 	case bridge.ChangeDisconnected:
 		s.opts.Logger.Info("browser gone", "user", uid, "browser", ch.BrowserID)
+		s.metrics.browsers.Dec()
+		s.link(cluster.LinkBrowser, ch.BrowserID, uid, false)
 		s.publish(uid, evBrowserDisconnected, fiber.Map{"browser": browser})
 	case bridge.ChangeOpen:
 		s.publish(uid, evBrowserSites, fiber.Map{"browser": browser})

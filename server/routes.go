@@ -14,9 +14,11 @@ import (
 func (s *Server) routes() {
 	app := s.app
 	app.Use(noSniff)
+	app.Use(s.requestID)
 	app.Use(s.logRequests)
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
+	s.mountMetrics()
 
 	// Fiber applies a group's handlers to every path under its prefix, so
 	// the guards are attached per route: /api/agent/… must never run the
@@ -84,7 +86,13 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 		s.opts.Logger.Warn("readiness: database unreachable", "err", err)
 		return errorf(http.StatusServiceUnavailable, codeDatabaseUnreachable, "The database does not answer; the server cannot serve requests yet.")
 	}
-	return c.JSON(fiber.Map{"status": "ready"})
+	if !s.registry.Healthy() {
+		return errorf(http.StatusServiceUnavailable, "registry_stale", "This instance has not renewed its heartbeat in the instance registry recently; the other instances may take it for dead.")
+	}
+	if !s.bus.Healthy() {
+		return errorf(http.StatusServiceUnavailable, "signals_down", "This instance's connection for signals from the other instances is down; it is reconnecting.")
+	}
+	return c.JSON(fiber.Map{"status": "ready", "instance": s.id, "instances": s.registry.Size()})
 }
 
 func (s *Server) logRequests(c *fiber.Ctx) error {
@@ -101,7 +109,7 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		level = slog.LevelWarn
 	}
 	if s.opts.Logger.Enabled(c.UserContext(), level) {
-		s.opts.Logger.Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
+		s.logFor(c).Log(c.UserContext(), level, "request", "method", c.Method(), "path", c.Path(), "status", status, "took", time.Since(start))
 	}
 	return nil
 }

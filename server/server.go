@@ -22,6 +22,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/cluster"
 	"github.com/tabbridge/tabbridge/live"
 	"github.com/tabbridge/tabbridge/oauth"
 	"github.com/tabbridge/tabbridge/relay"
@@ -100,6 +101,25 @@ type Options struct {
 	// OAuthNoMetadataDocuments turns client ID metadata documents off (for a
 	// server without internet access); clients then register dynamically.
 	OAuthNoMetadataDocuments bool
+
+	// InstanceID names this instance in the registry; a new id when empty.
+	// Restarting with the same id cleans the previous run's leftovers at
+	// once (cluster.Options.ID).
+	InstanceID string
+	// InternalAddress is where other instances reach this one (recorded in
+	// the registry; nothing dials it yet).
+	InternalAddress string
+	// Heartbeat and DeadAfter are the registry's periods (defaults
+	// cluster.DefaultHeartbeat, cluster.DefaultDeadAfter).
+	Heartbeat, DeadAfter time.Duration
+	// SingleInstance says no other instance shares the database (always
+	// so on SQLite): signals stay in process, the caches are trusted for
+	// their TTL whatever the database's state, and a start cleans every
+	// other instance's rows.
+	SingleInstance bool
+	// MetricsElsewhere leaves /metrics off the public routes: cmd serves
+	// MetricsHandler on its own address.
+	MetricsElsewhere bool
 }
 
 // Server holds the Fiber app and the long-lived state behind it.
@@ -144,6 +164,13 @@ type Server struct {
 	// recent maps a just-rotated refresh token to its rotation (see rotationGrace).
 	recent sync.Map
 
+	// id, bus, registry and metrics tie this instance to the others on
+	// its database (cluster.go, metrics.go); static after New.
+	id       string
+	bus      cluster.Bus
+	registry *cluster.Registry
+	metrics  *metrics
+
 	shutdownOnce sync.Once
 	// listening guards listeners and closed: a Shutdown that comes before Serve (a
 	// serve command cancelled while it starts) must still stop it, and Fiber's own
@@ -168,6 +195,14 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newFollowers(opts.DB.FamilyActive),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
 	s.machines = newFollowers(opts.DB.MachineActive)
+	s.id = opts.InstanceID
+	if s.id == "" {
+		s.id = store.NewID()
+	}
+	s.metrics = newMetrics()
+	s.bus = s.newBus()
+	s.registry = cluster.New(cluster.Options{DB: opts.DB, ID: s.id, Address: opts.InternalAddress, Heartbeat: opts.Heartbeat,
+		DeadAfter: opts.DeadAfter, Single: !opts.DB.Postgres || opts.SingleInstance, OnDead: s.onInstanceDead, Logger: opts.Logger})
 	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
@@ -176,23 +211,22 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Grace: opts.ApprovalGrace, Notify: s.onApproval, Logger: opts.Logger,
-		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes})
-	if n, err := s.gate.WithdrawStale(context.Background()); err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
-	} else if n > 0 {
-		opts.Logger.Info("withdrew approval requests left by an earlier run", "count", n)
-	}
-	if n, err := opts.DB.InterruptRunning(context.Background()); err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
-	} else if n > 0 {
-		opts.Logger.Info("marked calls left running by an earlier run as interrupted", "count", n)
-	}
+		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes,
+		InstanceID: s.id, Settled: func(id string) { s.signal(topicSettled, []byte(id)) }, Trusted: s.bus.Healthy})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = sitetools.NewCatalog(opts.DB, opts.DB.Shares)
 	s.startHub()
 	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: s.hub, Gate: s.gate,
 		ApprovalWindow: s.gate.Window(), Logger: opts.Logger, CallTimeout: opts.CallTimeout,
-		OnCall: func(e *store.AuditEntry) { s.publish(e.UserID, evCallFinished, e) }})
+		OnCall: func(e *store.AuditEntry) { s.metrics.callFinished(e); s.publish(e.UserID, evCallFinished, e) }})
+	// The hub and the gate exist: a dead instance's cleanup can tell screens
+	// and browsers.
+	s.subscribe()
+	if err := s.startCluster(); err != nil {
+		s.cancel()
+		s.hub.Close()
+		return nil, err
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName: "tabbridge",
 		// Immutable: strings from a request (cookies, params) stay valid after
@@ -206,6 +240,14 @@ func New(opts Options) (*Server, error) {
 		IdleTimeout: 2 * time.Minute,
 	})
 	s.routes()
+	s.registerGauges()
+	if s.multi() {
+		s.sweepEvery(time.Minute, "calls left running", s.interruptOrphans)
+		s.sweepEvery(time.Minute, "overdue approval requests", func(ctx context.Context) (int64, error) {
+			n, err := s.gate.ExpireOverdue(ctx, time.Minute)
+			return int64(n), err
+		})
+	}
 	s.sweepEvery(time.Minute, "tickets", s.tickets.Sweep)
 	s.sweepEvery(time.Hour, "refresh tokens", s.opts.DB.SweepRefreshTokens) // one row per rotation, about every 15 minutes
 	s.sweepEvery(time.Hour, "oauth tokens", s.opts.DB.SweepOAuth)
@@ -335,6 +377,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			ln.Close()
 		}
 		s.wg.Wait()
+		if rerr := s.registry.Close(ctx); rerr != nil {
+			s.opts.Logger.Warn("mark instance stopped", "err", rerr)
+		}
+		s.bus.Close() // after the gate's last signals are queued: Close sends them
+
 	})
 	return err
 }

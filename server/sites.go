@@ -204,6 +204,7 @@ func (s *Server) setAskAll(c *fiber.Ctx, uid, id string, on bool) (*store.Shared
 	if err := s.gate.SetAskAll(c.UserContext(), uid, site.Origin, on); err != nil {
 		return nil, err
 	}
+	s.signal(topicCache, []byte(cacheAskAll))
 	s.publish(uid, evSiteUpdated, fiber.Map{"site": site, "askAll": on})
 	return site, nil
 }

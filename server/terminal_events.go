@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/tabbridge/tabbridge/cluster"
 	"github.com/tabbridge/tabbridge/relay"
 )
 
@@ -28,6 +29,14 @@ func (s *Server) relayEvent(e relay.Event) {
 	if e.Session != nil {
 		s.publish(e.UserID, e.Type, fiber.Map{"session": e.Session})
 		return
+	}
+	switch e.Type {
+	case relay.EventMachineOnline:
+		s.metrics.daemons.Inc()
+		s.link(cluster.LinkMachine, e.MachineID, e.UserID, true)
+	case relay.EventMachineOffline:
+		s.metrics.daemons.Dec()
+		s.link(cluster.LinkMachine, e.MachineID, e.UserID, false)
 	}
 	s.publish(e.UserID, e.Type, fiber.Map{"machine": fiber.Map{"id": e.MachineID, "online": e.Type == relay.EventMachineOnline}})
 }

@@ -188,6 +188,18 @@ func issueRefresh(tx *gorm.DB, userID, familyID string, ttl time.Duration) (stri
 // revoked and ErrTokenReused returned (with the family's id, so the caller
 // can end what the sign-in opened), so a stolen copy dies with the original.
 func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration) (userID, familyID, next string, err error) {
+	return db.RotateRefreshWithin(ctx, token, ttl, time.Time{})
+}
+
+// RotateRefreshWithin is RotateRefresh where a token spent after spentSince
+// (the caller's now less its grace; zero for none) is not reuse: it yields
+// another successor in the same family. Requests
+// that left with the same cookie before its successor arrived (a page and
+// its event stream, say) may reach different server instances, which cannot
+// hand each other the successor (only its hash is stored); each gets its
+// own, and the sign-in lives on. Past the grace, a spent token is reuse.
+func (db *DB) RotateRefreshWithin(ctx context.Context, token string, ttl time.Duration, spentSince time.Time) (userID, familyID, next string, err error) {
+	grace := !spentSince.IsZero()
 	var rt RefreshToken
 	if err := db.WithContext(ctx).Where("token_hash = ?", secret.Hash(token)).Take(&rt).Error; err != nil {
 		return "", "", "", ErrInvalidToken
@@ -195,6 +207,9 @@ func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration
 	now := Now()
 	if rt.RevokedAt != nil || !rt.ExpiresAt.After(now) {
 		return "", "", "", ErrInvalidToken
+	}
+	if rt.UsedAt != nil && grace && rt.UsedAt.After(spentSince) {
+		return db.sibling(ctx, rt, ttl)
 	}
 	if rt.UsedAt != nil {
 		if err := db.RevokeFamily(ctx, rt.FamilyID); err != nil {
@@ -216,12 +231,30 @@ func (db *DB) RotateRefresh(ctx context.Context, token string, ttl time.Duration
 		}
 		return tx.Model(&SignIn{}).Where("id = ?", rt.FamilyID).Update("last_used_at", now).Error
 	})
+	if errors.Is(err, ErrTokenReused) && grace {
+		return db.sibling(ctx, rt, ttl) // a concurrent rotation, this very moment
+	}
 	if errors.Is(err, ErrTokenReused) {
 		_ = db.RevokeFamily(ctx, rt.FamilyID)
 		return "", rt.FamilyID, "", ErrTokenReused
 	}
 	if err != nil {
 		return "", "", "", fmt.Errorf("rotate refresh token: %w", err)
+	}
+	return rt.UserID, rt.FamilyID, next, nil
+}
+
+// sibling issues another successor of a token just spent, unless its
+// family was revoked meanwhile.
+func (db *DB) sibling(ctx context.Context, rt RefreshToken, ttl time.Duration) (userID, familyID, next string, err error) {
+	if live, err := db.FamilyActive(ctx, rt.FamilyID); err != nil {
+		return "", "", "", fmt.Errorf("rotate refresh token: %w", err)
+	} else if !live {
+		return "", "", "", ErrInvalidToken
+	}
+	next, err = issueRefresh(db.WithContext(ctx), rt.UserID, rt.FamilyID, ttl)
+	if err != nil {
+		return "", "", "", err
 	}
 	return rt.UserID, rt.FamilyID, next, nil
 }

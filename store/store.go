@@ -70,6 +70,8 @@ type DB struct {
 	// auditSize caches the audit log's size on SQLite, which reads it page
 	// by page (AuditStats).
 	auditSize ttlValue[int64]
+	hooks     *cacheHooks // the caches' signal hooks; static
+	url       string      // the PostgreSQL URL; static
 }
 
 // Open connects and applies every pending migration before returning.
@@ -114,12 +116,20 @@ func connect(opts Options) (*DB, error) {
 		sqlDB.SetMaxOpenConns(PostgresMaxConns)
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		return &DB{DB: g, Postgres: true}, nil
+		return newDB(g, true, opts.DatabaseURL), nil
 	}
 	if opts.DatabaseURL != "" {
 		return nil, fmt.Errorf("open database: DATABASE_URL must start with postgres:// or postgresql://, got %q", redact(opts.DatabaseURL))
 	}
 	return openSQLite(opts.DataDir, cfg)
+}
+
+func newDB(g *gorm.DB, pg bool, url string) *DB {
+	db := &DB{DB: g, Postgres: pg, url: url, hooks: &cacheHooks{}}
+	db.agents = ttlCache[AgentIdentity]{name: CacheAgents, hooks: db.hooks}
+	db.sites = ttlCache[[]SharedSite]{name: CacheSites, hooks: db.hooks}
+	db.oauth = ttlCache[OAuthAccess]{name: CacheOAuth, hooks: db.hooks}
+	return db
 }
 
 func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
@@ -142,7 +152,7 @@ func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
 	// One connection: SQLite has one writer anyway, and a single connection
 	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
 	sqlDB.SetMaxOpenConns(1)
-	return &DB{DB: g}, nil
+	return newDB(g, false, ""), nil
 }
 
 func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {

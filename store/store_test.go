@@ -292,3 +292,55 @@ func TestSignInsListEndAndPasswordChange(t *testing.T) {
 		}
 	})
 }
+
+// TestRotateRefreshAcrossInstances is issue 17: two instances rotating one
+// refresh token at the same moment (they cannot share the successor, which
+// is stored only as a hash) both get a working successor, and the sign-in
+// lives; past the grace the same token is reuse and ends it.
+func TestRotateRefreshAcrossInstances(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u, err := db.CreateOwner(ctx, "r@example.com", "R", "hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, fam, err := db.IssueRefresh(ctx, u.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		type out struct {
+			next string
+			err  error
+		}
+		res := make(chan out, n)
+		for range n {
+			go func() {
+				_, _, next, err := db.RotateRefreshWithin(ctx, first, time.Hour, time.Now().Add(-10*time.Second))
+				res <- out{next, err}
+			}()
+		}
+		var nexts []string
+		for range n {
+			o := <-res
+			if o.err != nil {
+				t.Fatalf("concurrent rotation: %v", o.err)
+			}
+			nexts = append(nexts, o.next)
+		}
+		if live, _ := db.FamilyActive(ctx, fam); !live {
+			t.Fatal("concurrent rotations of one token ended the sign-in")
+		}
+		for _, next := range nexts {
+			if _, _, _, err := db.RotateRefreshWithin(ctx, next, time.Hour, time.Now().Add(-10*time.Second)); err != nil {
+				t.Fatalf("a successor does not rotate: %v", err)
+			}
+		}
+		if _, _, _, err := db.RotateRefreshWithin(ctx, first, time.Hour, time.Time{}); !errors.Is(err, store.ErrTokenReused) {
+			t.Fatalf("the token spent, past the grace: %v, want reuse", err)
+		}
+		if live, _ := db.FamilyActive(ctx, fam); live {
+			t.Fatal("reuse past the grace left the sign-in alive")
+		}
+	})
+}

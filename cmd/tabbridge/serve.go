@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/cluster"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/store"
 )
@@ -50,6 +52,12 @@ type serveConfig struct {
 	pendingMax      int
 	pendingBytes    int
 	browserCallsMax int
+	// several instances on one database (issue 17; docs/DECISIONS.md)
+	instanceID      string
+	internalAddress string
+	heartbeat       time.Duration
+	deadAfter       time.Duration
+	metricsListen   string
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
@@ -134,6 +142,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.IntVar(&c.pendingMax, "approvals-pending-max", envInt("TABBRIDGE_APPROVALS_PENDING_MAX", approvals.DefaultMaxPending), "most requests one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_MAX)")
 	fs.IntVar(&c.pendingBytes, "approvals-pending-bytes", envInt("TABBRIDGE_APPROVALS_PENDING_BYTES", approvals.DefaultMaxPendingBytes), "most bytes of arguments one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_BYTES)")
 	fs.IntVar(&c.browserCallsMax, "browser-calls-max", envInt("TABBRIDGE_BROWSER_CALLS_MAX", bridge.DefaultMaxCalls), "most tool calls one browser runs at once (TABBRIDGE_BROWSER_CALLS_MAX)")
+	fs.StringVar(&c.instanceID, "instance-id", env("TABBRIDGE_INSTANCE_ID", ""), "this instance's id in the instance registry; a new one each start when empty. Give each instance a fixed id to have a restart clean its previous run's leftovers at once (TABBRIDGE_INSTANCE_ID)")
+	fs.StringVar(&c.internalAddress, "internal-address", env("TABBRIDGE_INTERNAL_ADDRESS", ""), "address other instances reach this one at, recorded in the registry (TABBRIDGE_INTERNAL_ADDRESS)")
+	fs.DurationVar(&c.heartbeat, "heartbeat", envDuration("TABBRIDGE_HEARTBEAT", cluster.DefaultHeartbeat), "how often this instance renews its heartbeat in the instance registry (TABBRIDGE_HEARTBEAT)")
+	fs.DurationVar(&c.deadAfter, "dead-after", envDuration("TABBRIDGE_DEAD_AFTER", cluster.DefaultDeadAfter), "how old an instance's heartbeat may get before the others take it for dead and clean its leftovers; at least twice --heartbeat (TABBRIDGE_DEAD_AFTER)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", env("TABBRIDGE_METRICS_LISTEN", ""), "serve Prometheus metrics at /metrics on this address instead of the main one (TABBRIDGE_METRICS_LISTEN)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
@@ -152,7 +165,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
-	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"approval-grace", c.goneGrace}, {"mcp-session-timeout", c.mcpIdle}, {"oauth-access-ttl", c.oauthAccess}} {
+	}{{"shutdown-timeout", c.shutdownWait}, {"approval-window", c.approvalWait}, {"approval-grace", c.goneGrace}, {"mcp-session-timeout", c.mcpIdle}, {"oauth-access-ttl", c.oauthAccess},
+		{"heartbeat", c.heartbeat}, {"dead-after", c.deadAfter}} {
 		if d.value <= 0 {
 			return nil, fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)
 		}
@@ -164,6 +178,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		if n.value <= 0 {
 			return nil, fmt.Errorf("--%s %d: want a positive whole number", n.flag, n.value)
 		}
+	}
+	if c.deadAfter < 2*c.heartbeat {
+		return nil, fmt.Errorf("--dead-after %s must be at least twice --heartbeat %s: one late heartbeat must not make an instance dead", c.deadAfter, c.heartbeat)
 	}
 	if c.publicURL == "" {
 		// A listen address with no host (":8080", "0.0.0.0:8080") is not an
@@ -270,7 +287,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, AuditRetention: time.Duration(cfg.auditKeep), MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
 		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
-		Bridge: bridge.Options{MaxCalls: cfg.browserCallsMax},
+		Bridge:     bridge.Options{MaxCalls: cfg.browserCallsMax},
+		InstanceID: cfg.instanceID, InternalAddress: cfg.internalAddress, Heartbeat: cfg.heartbeat, DeadAfter: cfg.deadAfter,
+		MetricsElsewhere: cfg.metricsListen != "",
 	})
 	if err != nil {
 		return err
@@ -278,6 +297,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if cfg.metricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.metricsListen)
+		if err != nil {
+			return fmt.Errorf("listen for metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", srv.MetricsHandler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go msrv.Serve(mln)
+		defer msrv.Close()
+		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	has, err := db.HasUsers(ctx)
 	if err != nil {
@@ -296,7 +327,7 @@ func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, lo
 	if pg {
 		dbKind = "postgres"
 	}
-	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind, "gc", cfg.gc.String())
+	log.Info("tabbridge listening", "addr", ln.Addr().String(), "public_url", cfg.publicURL, "database", dbKind, "gc", cfg.gc.String(), "instance", srv.Instance())
 	if needsOwner {
 		log.Info("first start: open "+cfg.publicURL+"/setup to create the owner account", "url", cfg.publicURL+"/setup")
 	}

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tabbridge/tabbridge/store"
+)
+
+// metrics are this instance's Prometheus metrics (docs/API.md, "/metrics").
+// Each server has its own registry, so several servers in one test process
+// do not collide. Every field is static after newMetrics.
+type metrics struct {
+	reg      *prometheus.Registry
+	browsers prometheus.Gauge
+	daemons  prometheus.Gauge
+	calls    *prometheus.CounterVec
+	latency  prometheus.Histogram
+	lag      prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		browsers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tabbridge_browsers_connected",
+			Help: "Browser (extension) sockets this instance holds."}),
+		daemons: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tabbridge_daemons_connected",
+			Help: "Terminal daemon sockets this instance holds."}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tabbridge_calls_total",
+			Help: "Tool calls this instance finished, by outcome (the audit log's outcome)."}, []string{"outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tabbridge_call_duration_seconds",
+			Help:    "Duration of the tool calls this instance finished, approval wait included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tabbridge_signal_lag_seconds",
+			Help:    "Delay from publishing to receiving this instance's own PostgreSQL NOTIFY pings (notification lag).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}),
+	}
+	m.reg.MustRegister(m.browsers, m.daemons, m.calls, m.latency, m.lag,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) observeLag(d time.Duration) { m.lag.Observe(d.Seconds()) }
+
+func (m *metrics) callFinished(e *store.AuditEntry) {
+	if e.Outcome == store.OutcomeRunning {
+		return
+	}
+	m.calls.WithLabelValues(e.Outcome).Inc()
+	m.latency.Observe(float64(e.DurationMS) / 1000)
+}
+
+// registerGauges adds the gauges read at scrape time from the server's
+// state; called once the pieces they read exist.
+func (s *Server) registerGauges() {
+	gauge := func(name, help string, f func() float64) {
+		s.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+	}
+	gauge("tabbridge_mcp_sessions", "MCP sessions open on this instance.", func() float64 {
+		if s.mcp == nil {
+			return 0
+		}
+		n := 0
+		for range s.mcp.Sessions() {
+			n++
+		}
+		return float64(n)
+	})
+	gauge("tabbridge_approvals_pending", "Approval requests calls on this instance wait on.", func() float64 { return float64(s.gate.InFlight()) })
+	gauge("tabbridge_instances", "Living instances in the registry, this one included, as its last sweep saw them.", func() float64 { return float64(s.registry.Size()) })
+	gauge("tabbridge_signal_bus_healthy", "1 while this instance receives every signal (LISTEN up, self-pings arriving), else 0.", func() float64 {
+		if s.bus.Healthy() {
+			return 1
+		}
+		return 0
+	})
+}
+
+// MetricsHandler serves the metrics, for a separate listen address.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
+
+func (s *Server) mountMetrics() {
+	if !s.opts.MetricsElsewhere {
+		s.app.Get("/metrics", adaptor.HTTPHandler(s.MetricsHandler()))
+	}
+}
