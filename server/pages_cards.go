@@ -141,11 +141,15 @@ func (s *Server) recentAnswered(ctx context.Context, uid string) ([]requestCard,
 		return cards, nil
 	}
 	ids := make([]string, len(reqs))
+	since := reqs[0].CreatedAt
 	for i, r := range reqs {
 		ids[i] = r.ID
+		if r.CreatedAt.Before(since) {
+			since = r.CreatedAt
+		}
 	}
-	var runs []store.AuditEntry
-	if err := s.opts.DB.WithContext(ctx).Where("user_id = ? AND request_id IN ?", uid, ids).Order("id").Find(&runs).Error; err != nil {
+	runs, err := s.opts.DB.AuditOfRequests(ctx, uid, ids, since)
+	if err != nil {
 		return nil, fmt.Errorf("answered runs: %w", err)
 	}
 	for i := range cards {

@@ -581,3 +581,34 @@ func (db *DB) auditBytes(ctx context.Context) (int64, error) {
 	}
 	return n, err
 }
+
+// AuditOfRequests returns a person's entries of the calls that waited on
+// the given approval requests, oldest first, reading only entries made at
+// or after since (the oldest request's creation: a call is recorded after
+// the request it waited on opened), through the (owner, id) index.
+func (db *DB) AuditOfRequests(ctx context.Context, ownerID string, requestIDs []string, since time.Time) ([]AuditEntry, error) {
+	if len(requestIDs) == 0 {
+		return []AuditEntry{}, nil
+	}
+	owner, err := db.lookupName(ctx, ownerID, nameOwner, "")
+	if errors.Is(err, errNoName) {
+		return []AuditEntry{}, nil // no entry of this person's yet
+	}
+	if err != nil {
+		return nil, err
+	}
+	floor := idFloor(since.Add(-time.Second)) // ids carry milliseconds; a second of slack for clocks
+	var rows []auditRow
+	for _, table := range []string{"audit_log", "audit_running"} {
+		var part []auditRow
+		err := db.WithContext(ctx).Table(table).Where("owner = ? AND id >= ? AND request_id IN ?", owner, floor, requestIDs).
+			Order("id").Limit(1000).Find(&part).Error
+		if err != nil {
+			return nil, fmt.Errorf("audit of requests: %w", err)
+		}
+		rows = append(rows, part...)
+	}
+	slices.SortFunc(rows, func(a, b auditRow) int { return bytes.Compare(a.ID, b.ID) })
+	rows = slices.CompactFunc(rows, func(a, b auditRow) bool { return bytes.Equal(a.ID, b.ID) })
+	return db.entriesOf(ctx, ownerID, rows)
+}

@@ -10,13 +10,19 @@ import (
 // began before cutoff: no call lives that long (approval window, grace and
 // call deadline together), so the instance that ran it is gone. With several
 // instances this replaces InterruptRunning at start, which would cut the
-// calls the other instances are running.
+// calls the other instances are running. A call's id is a UUIDv7, so "began
+// before cutoff" is an id range of audit_running.
 func (db *DB) InterruptRunningBefore(ctx context.Context, cutoff time.Time) (int64, error) {
-	res := db.WithContext(ctx).Model(&AuditEntry{}).Where("outcome = '"+OutcomeRunning+"' AND created_at < ?", cutoff).
-		Updates(map[string]any{"outcome": OutcomeInterrupted,
-			"error": "The Tabbridge server instance running this call stopped while it was waiting or running; whether it had an effect in the page is unknown."})
-	if res.Error != nil {
-		return 0, fmt.Errorf("interrupt running calls: %w", res.Error)
+	var rows []auditRow
+	if err := db.WithContext(ctx).Table("audit_running").Where("id < ?", idFloor(cutoff)).Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("interrupt running calls: %w", err)
 	}
-	return res.RowsAffected, nil
+	var n int64
+	for _, r := range rows {
+		if err := db.interrupt(ctx, r); err != nil {
+			return n, fmt.Errorf("interrupt running calls: %w", err)
+		}
+		n++
+	}
+	return n, nil
 }
