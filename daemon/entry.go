@@ -179,12 +179,12 @@ func (e *entry) batchFrames(batches []terminal.Batch) [][]byte {
 	var frames [][]byte
 	var cur []byte
 	var end int64
-	for _, b := range batches {
+	for i, b := range batches {
 		if cur != nil && (b.Offset != end || len(cur)+len(b.Data) > maxOutputFrame) {
 			frames, cur = append(frames, cur), nil
 		}
 		if cur == nil {
-			cur = wire.AppendDaemonOutput(make([]byte, 0, 13+len(b.Data)), wire.Output{Session: e.index, Offset: b.Offset})
+			cur = wire.AppendDaemonOutput(make([]byte, 0, 13+frameSize(batches[i:])), wire.Output{Session: e.index, Offset: b.Offset})
 		}
 		cur = append(cur, b.Data...)
 		end = b.Offset + int64(len(b.Data))
@@ -193,6 +193,21 @@ func (e *entry) batchFrames(batches []terminal.Batch) [][]byte {
 		frames = append(frames, cur)
 	}
 	return frames
+}
+
+// frameSize is the payload of the frame batchFrames makes from the start of
+// batches, so that frame is allocated once at its size.
+func frameSize(batches []terminal.Batch) int {
+	n := len(batches[0].Data)
+	end := batches[0].Offset + int64(n)
+	for _, b := range batches[1:] {
+		if b.Offset != end || 13+n+len(b.Data) > maxOutputFrame {
+			break
+		}
+		n += len(b.Data)
+		end += int64(len(b.Data))
+	}
+	return n
 }
 
 // input hands keystrokes to the session without ever blocking the link's

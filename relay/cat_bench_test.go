@@ -119,12 +119,15 @@ func catBare(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	defer func() { _ = ptmx.Close() }()
+	cpu0 := cpuTime()
 	buf := make([]byte, 32<<10)
 	for {
 		if _, err := ptmx.Read(buf); err != nil {
-			return
+			break
 		}
 	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/catSize, "cpu-ns/B") // the reader's process, not cat's
+
 }
 
 func catRelay(b *testing.B, path string) {
@@ -144,6 +147,7 @@ func catRelay(b *testing.B, path string) {
 	ready := false
 	b.StartTimer()
 	var start time.Time
+	var cpu0 time.Duration
 	programDone := make(chan time.Duration, 1)
 	for {
 		typ, p, err := v.ReadMessage()
@@ -169,16 +173,18 @@ func catRelay(b *testing.B, path string) {
 		}
 		_ = v.WriteMessage(websocket.TextMessage, wire.Control{Type: wire.TypeAck, Bytes: acked}.Encode())
 		if ready && start.IsZero() {
-			start = time.Now()
+			start, cpu0 = time.Now(), cpuTime()
 			go func(start time.Time) { <-sess.Done(); programDone <- time.Since(start) }(start)
 			_ = v.WriteMessage(websocket.BinaryMessage, wire.AppendViewerInput(nil, []byte("\r")))
 		}
 	}
 	b.StopTimer()
-	viewer := time.Since(start)
+	viewer, cpu := time.Since(start), cpuTime()-cpu0
 	b.ReportMetric(catSize/(<-programDone).Seconds()/1e6, "program-MB/s")
 	b.ReportMetric(catSize/viewer.Seconds()/1e6, "viewer-MB/s")
 	b.ReportMetric(float64(got)/1e6, "viewer-output-MB")
 	b.ReportMetric(float64(redraws-1), "redraws")
+	b.ReportMetric(float64(cpu.Nanoseconds())/catSize, "cpu-ns/B") // daemon, server and viewer: the whole process
+
 	b.StartTimer()
 }
