@@ -130,8 +130,11 @@ func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
 	for {
 		for _, e := range d.list() {
 			for _, f := range e.takeFrames() {
-				if err := send(f); err != nil {
+				if err := send(f.Frame); err != nil {
 					return err
+				}
+				if f.pooled {
+					putFrame(f.Data)
 				}
 			}
 		}
