@@ -158,7 +158,7 @@ func catRelay(b *testing.B, path string) {
 	v := r.rawViewer(id)
 	defer v.Close()
 	var got, acked int64
-	redraws := 0
+	redraws, frames := 0, 0
 	ready := false
 	b.StartTimer()
 	var start time.Time
@@ -179,6 +179,7 @@ func catRelay(b *testing.B, path string) {
 		f, _ := wire.DecodeViewer(p)
 		switch {
 		case f.Output != nil:
+			frames++
 			got += int64(len(f.Output.Data))
 			acked += int64(len(f.Output.Data))
 			ready = ready || bytes.Contains(f.Output.Data, []byte("R"))
@@ -200,7 +201,8 @@ func catRelay(b *testing.B, path string) {
 	b.ReportMetric(catSize/viewer.Seconds()/1e6, "viewer-MB/s")
 	b.ReportMetric(float64(got)/1e6, "viewer-output-MB")
 	b.ReportMetric(float64(redraws-1), "redraws")
-	b.ReportMetric(float64(cpu.Nanoseconds())/catSize, "cpu-ns/B") // daemon, server and viewer: the whole process
+	b.ReportMetric(float64(got)/float64(max(frames, 1))/1024, "KiB/frame") // output frames to the viewer
+	b.ReportMetric(float64(cpu.Nanoseconds())/catSize, "cpu-ns/B")         // daemon, server and viewer: the whole process
 
 	b.StartTimer()
 }
