@@ -222,8 +222,9 @@ func keepReading(conn *websocket.Conn, ping time.Duration) func() {
 
 // messageReader reads a socket's messages into one buffer it reuses, where
 // ReadMessage allocates each message anew and grows it from 512 bytes, a
-// read and a copy at every doubling: for 64 KiB output frames that was most
-// of the relay's CPU. A message is valid until the next read.
+// read and a copy at every doubling, for every 64 KiB output frame of a
+// daemon (docs/BENCHMARKS.md, the terminal section). A message is valid
+// until the next read.
 type messageReader struct {
 	conn *websocket.Conn
 	buf  bytes.Buffer
