@@ -194,7 +194,8 @@ func (v *viewer) ack(bytes int64) {
 // nextFrame picks what to send now: a due snapshot, a control message,
 // pending output merged up to maxFrame while the window is open, or the
 // exit status once no output is left before it. Output that waited longer
-// than ViewerLag is discarded instead, and resync asks for a redraw.
+// than ViewerLag is discarded instead, and resync asks for a redraw. An
+// output frame (output) goes back to the pool once written (putFrame).
 func (v *viewer) nextFrame() (typ int, frame []byte, resync, output bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
