@@ -39,6 +39,8 @@ const (
 	// sees a frame as one unit it cannot cut, and a viewer's window can be
 	// overshot by one unit.
 	maxOutputFrame = 64 << 10
+	// linkWriteBuffer holds an output frame and its header whole.
+	linkWriteBuffer = maxOutputFrame + 64
 )
 
 // ErrOtherInstall is returned by Serve when the server holds the machine

@@ -108,15 +108,22 @@ func (e *entry) link(up bool) {
 	e.queue, e.queueBytes, e.exitPending = nil, 0, false
 }
 
+// linkFrame is a frame for the link's writer; a pooled one's buffer goes back
+// to outputBuffers once it is written.
+type linkFrame struct {
+	wire.Frame
+	pooled bool
+}
+
 // takeFrames returns what the link should send next for this session, in
 // order: the announcement, a due snapshot, queued output merged into
 // frames, then the exit status.
-func (e *entry) takeFrames() []wire.Frame {
+func (e *entry) takeFrames() []linkFrame {
 	e.mu.Lock()
-	var frames []wire.Frame
+	var frames []linkFrame
 	if e.announce {
 		info := e.info
-		frames = append(frames, wire.Control{Type: wire.TypeSession, Index: e.index, Session: &info}.Frame())
+		frames = append(frames, linkFrame{Frame: wire.Control{Type: wire.TypeSession, Index: e.index, Session: &info}.Frame()})
 		e.announce = false
 	}
 	snap := (e.resync || e.redraw) && e.sess != nil
@@ -125,17 +132,17 @@ func (e *entry) takeFrames() []wire.Frame {
 	sess := e.sess
 	e.mu.Unlock()
 	if snap {
-		for _, f := range e.snapshot(sess, discard) {
-			frames = append(frames, wire.Binary(f))
+		for i, f := range e.snapshot(sess, discard) {
+			frames = append(frames, linkFrame{Frame: wire.Binary(f), pooled: i > 0}) // after the snapshot, its tail
 		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, f := range e.outputFrames() {
-		frames = append(frames, wire.Binary(f))
+		frames = append(frames, linkFrame{Frame: wire.Binary(f), pooled: true})
 	}
 	if e.exitPending && !e.resync && len(e.queue) == 0 {
-		frames = append(frames, wire.Control{Type: wire.TypeExit, Index: e.index, ExitCode: e.info.ExitCode}.Frame())
+		frames = append(frames, linkFrame{Frame: wire.Control{Type: wire.TypeExit, Index: e.index, ExitCode: e.info.ExitCode}.Frame()})
 		e.exitPending = false
 	}
 	return frames
@@ -179,12 +186,12 @@ func (e *entry) batchFrames(batches []terminal.Batch) [][]byte {
 	var frames [][]byte
 	var cur []byte
 	var end int64
-	for _, b := range batches {
+	for i, b := range batches {
 		if cur != nil && (b.Offset != end || len(cur)+len(b.Data) > maxOutputFrame) {
 			frames, cur = append(frames, cur), nil
 		}
 		if cur == nil {
-			cur = wire.AppendDaemonOutput(make([]byte, 0, 13+len(b.Data)), wire.Output{Session: e.index, Offset: b.Offset})
+			cur = wire.AppendDaemonOutput(getFrame(13+frameSize(batches[i:])), wire.Output{Session: e.index, Offset: b.Offset})
 		}
 		cur = append(cur, b.Data...)
 		end = b.Offset + int64(len(b.Data))
@@ -193,6 +200,44 @@ func (e *entry) batchFrames(batches []terminal.Batch) [][]byte {
 		frames = append(frames, cur)
 	}
 	return frames
+}
+
+// outputBuffers holds output frame buffers between the link's writes: the
+// socket copies a frame as it sends it, so while output flows the link
+// reuses a few buffers instead of allocating every frame.
+var outputBuffers sync.Pool
+
+// getFrame returns an empty buffer of at least size bytes.
+func getFrame(size int) []byte {
+	if size <= maxOutputFrame {
+		if p, ok := outputBuffers.Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+		return make([]byte, 0, maxOutputFrame)
+	}
+	return make([]byte, 0, size)
+}
+
+// putFrame hands back an output frame the link has written.
+func putFrame(b []byte) {
+	if cap(b) == maxOutputFrame {
+		outputBuffers.Put(&b)
+	}
+}
+
+// frameSize is the payload of the frame batchFrames makes from the start of
+// batches, so that frame is allocated once at its size.
+func frameSize(batches []terminal.Batch) int {
+	n := len(batches[0].Data)
+	end := batches[0].Offset + int64(n)
+	for _, b := range batches[1:] {
+		if b.Offset != end || 13+n+len(b.Data) > maxOutputFrame {
+			break
+		}
+		n += len(b.Data)
+		end += int64(len(b.Data))
+	}
+	return n
 }
 
 // input hands keystrokes to the session without ever blocking the link's

@@ -49,7 +49,12 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // link stayed up (zero when the socket did not open).
 func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 	hdr := http.Header{"Authorization": {"Bearer " + d.opts.Token}, wire.InstallHeader: {d.opts.InstallID}}
-	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: d.opts.Dial}
+	// A client masks what it sends, so each message is copied through the
+	// write buffer, and every time it fills a frame goes out in a write of
+	// its own: sized to a whole output frame, an output frame costs one
+	// write (the 4 KiB default cost 16 per 64 KiB frame).
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: d.opts.Dial,
+		WriteBufferSize: linkWriteBuffer}
 	conn, resp, err := dialer.DialContext(ctx, d.wsURL, hdr)
 	if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 		return 0, ErrRefused
@@ -125,8 +130,11 @@ func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
 	for {
 		for _, e := range d.list() {
 			for _, f := range e.takeFrames() {
-				if err := send(f); err != nil {
+				if err := send(f.Frame); err != nil {
 					return err
+				}
+				if f.pooled {
+					putFrame(f.Data)
 				}
 			}
 		}

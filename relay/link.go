@@ -131,8 +131,9 @@ func (h *Hub) writeLink(ctx context.Context, l *link) {
 func (h *Hub) readLink(l *link) error {
 	l.conn.SetReadLimit(daemonReadLimit)
 	extend := keepReading(l.conn, h.opts.Ping)
+	m := messageReader{conn: l.conn} // frames' data is copied where it is kept
 	for {
-		typ, p, err := l.conn.ReadMessage()
+		typ, p, err := m.read()
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -217,6 +218,35 @@ func keepReading(conn *websocket.Conn, ping time.Duration) func() {
 	conn.SetPongHandler(func(string) error { extend(); return nil })
 	extend()
 	return extend
+}
+
+// messageReader reads a socket's messages into one buffer it reuses, where
+// ReadMessage allocates each message anew and grows it from 512 bytes, a
+// read and a copy at every doubling, for every 64 KiB output frame of a
+// daemon (docs/BENCHMARKS.md, the terminal section). A message is valid
+// until the next read.
+type messageReader struct {
+	conn *websocket.Conn
+	buf  bytes.Buffer
+}
+
+// keepBuffer bounds the buffer a messageReader keeps between messages: a
+// rare large message (a snapshot with its history) is not held for good.
+const keepBuffer = 1 << 20
+
+func (m *messageReader) read() (typ int, p []byte, err error) {
+	typ, r, err := m.conn.NextReader()
+	if err != nil {
+		return 0, nil, err
+	}
+	if m.buf.Cap() > keepBuffer {
+		m.buf = bytes.Buffer{}
+	}
+	m.buf.Reset()
+	if _, err := m.buf.ReadFrom(r); err != nil {
+		return 0, nil, err
+	}
+	return typ, m.buf.Bytes(), nil
 }
 
 // closeConn closes a socket so that its reader returns at once. Closing a

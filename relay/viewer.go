@@ -194,8 +194,9 @@ func (v *viewer) ack(bytes int64) {
 // nextFrame picks what to send now: a due snapshot, a control message,
 // pending output merged up to maxFrame while the window is open, or the
 // exit status once no output is left before it. Output that waited longer
-// than ViewerLag is discarded instead, and resync asks for a redraw.
-func (v *viewer) nextFrame() (typ int, frame []byte, resync bool) {
+// than ViewerLag is discarded instead, and resync asks for a redraw. An
+// output frame (output) goes back to the pool once written (putFrame).
+func (v *viewer) nextFrame() (typ int, frame []byte, resync, output bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	o := v.hub.opts
@@ -208,26 +209,26 @@ func (v *viewer) nextFrame() (typ int, frame []byte, resync bool) {
 		frame = wire.AppendViewerSnapshot(nil, v.snap.Offset, v.snap.Cols, v.snap.Rows, data)
 		v.snap, v.fresh = nil, false
 		v.account(int64(len(data)))
-		return websocket.BinaryMessage, frame, false
+		return websocket.BinaryMessage, frame, false, false
 	}
 	if len(v.controls) > 0 {
 		c := v.controls[0]
 		v.controls = v.controls[1:]
-		return websocket.TextMessage, c.Encode(), false
+		return websocket.TextMessage, c.Encode(), false, false
 	}
 	if v.snap == nil && len(v.pending) > 0 && !v.paused {
 		if v.stale(time.Now()) {
 			v.pending, v.pendingAt, v.pendingBytes, v.next = nil, nil, 0, -1
-			return 0, nil, true
+			return 0, nil, true, false
 		}
-		return websocket.BinaryMessage, v.takeOutput(), false
+		return websocket.BinaryMessage, v.takeOutput(), false, true
 	}
 	if v.exitCode != nil && v.snap == nil && len(v.pending) == 0 && v.next >= 0 {
 		c := wire.Control{Type: wire.TypeExit, ExitCode: *v.exitCode}
 		v.exitCode = nil
-		return websocket.TextMessage, c.Encode(), false
+		return websocket.TextMessage, c.Encode(), false, false
 	}
-	return 0, nil, false
+	return 0, nil, false, false
 }
 
 // stale reports whether the oldest output waiting for the viewer has waited
@@ -242,7 +243,7 @@ func (v *viewer) stale(now time.Time) bool {
 func (v *viewer) takeOutput() []byte {
 	first := v.pending[0]
 	limit := 9 + min(maxFrame, v.hub.opts.HighWater-(v.sent-v.acked))
-	frame := wire.AppendViewerOutput(make([]byte, 0, 9+min(v.pendingBytes, maxFrame)), first.Offset, nil)
+	frame := wire.AppendViewerOutput(getFrame(), first.Offset, nil)
 	n := 0
 	for n < len(v.pending) && (n == 0 || int64(len(frame)+len(v.pending[n].Data)) <= limit) {
 		frame = append(frame, v.pending[n].Data...)
@@ -257,6 +258,25 @@ func (v *viewer) takeOutput() []byte {
 	return frame
 }
 
+// frames holds output frame buffers between writes, shared by every viewer:
+// a viewer that streams reuses one instead of allocating each frame, and an
+// idle one holds none.
+var frames sync.Pool
+
+func getFrame() []byte {
+	if p, ok := frames.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, 9+maxFrame)
+}
+
+// putFrame returns an output frame's buffer once it is written.
+func putFrame(b []byte) {
+	if cap(b) <= 9+maxFrame {
+		frames.Put(&b)
+	}
+}
+
 func (v *viewer) account(n int64) {
 	v.sent += n
 	if v.sent-v.acked >= v.hub.opts.HighWater {
@@ -269,7 +289,7 @@ func (v *viewer) write(ctx context.Context) {
 	tick := time.NewTicker(v.hub.opts.Ping)
 	defer tick.Stop()
 	for {
-		typ, frame, resync := v.nextFrame()
+		typ, frame, resync, output := v.nextFrame()
 		var err error
 		if resync { // its output waited too long: a redraw replaces it
 			v.sess.resync(v)
@@ -278,6 +298,9 @@ func (v *viewer) write(ctx context.Context) {
 		if frame != nil {
 			_ = v.conn.SetWriteDeadline(time.Now().Add(v.hub.opts.WriteWait))
 			err = v.conn.WriteMessage(typ, frame)
+			if output {
+				putFrame(frame)
+			}
 		} else {
 			select {
 			case <-ctx.Done():

@@ -38,10 +38,10 @@ func TestViewerQueueIsSizedByTime(t *testing.T) {
 	late := &viewer{hub: h, wake: make(chan struct{}, 1)}
 	late.offer(wire.Output{Data: []byte("old")})
 	late.pendingAt[0] = late.pendingAt[0].Add(-2 * time.Second)
-	if _, frame, resync := late.nextFrame(); !resync || frame != nil {
+	if _, frame, resync, _ := late.nextFrame(); !resync || frame != nil {
 		t.Fatalf("stale output was sent (%q) instead of a redraw", frame)
 	}
-	if _, frame, _ := fast.nextFrame(); frame == nil {
+	if _, frame, _, _ := fast.nextFrame(); frame == nil {
 		t.Fatal("the viewer that keeps up was sent nothing")
 	}
 }
