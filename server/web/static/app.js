@@ -124,9 +124,12 @@
 
   // An answer is sent in place: the inbox's regions are swapped from the
   // page the answer returns, so the popup neither flashes nor loses its
-  // place; the card then says what the answer did. Without script, or if the
-  // answer is refused (say, the request ended meanwhile), the form is sent as
-  // usual and the page says why.
+  // place; the card then says what the answer did. An answer the server
+  // refused (the request ended meanwhile, or its agent went: 409) was still
+  // heard, once: the page it returns says why, and that notice is shown here
+  // — sending the form again would be a second answer, told only that the
+  // request had ended. Without script, or when the answer's page is not one
+  // this page can show, the form is sent as usual.
   document.addEventListener('submit', function (ev) {
     var form = ev.target;
     if (!form.action || !/\/approvals\/[^/]+\/answer$/.test(new URL(form.action).pathname) || !window.fetch || !document.querySelector('[data-live]')) return;
@@ -134,12 +137,28 @@
     var data = new URLSearchParams(new FormData(form));
     form.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
     fetch(form.action, { method: 'POST', body: data, credentials: 'same-origin', headers: { 'Accept': 'text/html' } }).then(function (r) {
-      if (!r.ok || new URL(r.url).pathname !== location.pathname) throw new Error('answer ' + r.status);
-      return r.text();
-    }).then(function (html) {
-      if (typeof apply === 'function') apply(html);
+      var refused = r.status === 409 && (r.headers.get('Content-Type') || '').indexOf('text/html') === 0;
+      if (!refused && (!r.ok || new URL(r.url).pathname !== location.pathname)) throw new Error('answer ' + r.status);
+      return r.text().then(function (html) {
+        if (typeof apply === 'function') apply(html);
+        if (refused) showNotice(html);
+      });
     }).catch(function () { form.submit(); });
   });
+
+  // showNotice puts the notice of a page the server returned (#page-notice)
+  // in place of this page's, or before its first live region.
+  function showNotice(html) {
+    var fresh = new DOMParser().parseFromString(html, 'text/html').getElementById('page-notice');
+    var old = document.getElementById('page-notice');
+    if (!fresh) return;
+    var node = document.importNode(fresh, true);
+    if (old) old.replaceWith(node);
+    else {
+      var region = document.querySelector('[data-live]');
+      region.parentNode.insertBefore(node, region);
+    }
+  }
 
   // A page without a source of its own (the terminal, an error page) still
   // keeps its navigation's Inbox count live: it fetches its own address, and
@@ -225,6 +244,11 @@
     var doc = new DOMParser().parseFromString(html, 'text/html');
     document.querySelectorAll('[data-live]').forEach(function (old) {
       var fresh = doc.getElementById(old.id);
+      // A menu the person opened is not a change: the fresh copy takes the
+      // open state first, so a refresh swaps a region only when what it
+      // says changed (and a click on an open menu's item is not swapped
+      // from under it).
+      if (fresh) restore(fresh, keep(old));
       if (!fresh || fresh.innerHTML === old.innerHTML) {
         old.removeAttribute('data-live-deferred');
         return;
