@@ -3,6 +3,7 @@ package relay_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"net"
 	"net/http"
 	"os"
@@ -134,14 +135,14 @@ func catBare(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	defer func() { _ = ptmx.Close() }()
-	cpu0 := cpuTime()
+	cpu0 := testutil.CPUTime()
 	buf := make([]byte, 32<<10)
 	for {
 		if _, err := ptmx.Read(buf); err != nil {
 			break
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/catSize, "cpu-ns/B") // the reader's process, not cat's
+	b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/catSize, "cpu-ns/B") // the reader's process, not cat's
 
 }
 
@@ -190,13 +191,13 @@ func catRelay(b *testing.B, path string) {
 		}
 		_ = v.WriteMessage(websocket.TextMessage, wire.Control{Type: wire.TypeAck, Bytes: acked}.Encode())
 		if ready && start.IsZero() {
-			start, cpu0 = time.Now(), cpuTime()
+			start, cpu0 = time.Now(), testutil.CPUTime()
 			go func(start time.Time) { <-sess.Done(); programDone <- time.Since(start) }(start)
 			_ = v.WriteMessage(websocket.BinaryMessage, wire.AppendViewerInput(nil, []byte("\r")))
 		}
 	}
 	b.StopTimer()
-	viewer, cpu := time.Since(start), cpuTime()-cpu0
+	viewer, cpu := time.Since(start), testutil.CPUTime()-cpu0
 	b.ReportMetric(catSize/(<-programDone).Seconds()/1e6, "program-MB/s")
 	b.ReportMetric(catSize/viewer.Seconds()/1e6, "viewer-MB/s")
 	b.ReportMetric(float64(got)/1e6, "viewer-output-MB")

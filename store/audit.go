@@ -306,8 +306,13 @@ const interruptedError = "The Tabbridge server stopped while this call was waiti
 // audit_running to audit_log. Like the withdrawal of stale approval
 // requests it runs at start, before this server dispatches anything.
 func (db *DB) InterruptRunning(ctx context.Context) (int64, error) {
+	return db.interruptRunning(ctx, db.WithContext(ctx).Table("audit_running"))
+}
+
+// interruptRunning marks the running calls q selects as interrupted.
+func (db *DB) interruptRunning(ctx context.Context, q *gorm.DB) (int64, error) {
 	var rows []auditRow
-	if err := db.WithContext(ctx).Table("audit_running").Find(&rows).Error; err != nil {
+	if err := q.Find(&rows).Error; err != nil {
 		return 0, fmt.Errorf("interrupt running calls: %w", err)
 	}
 	var n int64

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -13,16 +12,5 @@ import (
 // calls the other instances are running. A call's id is a UUIDv7, so "began
 // before cutoff" is an id range of audit_running.
 func (db *DB) InterruptRunningBefore(ctx context.Context, cutoff time.Time) (int64, error) {
-	var rows []auditRow
-	if err := db.WithContext(ctx).Table("audit_running").Where("id < ?", idFloor(cutoff)).Find(&rows).Error; err != nil {
-		return 0, fmt.Errorf("interrupt running calls: %w", err)
-	}
-	var n int64
-	for _, r := range rows {
-		if err := db.interrupt(ctx, r); err != nil {
-			return n, fmt.Errorf("interrupt running calls: %w", err)
-		}
-		n++
-	}
-	return n, nil
+	return db.interruptRunning(ctx, db.WithContext(ctx).Table("audit_running").Where("id < ?", idFloor(cutoff)))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +56,7 @@ func BenchmarkEmulatorFeed(b *testing.B) {
 			t := newTerm(c.cols, c.rows)
 			defer t.close()
 			b.SetBytes(int64(len(c.data)))
-			cpu0 := cpuTime()
+			cpu0 := testutil.CPUTime()
 			b.ResetTimer()
 			for range b.N {
 				for p := c.data; len(p) > 0; p = p[min(32<<10, len(p)):] {
@@ -63,7 +64,7 @@ func BenchmarkEmulatorFeed(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			if d := cpuTime() - cpu0; d > 0 {
+			if d := testutil.CPUTime() - cpu0; d > 0 {
 				b.ReportMetric(float64(len(c.data))*float64(b.N)/1e6/d.Seconds(), "cpu-MB/s")
 			}
 		})
