@@ -46,42 +46,60 @@ const (
 // TableName keeps the table's singular-sounding name.
 func (AuditEntry) TableName() string { return "audit_log" }
 
-// AppendAudit records one call.
+// AppendAudit records one call, committed when it returns.
 func (db *DB) AppendAudit(ctx context.Context, e *AuditEntry) error {
+	stamp(e)
+	return appendAudit(db.WithContext(ctx), e)
+}
+
+func stamp(e *AuditEntry) {
 	if e.ID == "" {
 		e.ID = NewID()
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = Now()
 	}
-	if err := db.WithContext(ctx).Create(e).Error; err != nil {
-		return fmt.Errorf("append audit: %w", err)
-	}
-	return nil
 }
 
 // BeginAudit records a call about to be dispatched, as running, and returns
 // once its row is committed: a crash after that leaves the call visible
-// (InterruptRunning). A batching writer (group commit) may replace the
-// single insert, but must keep that contract — the caller dispatches only
-// after BeginAudit returns nil.
+// (InterruptRunning). The caller dispatches only after BeginAudit returns
+// nil. Concurrent calls' rows share one transaction (group commit).
 func (db *DB) BeginAudit(ctx context.Context, e *AuditEntry) error {
 	e.Outcome = OutcomeRunning
-	return db.AppendAudit(ctx, e)
+	stamp(e)
+	return db.audit.begin(ctx, e)
 }
 
 // FinishAudit completes a row BeginAudit wrote, once: an ended row (say,
-// one InterruptRunning marked) is left as it is.
+// one InterruptRunning marked) is left as it is. It returns once the row is
+// written; CompleteAudit does not wait.
 func (db *DB) FinishAudit(ctx context.Context, e *AuditEntry) error {
-	err := db.WithContext(ctx).Model(&AuditEntry{}).Where("id = ? AND outcome = ?", e.ID, OutcomeRunning).
-		Updates(map[string]any{"site": e.Site, "decision": e.Decision, "decided_by": e.DecidedBy, "outcome": e.Outcome,
-			"error": e.Error, "duration_ms": e.DurationMS, "result_bytes": e.ResultBytes, "request_id": e.RequestID,
-			"result": e.Result}).Error
-	if err != nil {
-		return fmt.Errorf("finish audit: %w", err)
+	errc := make(chan error, 1)
+	db.CompleteAudit(e, func(err error) { errc <- err })
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return nil
 }
+
+// CompleteAudit records how a call ended without making the caller wait:
+// it completes the row BeginAudit wrote (as FinishAudit) or, for a call
+// never begun (e.CreatedAt zero: refused before dispatch), appends its row.
+// The row is written with the next commit, at most AuditFlushInterval
+// later, and before Close returns; done (if not nil) is then told how it
+// went. Reads of the audit log (AuditLog, AuditValues) wait for the rows
+// queued before them. e must not change until done is called.
+func (db *DB) CompleteAudit(e *AuditEntry, done func(error)) {
+	begun := !e.CreatedAt.IsZero()
+	stamp(e)
+	db.audit.later(e, begun, done)
+}
+
+// FlushAudit returns once every audit row queued before it is written.
+func (db *DB) FlushAudit(ctx context.Context) error { return db.audit.flush(ctx) }
 
 // InterruptRunning marks the calls an earlier run of the server left
 // running (it was killed mid-call) as interrupted. Like the withdrawal of
@@ -107,6 +125,9 @@ type AuditFilter struct {
 
 // AuditLog returns a person's audit entries, newest first.
 func (db *DB) AuditLog(ctx context.Context, ownerID string, f AuditFilter) ([]AuditEntry, error) {
+	if err := db.FlushAudit(ctx); err != nil {
+		return nil, err
+	}
 	out := []AuditEntry{}
 	err := db.auditQuery(ctx, ownerID, f).Find(&out).Error
 	return out, err
@@ -145,6 +166,9 @@ var AuditColumns = []string{"site", "tool", "task_id"}
 func (db *DB) AuditValues(ctx context.Context, ownerID, column string) ([]string, error) {
 	q, err := auditValuesSQL(column)
 	if err != nil {
+		return nil, err
+	}
+	if err := db.FlushAudit(ctx); err != nil {
 		return nil, err
 	}
 	out := []string{}

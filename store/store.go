@@ -61,6 +61,8 @@ type DB struct {
 	agents ttlCache[AgentIdentity]
 	sites  ttlCache[[]SharedSite]
 	oauth  ttlCache[OAuthAccess] // OAuth access tokens, by hash
+
+	audit *auditWriter // group commits of the audit log; static after Open
 }
 
 // Open connects and applies every pending migration before returning.
@@ -105,7 +107,7 @@ func connect(opts Options) (*DB, error) {
 		sqlDB.SetMaxOpenConns(PostgresMaxConns)
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		return &DB{DB: g, Postgres: true}, nil
+		return &DB{DB: g, Postgres: true, audit: newAuditWriter(g)}, nil
 	}
 	if opts.DatabaseURL != "" {
 		return nil, fmt.Errorf("open database: DATABASE_URL must start with postgres:// or postgresql://, got %q", redact(opts.DatabaseURL))
@@ -133,7 +135,7 @@ func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
 	// One connection: SQLite has one writer anyway, and a single connection
 	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
 	sqlDB.SetMaxOpenConns(1)
-	return &DB{DB: g}, nil
+	return &DB{DB: g, audit: newAuditWriter(g)}, nil
 }
 
 func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
@@ -176,8 +178,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	return sqlDB.PingContext(ctx)
 }
 
-// Close closes every connection.
+// Close writes the audit rows still queued (CompleteAudit), then closes
+// every connection.
 func (db *DB) Close() error {
+	db.audit.close()
 	sqlDB, err := db.DB.DB()
 	if err != nil {
 		return err

@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// AuditFlushInterval is how long a completed call's row may wait before it
+// is written, when no other call's commit takes it along sooner.
+const AuditFlushInterval = 5 * time.Millisecond
+
+// auditBatchMax bounds the rows one audit transaction writes.
+const auditBatchMax = 128
+
+// auditWriter writes the audit log in group commits (issue 16): a call's
+// running row (BeginAudit) is committed before BeginAudit returns, but the
+// rows of concurrent calls share one transaction; a completion
+// (CompleteAudit) waits for the next commit — another call's begin, or a
+// timer AuditFlushInterval after it was queued — and never holds up its
+// call. Close writes every queued row.
+//
+// There is no writer goroutine while nothing is queued: whoever queues into
+// an idle writer commits that batch itself (so a lone call pays no hand-off),
+// and a goroutine takes over only while rows keep coming.
+type auditWriter struct {
+	db *gorm.DB
+
+	mu sync.Mutex // guards the fields below
+	// queue holds the rows waiting for the next transaction, in order.
+	queue []*auditItem
+	// writing is true while one goroutine owns the commits; it takes
+	// every queued row before it lets go.
+	writing bool
+	// timer is armed while completions wait with nobody writing.
+	timer  *time.Timer
+	closed bool
+	// hold, when set (tests), runs inside each transaction before its
+	// rows are written; queued, when set (tests), is told the queue's
+	// length after each row joins it.
+	hold   func()
+	queued func(n int)
+}
+
+// auditItem is one row to write, or (entry nil) a barrier that is done once
+// everything queued before it is.
+type auditItem struct {
+	entry  *AuditEntry
+	update bool // complete a begun row (else insert)
+	done   func(error)
+}
+
+func newAuditWriter(db *gorm.DB) *auditWriter { return &auditWriter{db: db} }
+
+// begin queues e's insert and returns once it is committed.
+func (w *auditWriter) begin(ctx context.Context, e *AuditEntry) error {
+	errc := make(chan error, 1)
+	if !w.enqueue(&auditItem{entry: e, done: func(err error) { errc <- err }}, true) {
+		return appendAudit(w.db.WithContext(ctx), e)
+	}
+	return <-errc
+}
+
+// later queues a completion (update) or a refused call's row (insert),
+// written with the next commit; done, if not nil, is told how it went.
+func (w *auditWriter) later(e *AuditEntry, update bool, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if !w.enqueue(&auditItem{entry: e, update: update, done: done}, false) {
+		done(writeOne(w.db, &auditItem{entry: e, update: update}))
+	}
+}
+
+// flush returns once every row queued before it is written (or ctx ends).
+func (w *auditWriter) flush(ctx context.Context) error {
+	w.mu.Lock()
+	idle := len(w.queue) == 0 && !w.writing
+	w.mu.Unlock()
+	if idle {
+		return nil
+	}
+	errc := make(chan error, 1)
+	if !w.enqueue(&auditItem{done: func(error) { errc <- nil }}, true) {
+		return nil
+	}
+	select {
+	case <-errc:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close writes every queued row; rows queued afterwards are written one by
+// one as they come.
+func (w *auditWriter) close() {
+	w.flush(context.Background())
+	w.mu.Lock()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.mu.Unlock()
+}
+
+// enqueue adds it to the queue and starts writing if nobody is: at once when
+// now is set (a caller waits), else after AuditFlushInterval. It reports
+// false when the writer is closed.
+func (w *auditWriter) enqueue(it *auditItem, now bool) bool {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
+	w.queue = append(w.queue, it)
+	if w.queued != nil {
+		w.queued(len(w.queue))
+	}
+	switch {
+	case w.writing:
+		w.mu.Unlock() // the writer takes it with its next batch
+	case now:
+		w.writing = true
+		w.mu.Unlock()
+		w.write(true)
+	default:
+		if w.timer == nil {
+			w.timer = time.AfterFunc(AuditFlushInterval, w.onTimer)
+		} else if len(w.queue) == 1 {
+			w.timer.Reset(AuditFlushInterval)
+		}
+		w.mu.Unlock()
+	}
+	return true
+}
+
+func (w *auditWriter) onTimer() {
+	w.mu.Lock()
+	if w.writing || len(w.queue) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.writing = true
+	w.mu.Unlock()
+	w.write(false)
+}
+
+// write commits batches while rows are queued. A caller that started it
+// (handOff) commits one batch — its own row is in it — and leaves any
+// further ones to a new goroutine, so it can get on with its call.
+func (w *auditWriter) write(handOff bool) {
+	for {
+		w.mu.Lock()
+		n := min(len(w.queue), auditBatchMax)
+		if n == 0 {
+			w.writing = false
+			w.mu.Unlock()
+			return
+		}
+		batch := w.queue[:n:n]
+		w.queue = w.queue[n:]
+		if len(w.queue) == 0 {
+			w.queue = nil
+			if w.timer != nil {
+				w.timer.Stop()
+			}
+		}
+		hold := w.hold
+		w.mu.Unlock()
+		w.commit(batch, hold)
+		if handOff {
+			w.mu.Lock()
+			if len(w.queue) == 0 {
+				w.writing = false
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+			go w.write(false)
+			return
+		}
+	}
+}
+
+// commit writes batch in one transaction. If that fails, each row is
+// written by itself, so one bad row fails only its own call.
+func (w *auditWriter) commit(batch []*auditItem, hold func()) {
+	err := w.db.Transaction(func(tx *gorm.DB) error {
+		if hold != nil {
+			hold()
+		}
+		return writeBatch(tx, batch)
+	})
+	for _, it := range batch {
+		if err != nil && it.entry != nil {
+			it.done(writeOne(w.db, it))
+			continue
+		}
+		it.done(nil)
+	}
+}
+
+// writeBatch inserts the batch's new rows in one statement, then completes
+// its begun ones.
+func writeBatch(tx *gorm.DB, batch []*auditItem) error {
+	var inserts []*AuditEntry
+	for _, it := range batch {
+		if it.entry != nil && !it.update {
+			inserts = append(inserts, it.entry)
+		}
+	}
+	if len(inserts) > 0 {
+		if err := tx.Create(inserts).Error; err != nil {
+			return fmt.Errorf("append audit: %w", err)
+		}
+	}
+	for _, it := range batch {
+		if it.entry != nil && it.update {
+			if err := finishAudit(tx, it.entry); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writeOne(db *gorm.DB, it *auditItem) error {
+	if it.update {
+		return finishAudit(db, it.entry)
+	}
+	return appendAudit(db, it.entry)
+}
+
+func appendAudit(db *gorm.DB, e *AuditEntry) error {
+	if err := db.Create(e).Error; err != nil {
+		return fmt.Errorf("append audit: %w", err)
+	}
+	return nil
+}
+
+func finishAudit(db *gorm.DB, e *AuditEntry) error {
+	err := db.Model(&AuditEntry{}).Where("id = ? AND outcome = ?", e.ID, OutcomeRunning).
+		Updates(map[string]any{"site": e.Site, "decision": e.Decision, "decided_by": e.DecidedBy, "outcome": e.Outcome,
+			"error": e.Error, "duration_ms": e.DurationMS, "result_bytes": e.ResultBytes, "request_id": e.RequestID,
+			"result": e.Result}).Error
+	if err != nil {
+		return fmt.Errorf("finish audit: %w", err)
+	}
+	return nil
+}
