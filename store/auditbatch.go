@@ -53,13 +53,28 @@ type auditItem struct {
 	done   func(error)
 }
 
-func newAuditWriter(db *gorm.DB) *auditWriter { return &auditWriter{db: db} }
+// newAuditWriter writes through conn, the store's own connection pool, but
+// without gorm's prepared-statement cache: a statement cached while one
+// goroutine prepares it outside a transaction makes a transaction that
+// meets it wait for that preparation, which on SQLite's single connection
+// waits for the transaction — a deadlock; and a statement prepared inside a
+// transaction is closed with it. (PostgreSQL's driver caches statements per
+// connection by itself.)
+func newAuditWriter(conn gorm.Dialector, cfg *gorm.Config) (*auditWriter, error) {
+	c := *cfg
+	c.PrepareStmt = false
+	g, err := gorm.Open(conn, &c)
+	if err != nil {
+		return nil, fmt.Errorf("open audit writer: %w", err)
+	}
+	return &auditWriter{db: g}, nil
+}
 
 // begin queues e's insert and returns once it is committed.
 func (w *auditWriter) begin(ctx context.Context, e *AuditEntry) error {
 	errc := make(chan error, 1)
 	if !w.enqueue(&auditItem{entry: e, done: func(err error) { errc <- err }}, true) {
-		return appendAudit(w.db.WithContext(ctx), e)
+		return appendAudit(w.db.WithContext(ctx), e) // closed: one by one
 	}
 	return <-errc
 }

@@ -210,3 +210,50 @@ func TestCleanShutdownLosesNoCompletion(t *testing.T) {
 		})
 	}
 }
+
+// TestABadRowFailsOnlyItsOwnCall: a row the database refuses (here a
+// duplicate id) in a shared transaction fails its own BeginAudit; the
+// others in the batch are written.
+func TestABadRowFailsOnlyItsOwnCall(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
+		first := &store.AuditEntry{UserID: u.ID, Tool: "first", Decision: "none"}
+		if err := db.BeginAudit(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		opened, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		db.HoldAudit(func() { once.Do(func() { close(opened); <-release }) })
+		two := make(chan struct{})
+		db.OnAuditQueued(func(n int) {
+			if n == 2 {
+				close(two)
+			}
+		})
+		held := make(chan error, 1)
+		go func() { held <- db.BeginAudit(ctx, &store.AuditEntry{UserID: u.ID, Tool: "held", Decision: "none"}) }()
+		<-opened
+		dup, good := make(chan error, 1), make(chan error, 1)
+		go func() { dup <- db.BeginAudit(ctx, &store.AuditEntry{ID: first.ID, UserID: u.ID, Tool: "dup", Decision: "none"}) }()
+		go func() { good <- db.BeginAudit(ctx, &store.AuditEntry{UserID: u.ID, Tool: "good", Decision: "none"}) }()
+		select {
+		case <-two:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the begins did not queue behind the open transaction")
+		}
+		close(release)
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-dup; err == nil {
+			t.Fatal("a row with a taken id was accepted")
+		}
+		if err := <-good; err != nil {
+			t.Fatalf("the good row beside a bad one: %v", err)
+		}
+		if got := outcomes(t, db, u.ID); len(got) != 3 || got["good"] != store.OutcomeRunning {
+			t.Fatalf("rows: %v; want first, held and good running", got)
+		}
+	})
+}

@@ -107,7 +107,11 @@ func connect(opts Options) (*DB, error) {
 		sqlDB.SetMaxOpenConns(PostgresMaxConns)
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		return &DB{DB: g, Postgres: true, audit: newAuditWriter(g)}, nil
+		w, err := newAuditWriter(postgres.New(postgres.Config{Conn: sqlDB}), cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &DB{DB: g, Postgres: true, audit: w}, nil
 	}
 	if opts.DatabaseURL != "" {
 		return nil, fmt.Errorf("open database: DATABASE_URL must start with postgres:// or postgresql://, got %q", redact(opts.DatabaseURL))
@@ -135,7 +139,11 @@ func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
 	// One connection: SQLite has one writer anyway, and a single connection
 	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
 	sqlDB.SetMaxOpenConns(1)
-	return &DB{DB: g, audit: newAuditWriter(g)}, nil
+	w, err := newAuditWriter(&sqlite.Dialector{Conn: sqlDB}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{DB: g, audit: w}, nil
 }
 
 func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
