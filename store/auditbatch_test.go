@@ -235,7 +235,9 @@ func TestABadRowFailsOnlyItsOwnCall(t *testing.T) {
 		go func() { held <- db.BeginAudit(ctx, &store.AuditEntry{UserID: u.ID, Tool: "held", Decision: "none"}) }()
 		<-opened
 		dup, good := make(chan error, 1), make(chan error, 1)
-		go func() { dup <- db.BeginAudit(ctx, &store.AuditEntry{ID: first.ID, UserID: u.ID, Tool: "dup", Decision: "none"}) }()
+		go func() {
+			dup <- db.BeginAudit(ctx, &store.AuditEntry{ID: first.ID, UserID: u.ID, Tool: "dup", Decision: "none"})
+		}()
 		go func() { good <- db.BeginAudit(ctx, &store.AuditEntry{UserID: u.ID, Tool: "good", Decision: "none"}) }()
 		select {
 		case <-two:
