@@ -54,6 +54,7 @@ func (c *conn) put(m outbound) bool {
 	}
 	select {
 	case c.out <- m:
+		c.kick()
 		return true
 	default:
 		if m.kind == outReply {
