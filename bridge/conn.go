@@ -32,12 +32,12 @@ type conn struct {
 	readerDone chan struct{} // closed when the reader has stopped
 	// writing is set while a writeLoop runs (kick starts one), and stays
 	// set once one has finished the socket.
-	writing  atomic.Bool
-	finished chan struct{} // closed by the writeLoop that finished the socket
-	once       sync.Once
-	closeCode  int         // written in shut before quit closes
-	closeText  string      // written in shut before quit closes
-	kill       *time.Timer // written in shut before quit closes; cuts the connection if closing stalls
+	writing   atomic.Bool
+	finished  chan struct{} // closed by the writeLoop that finished the socket
+	once      sync.Once
+	closeCode int         // written in shut before quit closes
+	closeText string      // written in shut before quit closes
+	kill      *time.Timer // written in shut before quit closes; cuts the connection if closing stalls
 
 	ready    bool         // owned by the reader: hello accepted
 	lastPing atomic.Int64 // unix nanoseconds of the last ping, 0 before any
