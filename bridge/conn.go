@@ -26,7 +26,7 @@ type conn struct {
 	userID, browserID, version string
 	connectedAt                time.Time // static after hello
 
-	out        chan outbound // bounded outbound queue (queue.go); drained by writeLoop only
+	out        outQueue      // bounded outbound queue (queue.go); drained by writeLoop only
 	replies    atomic.Int32  // replies and pushes in out, bounded by QueueSize
 	quit       chan struct{} // closed by shut
 	readerDone chan struct{} // closed when the reader has stopped
@@ -69,7 +69,7 @@ type conn struct {
 func (h *Hub) Serve(ctx context.Context, sock Socket, userID string) {
 	c := &conn{
 		h: h, sock: sock, userID: userID,
-		out: make(chan outbound, queueCapacity(h.opts)), quit: make(chan struct{}), readerDone: make(chan struct{}),
+		quit: make(chan struct{}), readerDone: make(chan struct{}),
 		finished: make(chan struct{}),
 	}
 	if !h.enter(c) {
@@ -284,25 +284,25 @@ func (c *conn) kick() {
 // for the reader to see the browser's answer, and cuts the connection.
 func (c *conn) writeLoop() {
 	for {
-		select {
-		case <-c.quit:
+		if c.closing() {
 			c.finish()
 			close(c.finished) // writing stays set: no writer starts again
 			return
-		case m := <-c.out:
+		}
+		if m, ok := c.out.pop(); ok {
 			if msg := c.take(m); msg != nil && !c.write(msg) {
 				c.shut(CloseNormal, "write failed")
 			}
-		default:
-			c.writing.Store(false)
-			// A message queued (or a shut) after the select found
-			// nothing kicked no writer, as this one still ran: look again.
-			if len(c.out) == 0 && !c.closing() {
-				return
-			}
-			if !c.writing.CompareAndSwap(false, true) {
-				return // the kick of that message started another
-			}
+			continue
+		}
+		c.writing.Store(false)
+		// A message queued (or a shut) after pop found nothing kicked no
+		// writer, as this one still ran: look again.
+		if c.out.len() == 0 && !c.closing() {
+			return
+		}
+		if !c.writing.CompareAndSwap(false, true) {
+			return // the kick of that message started another
 		}
 	}
 }
@@ -336,12 +336,11 @@ func (c *conn) cut() {
 // flush writes what is already queued, without waiting for more.
 func (c *conn) flush() {
 	for {
-		select {
-		case m := <-c.out:
-			if msg := c.take(m); msg != nil && !c.write(msg) {
-				return
-			}
-		default:
+		m, ok := c.out.pop()
+		if !ok {
+			return
+		}
+		if msg := c.take(m); msg != nil && !c.write(msg) {
 			return
 		}
 	}
