@@ -99,9 +99,7 @@ func (w *auditWriter) flush(ctx context.Context) error {
 		return nil
 	}
 	errc := make(chan error, 1)
-	if !w.enqueue(&auditItem{done: func(error) { errc <- nil }}, true) {
-		return nil
-	}
+	w.barrier(func(error) { errc <- nil })
 	select {
 	case <-errc:
 		return nil
@@ -110,27 +108,45 @@ func (w *auditWriter) flush(ctx context.Context) error {
 	}
 }
 
-// close writes every queued row; rows queued afterwards are written one by
-// one as they come.
+// barrier queues done, called once every row queued before it is written;
+// it is queued even on a closed writer, to drain it.
+func (w *auditWriter) barrier(done func(error)) {
+	w.mu.Lock()
+	w.pushLocked(&auditItem{done: done}, true)
+}
+
+// close refuses new rows (they are written one by one from then on) and
+// writes every row queued before it.
 func (w *auditWriter) close() {
-	w.flush(context.Background())
 	w.mu.Lock()
 	w.closed = true
+	w.mu.Unlock()
+	errc := make(chan error, 1)
+	w.barrier(func(error) { errc <- nil })
+	<-errc
+	w.mu.Lock()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
 	w.mu.Unlock()
 }
 
-// enqueue adds it to the queue and starts writing if nobody is: at once when
-// now is set (a caller waits), else after AuditFlushInterval. It reports
-// false when the writer is closed.
+// enqueue queues it (pushLocked) unless the writer is closed, and reports
+// whether it did.
 func (w *auditWriter) enqueue(it *auditItem, now bool) bool {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return false
 	}
+	w.pushLocked(it, now)
+	return true
+}
+
+// pushLocked adds it to the queue and starts writing if nobody is: at once
+// when now is set (a caller waits), else after AuditFlushInterval. It is
+// called with mu held and releases it.
+func (w *auditWriter) pushLocked(it *auditItem, now bool) {
 	w.queue = append(w.queue, it)
 	if w.queued != nil {
 		w.queued(len(w.queue))
@@ -150,7 +166,6 @@ func (w *auditWriter) enqueue(it *auditItem, now bool) bool {
 		}
 		w.mu.Unlock()
 	}
-	return true
 }
 
 func (w *auditWriter) onTimer() {
