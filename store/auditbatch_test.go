@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -163,6 +165,11 @@ func TestCompletionsAreWrittenOffTheCallsPath(t *testing.T) {
 		db.CompleteAudit(refused, nil) // never begun: appended
 		if vals, err := db.AuditValues(ctx, u.ID, "tool"); err != nil || len(vals) != 3 {
 			t.Fatalf("tools after a refused call: %v (%v); want a, b, refused", vals, err)
+		}
+		var ended int64
+		id := uuid.MustParse(refused.ID)
+		if err := db.Raw("SELECT COUNT(*) FROM audit_log WHERE id = ?", id[:]).Scan(&ended).Error; err != nil || ended != 1 {
+			t.Fatalf("the refused call is in audit_log %d times (%v); want once, never running", ended, err)
 		}
 	})
 }
