@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -28,6 +29,11 @@ const auditBatchMax = 128
 // and a goroutine takes over only while rows keep coming.
 type auditWriter struct {
 	db *gorm.DB
+	// insert and update are the two statements, prepared once on the pool
+	// (prepare) before any transaction; a transaction uses them through
+	// Tx.Stmt, which reuses what is prepared on its connection. Static
+	// after prepare.
+	insert, update *auditStmt
 
 	mu sync.Mutex // guards the fields below
 	// queue holds the rows waiting for the next transaction, in order.
@@ -68,6 +74,46 @@ func newAuditWriter(conn gorm.Dialector, cfg *gorm.Config) (*auditWriter, error)
 		return nil, fmt.Errorf("open audit writer: %w", err)
 	}
 	return &auditWriter{db: g}, nil
+}
+
+// auditStmt is a prepared statement and the SQL gorm builds for it.
+type auditStmt struct {
+	sql  string
+	stmt *sql.Stmt
+}
+
+// prepare prepares the writer's two statements; it runs after the
+// migrations, before the store is used.
+func (w *auditWriter) prepare(ctx context.Context) error {
+	pool, err := w.db.DB()
+	if err != nil {
+		return fmt.Errorf("prepare audit writer: %w", err)
+	}
+	dry := w.db.Session(&gorm.Session{DryRun: true})
+	probe := &AuditEntry{ID: "x", Outcome: OutcomeRunning}
+	for _, p := range []struct {
+		to   **auditStmt
+		stmt *gorm.Statement
+	}{{&w.insert, dry.Create(probe).Statement}, {&w.update, finishQuery(dry, probe).Statement}} {
+		q := p.stmt.SQL.String()
+		st, err := pool.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare audit writer: %w", err)
+		}
+		*p.to = &auditStmt{sql: q, stmt: st}
+	}
+	return nil
+}
+
+// exec runs the statement gorm builds for e through the prepared one when
+// they are the same (else as gorm built it).
+func (s *auditStmt) exec(tx *gorm.DB, built *gorm.Statement) error {
+	sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx)
+	if s == nil || !ok || built.SQL.String() != s.sql {
+		return tx.Exec(built.SQL.String(), built.Vars...).Error
+	}
+	_, err := sqlTx.Stmt(s.stmt).Exec(built.Vars...)
+	return err
 }
 
 // begin queues e's insert and returns once it is committed.
@@ -223,7 +269,7 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 		if hold != nil {
 			hold()
 		}
-		return writeBatch(tx, batch)
+		return w.writeBatch(tx, batch)
 	})
 	for _, it := range batch {
 		if err != nil && it.entry != nil {
@@ -234,24 +280,20 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 	}
 }
 
-// writeBatch inserts the batch's new rows in one statement, then completes
-// its begun ones.
-func writeBatch(tx *gorm.DB, batch []*auditItem) error {
-	var inserts []*AuditEntry
+// writeBatch writes the batch's rows in order, each through its prepared
+// statement.
+func (w *auditWriter) writeBatch(tx *gorm.DB, batch []*auditItem) error {
+	dry := tx.Session(&gorm.Session{DryRun: true})
 	for _, it := range batch {
-		if it.entry != nil && !it.update {
-			inserts = append(inserts, it.entry)
-		}
-	}
-	if len(inserts) > 0 {
-		if err := tx.Create(inserts).Error; err != nil {
-			return fmt.Errorf("append audit: %w", err)
-		}
-	}
-	for _, it := range batch {
-		if it.entry != nil && it.update {
-			if err := finishAudit(tx, it.entry); err != nil {
-				return err
+		switch {
+		case it.entry == nil:
+		case it.update:
+			if err := w.update.exec(tx, finishQuery(dry, it.entry).Statement); err != nil {
+				return fmt.Errorf("finish audit: %w", err)
+			}
+		default:
+			if err := w.insert.exec(tx, dry.Create(it.entry).Statement); err != nil {
+				return fmt.Errorf("append audit: %w", err)
 			}
 		}
 	}
@@ -265,6 +307,14 @@ func writeOne(db *gorm.DB, it *auditItem) error {
 	return appendAudit(db, it.entry)
 }
 
+// finishQuery completes e's row, if it is still running.
+func finishQuery(db *gorm.DB, e *AuditEntry) *gorm.DB {
+	return db.Model(&AuditEntry{}).Where("id = ? AND outcome = ?", e.ID, OutcomeRunning).
+		Updates(map[string]any{"site": e.Site, "decision": e.Decision, "decided_by": e.DecidedBy, "outcome": e.Outcome,
+			"error": e.Error, "duration_ms": e.DurationMS, "result_bytes": e.ResultBytes, "request_id": e.RequestID,
+			"result": e.Result})
+}
+
 func appendAudit(db *gorm.DB, e *AuditEntry) error {
 	if err := db.Create(e).Error; err != nil {
 		return fmt.Errorf("append audit: %w", err)
@@ -273,11 +323,7 @@ func appendAudit(db *gorm.DB, e *AuditEntry) error {
 }
 
 func finishAudit(db *gorm.DB, e *AuditEntry) error {
-	err := db.Model(&AuditEntry{}).Where("id = ? AND outcome = ?", e.ID, OutcomeRunning).
-		Updates(map[string]any{"site": e.Site, "decision": e.Decision, "decided_by": e.DecidedBy, "outcome": e.Outcome,
-			"error": e.Error, "duration_ms": e.DurationMS, "result_bytes": e.ResultBytes, "request_id": e.RequestID,
-			"result": e.Result}).Error
-	if err != nil {
+	if err := finishQuery(db, e).Error; err != nil {
 		return fmt.Errorf("finish audit: %w", err)
 	}
 	return nil

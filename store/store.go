@@ -78,6 +78,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := db.audit.prepare(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
