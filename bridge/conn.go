@@ -15,7 +15,9 @@ import (
 )
 
 // conn is one browser's socket. The goroutine in Serve is its only reader;
-// writeLoop is its only writer; everyone else hands messages to enqueue.
+// writeLoop is its only writer, running only while there is something to
+// write (an idle browser then costs one goroutine, not two: issue 16);
+// everyone else hands messages to enqueue.
 type conn struct {
 	h    *Hub   // static
 	sock Socket // static; Close and WriteControl from any goroutine
@@ -24,14 +26,18 @@ type conn struct {
 	userID, browserID, version string
 	connectedAt                time.Time // static after hello
 
-	out        chan outbound // bounded outbound queue (queue.go); drained by writeLoop only
+	out        outQueue      // bounded outbound queue (queue.go); drained by writeLoop only
 	replies    atomic.Int32  // replies and pushes in out, bounded by QueueSize
 	quit       chan struct{} // closed by shut
 	readerDone chan struct{} // closed when the reader has stopped
-	once       sync.Once
-	closeCode  int         // written in shut before quit closes
-	closeText  string      // written in shut before quit closes
-	kill       *time.Timer // written in shut before quit closes; cuts the connection if closing stalls
+	// writing is set while a writeLoop runs (kick starts one), and stays
+	// set once one has finished the socket.
+	writing   atomic.Bool
+	finished  chan struct{} // closed by the writeLoop that finished the socket
+	once      sync.Once
+	closeCode int         // written in shut before quit closes
+	closeText string      // written in shut before quit closes
+	kill      *time.Timer // written in shut before quit closes; cuts the connection if closing stalls
 
 	ready    bool         // owned by the reader: hello accepted
 	lastPing atomic.Int64 // unix nanoseconds of the last ping, 0 before any
@@ -63,7 +69,8 @@ type conn struct {
 func (h *Hub) Serve(ctx context.Context, sock Socket, userID string) {
 	c := &conn{
 		h: h, sock: sock, userID: userID,
-		out: make(chan outbound, queueCapacity(h.opts)), quit: make(chan struct{}), readerDone: make(chan struct{}),
+		quit: make(chan struct{}), readerDone: make(chan struct{}),
+		finished: make(chan struct{}),
 	}
 	if !h.enter(c) {
 		sock.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseGoingAway, "server shutting down"), time.Now().Add(h.opts.CloseGrace))
@@ -72,14 +79,9 @@ func (h *Hub) Serve(ctx context.Context, sock Socket, userID string) {
 	defer h.leave(c)
 	stop := context.AfterFunc(ctx, func() { c.shut(CloseSignedOut, "signed out") })
 	defer stop()
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
-	c.readLoop()
+	c.readLoop() // returns once the conn is shutting: a writer finishes it
 	close(c.readerDone)
-	<-writerDone
+	<-c.finished
 	c.failCalls("", sitetools.ErrBrowserGone)
 	if c.ready {
 		c.goodbye()
@@ -265,22 +267,42 @@ func (c *conn) shut(code int, text string) {
 		c.closeCode, c.closeText = code, text
 		c.kill = time.AfterFunc(2*c.h.opts.CloseGrace, c.cut)
 		close(c.quit)
+		c.kick()
 	})
 }
 
-// writeLoop is the socket's only writer. Once the conn is shutting it sends
-// what is queued (unless the browser is a slow consumer), the close frame,
-// waits for the reader to see the browser's answer, and cuts the connection.
+// kick starts the writer unless one runs.
+func (c *conn) kick() {
+	if c.writing.CompareAndSwap(false, true) {
+		go c.writeLoop()
+	}
+}
+
+// writeLoop is the socket's only writer: it writes what is queued and ends
+// when the queue is empty. Once the conn is shutting it sends what is
+// queued (unless the browser is a slow consumer), the close frame, waits
+// for the reader to see the browser's answer, and cuts the connection.
 func (c *conn) writeLoop() {
 	for {
-		select {
-		case m := <-c.out:
+		if c.closing() {
+			c.finish()
+			close(c.finished) // writing stays set: no writer starts again
+			return
+		}
+		if m, ok := c.out.pop(); ok {
 			if msg := c.take(m); msg != nil && !c.write(msg) {
 				c.shut(CloseNormal, "write failed")
 			}
-		case <-c.quit:
-			c.finish()
+			continue
+		}
+		c.writing.Store(false)
+		// A message queued (or a shut) after pop found nothing kicked no
+		// writer, as this one still ran: look again.
+		if c.out.len() == 0 && !c.closing() {
 			return
+		}
+		if !c.writing.CompareAndSwap(false, true) {
+			return // the kick of that message started another
 		}
 	}
 }
@@ -314,12 +336,11 @@ func (c *conn) cut() {
 // flush writes what is already queued, without waiting for more.
 func (c *conn) flush() {
 	for {
-		select {
-		case m := <-c.out:
-			if msg := c.take(m); msg != nil && !c.write(msg) {
-				return
-			}
-		default:
+		m, ok := c.out.pop()
+		if !ok {
+			return
+		}
+		if msg := c.take(m); msg != nil && !c.write(msg) {
 			return
 		}
 	}

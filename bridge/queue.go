@@ -1,6 +1,9 @@
 package bridge
 
-import "errors"
+import (
+	"errors"
+	"sync"
+)
 
 // A socket's outbound queue holds three kinds of traffic. Replies and pushes
 // (pongs, errors, site lists) are bounded by Options.QueueSize: a browser
@@ -33,7 +36,47 @@ type outbound struct {
 	kind outKind
 }
 
-// queueCapacity is the channel size that holds every budget at once.
+// outQueue is a socket's outbound queue. Its slice exists only while
+// messages wait, so an idle browser holds none (a channel of the full
+// capacity cost every browser about 3 KiB: issue 16).
+type outQueue struct {
+	mu  sync.Mutex
+	buf []outbound // guarded by mu
+}
+
+// push adds m unless max messages wait already.
+func (q *outQueue) push(m outbound, max int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.buf) >= max {
+		return false
+	}
+	q.buf = append(q.buf, m)
+	return true
+}
+
+// pop takes the oldest message, if any.
+func (q *outQueue) pop() (outbound, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.buf) == 0 {
+		return outbound{}, false
+	}
+	m := q.buf[0]
+	q.buf[0] = outbound{}
+	if q.buf = q.buf[1:]; len(q.buf) == 0 {
+		q.buf = nil
+	}
+	return m, true
+}
+
+func (q *outQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.buf)
+}
+
+// queueCapacity is the queue size that holds every budget at once.
 func queueCapacity(o Options) int { return o.QueueSize + 2*o.MaxCalls + 1 }
 
 // errClosing is returned by addCall once the socket is closing.
@@ -52,16 +95,15 @@ func (c *conn) put(m outbound) bool {
 		c.slowConsumer()
 		return false
 	}
-	select {
-	case c.out <- m:
+	if c.out.push(m, queueCapacity(c.h.opts)) {
+		c.kick()
 		return true
-	default:
-		if m.kind == outReply {
-			c.replies.Add(-1)
-		}
-		c.slowConsumer()
-		return false
 	}
+	if m.kind == outReply {
+		c.replies.Add(-1)
+	}
+	c.slowConsumer()
+	return false
 }
 
 // offerError queues an error reply while at most half the reply budget is
@@ -75,7 +117,7 @@ func (c *conn) offerError(e *ProtocolError) {
 }
 
 func (c *conn) slowConsumer() {
-	c.h.opts.Logger.Warn("closing slow consumer", "user", c.userID, "browser", c.browserID, "queued", len(c.out))
+	c.h.opts.Logger.Warn("closing slow consumer", "user", c.userID, "browser", c.browserID, "queued", c.out.len())
 	c.shut(ClosePolicy, "slow consumer")
 }
 

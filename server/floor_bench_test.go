@@ -175,18 +175,29 @@ func BenchmarkCallThroughput(b *testing.B) {
 		echoes[i] = echoClient(b, url)
 	}
 	var calls, floor float64
+	var callCPU, echoCPU time.Duration
+	var callN, echoN int
 	for i := 0; i < b.N; i++ {
-		calls += rate(agents, func(k int) { call(sessions[k]) })
-		floor += rate(agents, func(k int) { echoes[k]() })
+		cpu0 := cpuTime()
+		r, n := rate(agents, func(k int) { call(sessions[k]) })
+		callCPU, calls, callN = callCPU+cpuTime()-cpu0, calls+r, callN+n
+		cpu0 = cpuTime()
+		r, n = rate(agents, func(k int) { echoes[k]() })
+		echoCPU, floor, echoN = echoCPU+cpuTime()-cpu0, floor+r, echoN+n
 	}
 	b.ReportMetric(calls/float64(b.N), "calls/s")
 	b.ReportMetric(floor/float64(b.N), "echo-trips/s")
 	b.ReportMetric(calls/floor, "ratio")
+	// CPU per call (agent, server and browser together): on a loaded
+	// machine the rate shows the share of the cores the run got, this
+	// what a call costs.
+	b.ReportMetric(float64(callCPU.Microseconds())/float64(callN), "cpu-µs/call")
+	b.ReportMetric(float64(echoCPU.Microseconds())/float64(echoN), "cpu-µs/echo")
 }
 
 // rate runs n workers doing one thing back to back for 2 s and returns how
-// many they did per second together.
-func rate(n int, do func(worker int)) float64 {
+// many they did per second together, and how many in all.
+func rate(n int, do func(worker int)) (float64, int) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
@@ -206,7 +217,7 @@ func rate(n int, do func(worker int)) float64 {
 		}(k)
 	}
 	wg.Wait()
-	return float64(total) / time.Since(start).Seconds()
+	return float64(total) / time.Since(start).Seconds(), total
 }
 
 // BenchmarkCallOpenDocuments: the call, back to back, with 1 to 1,000 open

@@ -69,15 +69,15 @@ func (o *Ops) Call(ctx context.Context, a Agent, req CallRequest) (*CallResult, 
 	if entry.RequestID != "" && res != nil {
 		entry.Result = resultText(res.Result) // the person who allowed it sees what it did
 	}
-	record := o.opts.DB.AppendAudit // a call refused before begin
-	if !entry.CreatedAt.IsZero() {
-		record = o.opts.DB.FinishAudit // begun: complete its row, once
-	}
-	if aerr := record(context.WithoutCancel(ctx), entry); aerr != nil {
-		o.opts.Logger.Error("audit", "err", aerr)
-	} else if o.opts.OnCall != nil {
-		o.opts.OnCall(entry)
-	}
+	// The row (completed once if begun, else appended) is written off the
+	// call's path, with the next group commit; OnCall hears of it then.
+	o.opts.DB.CompleteAudit(entry, func(aerr error) {
+		if aerr != nil {
+			o.opts.Logger.Error("audit", "err", aerr)
+		} else if o.opts.OnCall != nil {
+			o.opts.OnCall(entry)
+		}
+	})
 	return res, err
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -213,7 +212,7 @@ func prepare(e *AuditEntry) {
 	}
 }
 
-// AppendAudit records one call.
+// AppendAudit records one call, committed when it returns.
 func (db *DB) AppendAudit(ctx context.Context, e *AuditEntry) error {
 	prepare(e)
 	r, err := db.rowOf(ctx, e)
@@ -256,47 +255,44 @@ func (db *DB) AppendAudits(ctx context.Context, es []AuditEntry) error {
 
 // BeginAudit records a call about to be dispatched, as running, and returns
 // once its row is committed: a crash after that leaves the call visible
-// (InterruptRunning). A batching writer (group commit) may replace the
-// single insert, but must keep that contract — the caller dispatches only
-// after BeginAudit returns nil.
+// (InterruptRunning). The caller dispatches only after BeginAudit returns
+// nil. Concurrent calls' rows share one transaction (group commit).
 func (db *DB) BeginAudit(ctx context.Context, e *AuditEntry) error {
 	e.Outcome = OutcomeRunning
-	return db.AppendAudit(ctx, e)
+	prepare(e)
+	return db.audit.begin(ctx, e)
 }
 
 // FinishAudit completes a row BeginAudit wrote, once: it moves the ended
 // row from audit_running to audit_log. A row that is no longer running (say,
-// one InterruptRunning ended) is left as it is.
+// one InterruptRunning ended) is left as it is. It returns once the row is
+// written; CompleteAudit does not wait.
 func (db *DB) FinishAudit(ctx context.Context, e *AuditEntry) error {
-	if err := db.finishAudit(ctx, e); err != nil {
-		return fmt.Errorf("finish audit: %w", err)
+	errc := make(chan error, 1)
+	db.CompleteAudit(e, func(err error) { errc <- err })
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return nil
 }
 
-const auditColumns = "owner, workspace, token, task, site, tool, outcome, decision, decided_by, args_bytes, result_bytes, duration_ms, id, request_id, error, result"
-
-func (db *DB) finishAudit(ctx context.Context, e *AuditEntry) error {
-	r, err := db.rowOf(ctx, e)
-	if err != nil {
-		return err
-	}
-	vals := []any{r.Owner, r.Workspace, r.Token, r.Task, r.Site, r.Tool, r.Outcome, r.Decision, r.DecidedBy,
-		r.ArgsBytes, r.ResultBytes, r.DurationMS, r.ID, r.RequestID, r.Error, r.Result}
-	marks := "?" + strings.Repeat(", ?", len(vals)-1)
-	if db.Postgres { // one statement, one round trip
-		return db.WithContext(ctx).Exec("WITH ended AS (DELETE FROM audit_running WHERE id = ? RETURNING id) INSERT INTO audit_log ("+
-			auditColumns+") SELECT "+marks+" FROM ended", append([]any{r.ID}, vals...)...).Error
-	}
-	// SQLite: insert, then delete, so that a crash in between leaves the
-	// call recorded (InterruptRunning drops the running copy).
-	err = db.WithContext(ctx).Exec("INSERT INTO audit_log ("+auditColumns+") SELECT "+marks+
-		" WHERE EXISTS (SELECT 1 FROM audit_running WHERE id = ?) ON CONFLICT DO NOTHING", append(vals, r.ID)...).Error
-	if err != nil {
-		return err
-	}
-	return db.WithContext(ctx).Exec("DELETE FROM audit_running WHERE id = ?", r.ID).Error
+// CompleteAudit records how a call ended without making the caller wait:
+// it completes the row BeginAudit wrote (as FinishAudit) or, for a call
+// never begun (e.CreatedAt zero: refused before dispatch), appends its row.
+// The row is written with the next commit, at most AuditFlushInterval
+// later, and before Close returns; done (if not nil) is then told how it
+// went. Reads of the audit log (AuditLog, AuditValues, AuditStats) wait for
+// the rows queued before them. e must not change until done is called.
+func (db *DB) CompleteAudit(e *AuditEntry, done func(error)) {
+	begun := !e.CreatedAt.IsZero()
+	prepare(e)
+	db.audit.later(e, begun, done)
 }
+
+// FlushAudit returns once every audit row queued before it is written.
+func (db *DB) FlushAudit(ctx context.Context) error { return db.audit.flush(ctx) }
 
 // interruptedError is the error of a call the server stopped under.
 const interruptedError = "The Tabbridge server stopped while this call was waiting or running; whether it had an effect in the page is unknown."
@@ -343,6 +339,9 @@ type AuditFilter struct {
 
 // AuditLog returns a person's audit entries, newest first.
 func (db *DB) AuditLog(ctx context.Context, ownerID string, f AuditFilter) ([]AuditEntry, error) {
+	if err := db.FlushAudit(ctx); err != nil {
+		return nil, err
+	}
 	out := []AuditEntry{}
 	q, err := db.auditQuery(ctx, ownerID, f)
 	if errors.Is(err, errNoName) {
@@ -479,6 +478,9 @@ func (db *DB) AuditValues(ctx context.Context, ownerID, column string) ([]string
 	if err != nil {
 		return nil, err
 	}
+	if err := db.FlushAudit(ctx); err != nil {
+		return nil, err
+	}
 	out := []string{}
 	if err := db.WithContext(ctx).Raw(q, ownerID).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("audit %s values: %w", column, err)
@@ -553,6 +555,9 @@ const auditSizeTTL = 5 * time.Minute
 // AuditStats reads the audit log's size and oldest entry.
 func (db *DB) AuditStats(ctx context.Context) (AuditStats, error) {
 	var st AuditStats
+	if err := db.FlushAudit(ctx); err != nil {
+		return st, err
+	}
 	var ids [][]byte
 	if err := db.WithContext(ctx).Raw("SELECT id FROM audit_log ORDER BY id LIMIT 1").Scan(&ids).Error; err != nil {
 		return st, fmt.Errorf("audit stats: %w", err)

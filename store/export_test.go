@@ -18,3 +18,21 @@ func (db *DB) AuditLogSQL(ctx context.Context, ownerID string, f AuditFilter) (s
 
 // AuditValuesSQL is the statement AuditValues runs for column.
 var AuditValuesSQL = auditValuesSQL
+
+// HoldAudit makes each audit transaction run hold before it writes its rows.
+func (db *DB) HoldAudit(hold func()) {
+	db.audit.mu.Lock()
+	db.audit.hold = hold
+	db.audit.mu.Unlock()
+}
+
+// OnAuditQueued tells queued the audit queue's length each time a row joins
+// it (called under the writer's lock: it must not block).
+func (db *DB) OnAuditQueued(queued func(n int)) {
+	db.audit.mu.Lock()
+	db.audit.queued = queued
+	db.audit.mu.Unlock()
+}
+
+// OutcomeText is the outcome a stored number stands for.
+func (db *DB) OutcomeText(code int64) string { return db.outcomeText(code) }

@@ -72,6 +72,8 @@ type DB struct {
 	auditSize ttlValue[int64]
 	hooks     *cacheHooks // the caches' signal hooks; static
 	url       string      // the PostgreSQL URL; static
+
+	audit *auditWriter // group commits of the audit log; static after Open
 }
 
 // Open connects and applies every pending migration before returning.
@@ -116,7 +118,11 @@ func connect(opts Options) (*DB, error) {
 		sqlDB.SetMaxOpenConns(PostgresMaxConns)
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		return newDB(g, true, opts.DatabaseURL), nil
+		db := newDB(g, true, opts.DatabaseURL)
+		if err := newAuditWriter(db, postgres.New(postgres.Config{Conn: sqlDB}), cfg); err != nil {
+			return nil, err
+		}
+		return db, nil
 	}
 	if opts.DatabaseURL != "" {
 		return nil, fmt.Errorf("open database: DATABASE_URL must start with postgres:// or postgresql://, got %q", redact(opts.DatabaseURL))
@@ -152,7 +158,11 @@ func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
 	// One connection: SQLite has one writer anyway, and a single connection
 	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
 	sqlDB.SetMaxOpenConns(1)
-	return newDB(g, false, ""), nil
+	db := newDB(g, false, "")
+	if err := newAuditWriter(db, &sqlite.Dialector{Conn: sqlDB}, cfg); err != nil {
+		return nil, err
+	}
+	return db, nil
 }
 
 func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
@@ -195,8 +205,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	return sqlDB.PingContext(ctx)
 }
 
-// Close closes every connection.
+// Close writes the audit rows still queued (CompleteAudit), then closes
+// every connection.
 func (db *DB) Close() error {
+	db.audit.close()
 	sqlDB, err := db.DB.DB()
 	if err != nil {
 		return err
