@@ -54,6 +54,8 @@ const (
 	codeOwnerOnly            = "owner_only"
 	codeRateLimited          = "rate_limited"
 	codeRefreshReused        = "refresh_reused"
+	codeRegistryStale        = "registry_stale"
+	codeSignalsDown          = "signals_down"
 	codeSignedOut            = "signed_out"
 	codeSignupClosed         = "signup_closed"
 	codeTicketInvalid        = "ticket_invalid"

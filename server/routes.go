@@ -87,10 +87,10 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 		return errorf(http.StatusServiceUnavailable, codeDatabaseUnreachable, "The database does not answer; the server cannot serve requests yet.")
 	}
 	if !s.registry.Healthy() {
-		return errorf(http.StatusServiceUnavailable, "registry_stale", "This instance has not renewed its heartbeat in the instance registry recently; the other instances may take it for dead.")
+		return errorf(http.StatusServiceUnavailable, codeRegistryStale, "This instance has not renewed its heartbeat in the instance registry recently; the other instances may take it for dead.")
 	}
 	if !s.bus.Healthy() {
-		return errorf(http.StatusServiceUnavailable, "signals_down", "This instance's connection for signals from the other instances is down; it is reconnecting.")
+		return errorf(http.StatusServiceUnavailable, codeSignalsDown, "This instance's connection for signals from the other instances is down; it is reconnecting.")
 	}
 	return c.JSON(fiber.Map{"status": "ready", "instance": s.id, "instances": s.registry.Size()})
 }
