@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -123,23 +122,5 @@ func TestPopupApprovalFirst(t *testing.T) {
 // may be open, each framing the app at the same address.
 func (b *ExtensionBrowser) appFrameOf(t testing.TB, popup context.Context, server, path string) context.Context {
 	t.Helper()
-	parent := chromedp.FromContext(popup).Target.TargetID
-	deadline := time.Now().Add(15 * time.Second)
-	tick := time.NewTicker(25 * time.Millisecond) // polling the browser's target list: there is no event to wait on here
-	defer tick.Stop()
-	for {
-		infos, err := chromedp.Targets(b.ctx)
-		if err != nil {
-			t.Fatalf("list targets: %v", err)
-		}
-		for _, info := range infos {
-			if info.Type == "iframe" && info.ParentID == parent && strings.HasPrefix(info.URL, server+path) {
-				return b.attach(t, info)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no frame of %s%s in popup %s", server, path, parent)
-		}
-		<-tick.C
-	}
+	return b.frameIn(t, chromedp.FromContext(popup).Target.TargetID, server, path)
 }

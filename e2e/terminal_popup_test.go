@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/chromedp/cdproto/target"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,13 @@ import (
 // runs it as a target of its own. It waits for the frame to show path.
 func (b *ExtensionBrowser) appFrame(t testing.TB, server, path string) context.Context {
 	t.Helper()
+	return b.frameIn(t, "", server, path)
+}
+
+// frameIn attaches to the first frame target showing server+path whose
+// parent is parent (any parent when parent is empty).
+func (b *ExtensionBrowser) frameIn(t testing.TB, parent target.ID, server, path string) context.Context {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	tick := time.NewTicker(25 * time.Millisecond) // polling the browser's target list: there is no event to wait on here
 	defer tick.Stop()
@@ -27,7 +35,7 @@ func (b *ExtensionBrowser) appFrame(t testing.TB, server, path string) context.C
 			t.Fatalf("list targets: %v", err)
 		}
 		for _, info := range infos {
-			if info.Type == "iframe" && strings.HasPrefix(info.URL, server+path) {
+			if info.Type == "iframe" && (parent == "" || info.ParentID == parent) && strings.HasPrefix(info.URL, server+path) {
 				return b.attach(t, info)
 			}
 		}
@@ -36,7 +44,7 @@ func (b *ExtensionBrowser) appFrame(t testing.TB, server, path string) context.C
 			for _, info := range infos {
 				seen = append(seen, info.Type+" "+info.URL)
 			}
-			t.Fatalf("no frame of %s%s in the popup; targets: %v", server, path, seen)
+			t.Fatalf("no frame of %s%s in popup %q; targets: %v", server, path, parent, seen)
 		}
 		<-tick.C
 	}
