@@ -243,7 +243,13 @@ func (c *conn) welcome(ref string) bool {
 }
 
 func (h *Hub) limits() Limits {
-	return Limits{MaxMessageBytes: h.opts.MaxMessage, PingSeconds: int(h.opts.PingInterval / time.Second), IdleSeconds: int(h.opts.Idle / time.Second)}
+	return Limits{
+		MaxMessageBytes: h.opts.MaxMessage, PingSeconds: int(h.opts.PingInterval / time.Second), IdleSeconds: int(h.opts.Idle / time.Second),
+		CallTimeoutMs: h.opts.CallTimeout.Milliseconds(), MaxResultBytes: sitetools.MaxResultBytes,
+		MaxToolsPerSite: sitetools.MaxToolsPerSite, MaxDescriptorBytes: sitetools.MaxDescriptorBytes,
+		MaxAnnouncementBytes: sitetools.MaxAnnouncementBytes, MaxTitleBytes: sitetools.MaxTitleBytes,
+		MaxDescriptionBytes: sitetools.MaxDescriptionBytes,
+	}
 }
 
 // fail answers a protocol error and closes with code.

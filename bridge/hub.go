@@ -51,8 +51,8 @@ type Socket interface {
 type Options struct {
 	DB     *store.DB
 	Logger *slog.Logger
-	// Idle closes a socket silent for longer (default 60 s; the extension
-	// pings every 20 s).
+	// Idle closes a socket silent for longer (default DefaultIdle; the
+	// extension pings every PingInterval).
 	Idle time.Duration
 	// QueueSize bounds the replies and pushes queued for each socket
 	// (default 64 messages); a browser that lets them pile up is closed as a
@@ -62,15 +62,22 @@ type Options struct {
 	// MaxCalls is how many calls one browser runs at once (default
 	// DefaultMaxCalls); Invoke answers a *sitetools.BusyError beyond it.
 	MaxCalls int
-	// MaxMessage is the largest frame a browser may send (default 1 MiB).
+	// MaxMessage is the largest frame a browser may send (default
+	// DefaultMaxMessage).
 	MaxMessage int64
 	// WriteTimeout bounds one write to a socket (default 10 s).
 	WriteTimeout time.Duration
 	// CloseGrace is how long a closing socket waits for the browser's close
 	// frame before the connection is cut (default 1 s).
 	CloseGrace time.Duration
-	// PingInterval is the ping interval the welcome asks for (default 20 s).
+	// PingInterval is the ping interval the welcome asks for (default
+	// DefaultPingInterval).
 	PingInterval time.Duration
+	// CallTimeout is the longest a call runs in the browser (default
+	// sitetools.CallTimeout); the welcome tells the extension, whose own
+	// timer for a call is a backstop within it. The server sets it to the
+	// timeout its calls are given.
+	CallTimeout time.Duration
 	// Catalog receives the tools each document announces; nil ignores them.
 	Catalog *sitetools.Catalog
 	// OnChange, if set, hears of every change a person's pages show: a
@@ -85,7 +92,7 @@ func (o *Options) fillDefaults() {
 		o.Logger = slog.Default()
 	}
 	if o.Idle == 0 {
-		o.Idle = 60 * time.Second
+		o.Idle = DefaultIdle
 	}
 	if o.QueueSize == 0 {
 		o.QueueSize = 64
@@ -94,7 +101,7 @@ func (o *Options) fillDefaults() {
 		o.MaxCalls = DefaultMaxCalls
 	}
 	if o.MaxMessage == 0 {
-		o.MaxMessage = 1 << 20
+		o.MaxMessage = DefaultMaxMessage
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 10 * time.Second
@@ -103,9 +110,20 @@ func (o *Options) fillDefaults() {
 		o.CloseGrace = time.Second
 	}
 	if o.PingInterval == 0 {
-		o.PingInterval = 20 * time.Second
+		o.PingInterval = DefaultPingInterval
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = sitetools.CallTimeout
 	}
 }
+
+// Defaults of the limits the welcome sends (Limits). The extension starts
+// with the same numbers until its first welcome (extension/lib/messages.js).
+const (
+	DefaultMaxMessage   = 1 << 20
+	DefaultPingInterval = 20 * time.Second
+	DefaultIdle         = 60 * time.Second
+)
 
 // DefaultMaxCalls is how many calls one browser runs at once by default:
 // far more than a person's tabs can usefully run side by side, and small

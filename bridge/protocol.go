@@ -278,11 +278,22 @@ type Site struct {
 	WorkspaceName string `json:"workspaceName"`
 }
 
-// Limits tells the extension the server's limits in the welcome.
+// Limits tells the extension the server's limits in the welcome, so the
+// extension enforces the server's numbers rather than copies of them: each is
+// the one Go value the server itself checks against (docs/PROTOCOL.md).
 type Limits struct {
-	MaxMessageBytes int64 `json:"maxMessageBytes"`
-	PingSeconds     int   `json:"pingSeconds"`
-	IdleSeconds     int   `json:"idleSeconds"`
+	MaxMessageBytes int64 `json:"maxMessageBytes"` // Options.MaxMessage
+	PingSeconds     int   `json:"pingSeconds"`     // Options.PingInterval
+	IdleSeconds     int   `json:"idleSeconds"`     // Options.Idle
+	// CallTimeoutMs is the longest a call runs in the browser
+	// (Options.CallTimeout), in milliseconds: tests run calls of 1.5 s.
+	CallTimeoutMs        int64 `json:"callTimeoutMs"`
+	MaxResultBytes       int   `json:"maxResultBytes"`       // sitetools.MaxResultBytes
+	MaxToolsPerSite      int   `json:"maxToolsPerSite"`      // sitetools.MaxToolsPerSite
+	MaxDescriptorBytes   int   `json:"maxDescriptorBytes"`   // sitetools.MaxDescriptorBytes
+	MaxAnnouncementBytes int   `json:"maxAnnouncementBytes"` // sitetools.MaxAnnouncementBytes
+	MaxTitleBytes        int   `json:"maxTitleBytes"`        // sitetools.MaxTitleBytes
+	MaxDescriptionBytes  int   `json:"maxDescriptionBytes"`  // sitetools.MaxDescriptionBytes
 }
 
 type welcomeMsg struct {

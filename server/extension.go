@@ -18,6 +18,9 @@ import (
 func (s *Server) startHub() {
 	o := s.opts.Bridge
 	o.DB, o.Catalog, o.OnChange = s.opts.DB, s.catalog, s.hubChanged
+	if o.CallTimeout == 0 {
+		o.CallTimeout = s.opts.CallTimeout // the welcome tells the extension what its calls get
+	}
 	if o.Logger == nil {
 		o.Logger = s.opts.Logger
 	}

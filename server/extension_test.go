@@ -18,6 +18,7 @@ import (
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store/storetest"
 	"github.com/tabbridge/tabbridge/tickets"
 )
@@ -91,8 +92,14 @@ func TestExtensionSocketWelcome(t *testing.T) {
 		if len(w.SharedSites) != 1 || w.SharedSites[0].Origin != "https://app.example.com" || w.SharedSites[0].WorkspaceName != "Work" {
 			t.Fatalf("welcome sites = %+v", w.SharedSites)
 		}
-		if w.Limits.MaxMessageBytes != 1<<20 || w.Limits.PingSeconds != 20 || w.Limits.IdleSeconds != 60 {
-			t.Fatalf("limits = %+v", w.Limits)
+		// The extension enforces what the welcome says, so it must be the
+		// server's own numbers (the call timeout the server gives its calls).
+		want := bridge.Limits{MaxMessageBytes: 1 << 20, PingSeconds: 20, IdleSeconds: 60, CallTimeoutMs: 60000,
+			MaxResultBytes: sitetools.MaxResultBytes, MaxToolsPerSite: sitetools.MaxToolsPerSite,
+			MaxDescriptorBytes: sitetools.MaxDescriptorBytes, MaxAnnouncementBytes: sitetools.MaxAnnouncementBytes,
+			MaxTitleBytes: sitetools.MaxTitleBytes, MaxDescriptionBytes: sitetools.MaxDescriptionBytes}
+		if w.Limits != want {
+			t.Fatalf("limits = %+v, want %+v", w.Limits, want)
 		}
 		if _, err := b.Ping("p1", testutil.WaitShort); err != nil {
 			t.Fatal(err)

@@ -11,7 +11,8 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on what a page may announce. A page is untrusted: without limits one tab could fill the
+// Limits on what a page may announce, sent to the extension in the welcome (bridge.Limits), which
+// checks with them too. A page is untrusted: without limits one tab could fill the
 // server's memory or an agent's context window through the catalog.
 const (
 	// MaxDescriptorBytes bounds one tool descriptor as JSON. 64 KiB holds a long description and a

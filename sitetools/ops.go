@@ -15,7 +15,8 @@ import (
 	"github.com/tabbridge/tabbridge/store"
 )
 
-// Limits on a call, as DESIGN.md fixes them.
+// Limits on a call, as DESIGN.md fixes them. The server sends both to the
+// extension in its welcome (bridge.Limits), so these are their one source.
 const (
 	// CallTimeout is the longest a call may run in the browser, by default.
 	CallTimeout = 60 * time.Second

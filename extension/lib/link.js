@@ -268,6 +268,7 @@ export class ServerLink {
         this.state = 'open';
         this.stats.welcomes++;
         this.backoff.reset();
+        globalThis.TabbridgeMessages.useLimits(m.limits); // the server's own, for the checks and the calls
         this.pingTimer = setInterval(() => this.ping(), m.pingMs || PING_MS);
         this.setShared(m.sharedSites);
         if (this.open) this.ping(); // the clock offset, before the first call if possible

@@ -6,21 +6,66 @@
 // It is deliberately a plain script, not an ES module with exports: the bridge loads it as a
 // classic content script in the isolated world (content scripts cannot import), while the service
 // worker and Node's tests import it for its side effect. It defines globalThis.TabbridgeMessages,
-// which only that world sees. The limits mirror package sitetools on the server.
+// which only that world sees.
+//
+// It also holds the limits the server sends in its welcome (docs/PROTOCOL.md, limits): the worker
+// applies each welcome's (useLimits) and keeps them in storage.local, where every bridge reads
+// them; until then the defaults, protocol 1's values, hold.
 (function (root) {
   'use strict';
 
-  const limits = Object.freeze({
-    maxTools: 128, // sitetools.MaxToolsPerSite
-    maxDescriptorBytes: 64 << 10, // sitetools.MaxDescriptorBytes
-    maxAnnouncementBytes: 1 << 20, // sitetools.MaxAnnouncementBytes
+  // defaults are the welcome's limits as protocol 1 defines them (bridge.Limits, each one Go
+  // constant on the server). They hold until a welcome has told this extension the server's own:
+  // those are the numbers that count, so an extension older or newer than the server neither
+  // refuses what the server takes nor passes on what it refuses.
+  const defaults = Object.freeze({
+    maxToolsPerSite: 128,
+    maxDescriptorBytes: 64 << 10,
+    maxAnnouncementBytes: 1 << 20,
     maxTitleBytes: 256,
     maxDescriptionBytes: 8 << 10,
-    maxResultBytes: 256 << 10, // the server's result cap
-    maxErrorChars: 4096,
-    maxUrlChars: 8192,
-    maxDepth: 64,
+    maxResultBytes: 256 << 10,
+    maxMessageBytes: 1 << 20, // the largest frame the server reads
+    callTimeoutMs: 60000, // the longest a call runs
   });
+  // local are the extension's own bounds, which no server changes.
+  const local = Object.freeze({ maxErrorChars: 4096, maxUrlChars: 8192, maxDepth: 64 });
+  const LIMITS_KEY = 'limits'; // in storage.local: the last welcome's limits
+  let limits = Object.freeze({ ...defaults, ...local });
+
+  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+  // checkLimits keeps the welcome's limits that are whole numbers in [1, 2^30]; any other, or one
+  // an older server does not send, is the default.
+  function checkLimits(l) {
+    const out = { ...defaults };
+    for (const k of Object.keys(defaults)) {
+      const v = isObject(l) ? l[k] : undefined;
+      if (Number.isSafeInteger(v) && v > 0 && v <= 2 ** 30) out[k] = v;
+    }
+    return Object.freeze(out);
+  }
+
+  function setLimits(l) {
+    limits = Object.freeze({ ...checkLimits(l), ...local });
+    return limits;
+  }
+
+  // useLimits is the worker's, on every welcome: it applies the server's limits here and, when
+  // they changed, keeps them for the bridges.
+  const storage = root.chrome?.storage;
+  function useLimits(l) {
+    const before = JSON.stringify(limits);
+    setLimits(l);
+    if (JSON.stringify(limits) !== before) storage?.local?.set({ [LIMITS_KEY]: checkLimits(l) }).catch(() => {});
+    return limits;
+  }
+  if (storage?.local && storage.onChanged) {
+    storage.local.get(LIMITS_KEY).then((v) => v?.[LIMITS_KEY] && setLimits(v[LIMITS_KEY]), () => {});
+    storage.onChanged.addListener((changes, area) => {
+      if (area === 'local' && changes[LIMITS_KEY]) setLimits(changes[LIMITS_KEY].newValue);
+    });
+  }
 
   const toolName = /^[A-Za-z0-9_.-]{1,128}$/;
   const callId = /^[A-Za-z0-9_-]{1,64}$/;
@@ -29,7 +74,6 @@
   const bytes = (s) => encoder.encode(s).length;
   const refuse = (reason) => ({ ok: false, reason });
   const accept = (msg) => ({ ok: true, msg });
-  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
   // jsonSafe says whether value is plain JSON data: what JSON.stringify would write without
   // dropping or changing anything (no functions, undefined, NaN, Infinity, symbols, class
@@ -113,7 +157,7 @@
   // refused whole.
   function checkTools(list) {
     if (!Array.isArray(list)) return refuse('the tool list is not an array');
-    if (list.length > limits.maxTools) return refuse(`a page may announce at most ${limits.maxTools} tools`);
+    if (list.length > limits.maxToolsPerSite) return refuse(`a page may announce at most ${limits.maxToolsPerSite} tools`);
     const tools = [];
     const refused = [];
     const seen = new Set();
@@ -244,7 +288,13 @@
   }
 
   root.TabbridgeMessages = Object.freeze({
-    limits,
+    get limits() {
+      return limits;
+    },
+    defaults,
+    checkLimits,
+    setLimits,
+    useLimits,
     jsonSafe,
     checkDescriptor,
     checkTools,

@@ -2,18 +2,21 @@
 // every message the server sends before the worker uses it, builds what the worker sends, and
 // works out which announcements a change of documents or shared sites needs. No chrome.* here, so
 // Node's tests can run it.
+//
+// The server's limits (the result cap, the largest frame it reads, how long a call runs) are the
+// ones its welcome sent, kept by messages.js (TabbridgeMessages.limits); the functions that use
+// them take them as an argument, defaulting to those.
+
+import './messages.js';
+
+const M = globalThis.TabbridgeMessages;
 
 export const PROTOCOL = 1;
 export const PING_MS = 20000;
-export const MAX_RESULT_BYTES = 256 << 10; // the server's result cap
-// MAX_FRAME_BYTES is the largest frame the server reads (bridge.Options.MaxMessage, 1 MiB by
-// default); a larger one makes it close the socket, failing every call on it.
-export const MAX_FRAME_BYTES = 1 << 20;
-// MIN_CALL_MS and MAX_CALL_MS bound how long the worker waits for a call: a call's deadline is at
-// most 60 s after the server sends it (sitetools.CallTimeout), and the server cancels a call at its
-// deadline itself, so the worker's own timer is only a backstop.
+// MIN_CALL_MS is the least the worker waits for a call. The most is the welcome's
+// limits.callTimeoutMs: a call's deadline is at most that long after the server sends it, and the
+// server cancels a call at its deadline itself, so the worker's own timer is only a backstop.
 export const MIN_CALL_MS = 1000;
-export const MAX_CALL_MS = 60000;
 // CLOCK_RTT_MAX_MS: a pong answered later than this says too little about the server's clock.
 export const CLOCK_RTT_MAX_MS = 10000;
 
@@ -60,7 +63,7 @@ export function checkServerMessage(m) {
       const sites = checkSites(m.sharedSites);
       if (m.protocol !== PROTOCOL || !sites) return refuse('welcome: bad protocol or sharedSites');
       const ping = Number.isInteger(m.limits?.pingSeconds) && m.limits.pingSeconds >= 5 && m.limits.pingSeconds <= 300 ? m.limits.pingSeconds * 1000 : PING_MS;
-      return accept({ type: 'welcome', name: isString(m.name, 200) ? m.name : '', sharedSites: sites, pingMs: ping });
+      return accept({ type: 'welcome', name: isString(m.name, 200) ? m.name : '', sharedSites: sites, pingMs: ping, limits: M.checkLimits(m.limits) });
     }
     case 'sites': {
       const sites = checkSites(m.sharedSites);
@@ -176,18 +179,20 @@ export function resultSize(result) {
   return typeof result === 'string' ? encoder.encode(result).length : encoder.encode(JSON.stringify(result)).length;
 }
 
-// resultMessage turns a Pages outcome into call.result, refusing a result over the cap with its
-// size (checked here, before sending, and never truncated). A result within the cap whose JSON
-// would still not fit in one frame (a string of control characters, each escaped as \u00XX) is
-// refused too, with the size of that JSON, rather than get the socket closed.
-export function resultMessage(callId, outcome) {
+// resultMessage turns a Pages outcome into call.result, refusing a result over the server's cap
+// (limits.maxResultBytes) with its size (checked here, before sending, and never truncated). A
+// result within the cap whose JSON would still not fit in one frame the server reads
+// (limits.maxMessageBytes: a string of control characters, each escaped as \u00XX) is refused too,
+// with the size of that JSON, rather than get the socket closed.
+export function resultMessage(callId, outcome, limits = M.limits) {
   if (outcome.ok) {
     const result = outcome.result ?? null;
     const size = resultSize(result);
-    const framed = size <= MAX_RESULT_BYTES ? encoder.encode(JSON.stringify(result)).length : 0;
-    if (size > MAX_RESULT_BYTES || framed > MAX_FRAME_BYTES - 4096) {
+    const cap = limits.maxResultBytes;
+    const framed = size <= cap ? encoder.encode(JSON.stringify(result)).length : 0;
+    if (size > cap || framed > limits.maxMessageBytes - 4096) {
       const n = Math.max(size, framed);
-      return { type: 'call.result', callId, ok: false, error: { code: 'result_too_large', message: `The page's result is ${n} bytes; at most ${MAX_RESULT_BYTES} are allowed.`, size: n } };
+      return { type: 'call.result', callId, ok: false, error: { code: 'result_too_large', message: `The page's result is ${n} bytes; at most ${cap} are allowed.`, size: n } };
     }
     return { type: 'call.result', callId, ok: true, result };
   }
@@ -208,13 +213,15 @@ export function clockOffset(sentAt, receivedAt, serverTime) {
 
 // callTimeout is how long the worker gives a call whose deadline is the server's clock in ms:
 // deadline less the server's time now (this browser's clock plus offset), within
-// [MIN_CALL_MS, MAX_CALL_MS]. With no offset measured yet (null), a time left outside that range
-// means the clocks disagree, and the worker waits the longest a call can run: the server cancels
-// the call at its deadline anyway.
-export function callTimeout(deadline, now, offset) {
+// [MIN_CALL_MS, maxMs], maxMs being the longest a call runs on the server (the welcome's
+// limits.callTimeoutMs). With no offset measured yet (null), a time left outside that range means
+// the clocks disagree, and the worker waits the longest a call can run: the server cancels the
+// call at its deadline anyway.
+export function callTimeout(deadline, now, offset, maxMs = M.limits.callTimeoutMs) {
+  const most = Math.max(MIN_CALL_MS, maxMs);
   const left = deadline - (now + (offset ?? 0));
-  if (offset === null && !(left >= MIN_CALL_MS && left <= MAX_CALL_MS)) return MAX_CALL_MS;
-  return Math.min(MAX_CALL_MS, Math.max(MIN_CALL_MS, left));
+  if (offset === null && !(left >= MIN_CALL_MS && left <= most)) return most;
+  return Math.min(most, Math.max(MIN_CALL_MS, left));
 }
 
 // retryable says whether a close code means "dial again with backoff".

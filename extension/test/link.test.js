@@ -77,14 +77,14 @@ function fakePages() {
 
 const quiet = { warn() {} };
 
-async function connected(link, sites) {
+async function connected(link, sites, limits = { pingSeconds: 20 }) {
   answers.push([201, { ticket: 'tbt_1' }]);
   link.connect();
   await flush();
   const ws = FakeSocket.all.at(-1);
   ws.opened();
   await flush();
-  ws.receive({ type: 'welcome', id: 'h1', protocol: 1, browserId: 'x', name: 'n', sharedSites: sites, limits: { pingSeconds: 20 } });
+  ws.receive({ type: 'welcome', id: 'h1', protocol: 1, browserId: 'x', name: 'n', sharedSites: sites, limits });
   return ws;
 }
 
@@ -184,6 +184,27 @@ test("a call's deadline is read on the server's clock, measured from the pong", 
   // A pong that does not answer the awaited ping changes nothing.
   ws.receive({ type: 'pong', id: 'p999', time: 0 });
   assert.ok(Math.abs(link.status().clockOffset + 60000) < 1000);
+});
+
+test("the welcome's limits cap the results and calls and are kept for the bridges", async (t) => {
+  const M = globalThis.TabbridgeMessages;
+  const pages = fakePages();
+  const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
+  let ws = await connected(link, [site], { pingSeconds: 20, maxResultBytes: 10, callTimeoutMs: 2000 });
+  assert.equal(M.limits.maxResultBytes, 10, "the worker's checks use the server's numbers");
+  assert.deepEqual((await chrome.storage.local.get('limits')).limits, { ...M.defaults, maxResultBytes: 10, callTimeoutMs: 2000 }, 'kept where the bridges read them');
+  ws.receive({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
+  assert.equal(pages.calls[0].timeoutMs, 2000, "at most the server's call timeout");
+  pages.finish({ ok: true, result: 'x'.repeat(11) });
+  await flush();
+  assert.equal(ws.sent.at(-1).error.code, 'result_too_large');
+  assert.match(ws.sent.at(-1).error.message, /at most 10 are allowed/);
+  // A welcome without them (an older server) brings back protocol 1's values.
+  link.teardown();
+  ws = await connected(link, [site]);
+  assert.deepEqual({ ...M.limits }, { ...M.defaults, maxErrorChars: 4096, maxUrlChars: 8192, maxDepth: 64 });
+  assert.deepEqual((await chrome.storage.local.get('limits')).limits, M.defaults);
 });
 
 test('a call that fails inside the extension is still answered at once', async (t) => {

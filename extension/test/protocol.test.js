@@ -1,19 +1,42 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { checkServerMessage, parseFrame, plan, openSites, resultMessage, retryable, hello, browserName, clockOffset, callTimeout, MAX_RESULT_BYTES } from '../lib/protocol.js';
+import { checkServerMessage, parseFrame, plan, openSites, resultMessage, retryable, hello, browserName, clockOffset, callTimeout } from '../lib/protocol.js';
+
+const M = globalThis.TabbridgeMessages;
+const MAX_RESULT_BYTES = M.defaults.maxResultBytes;
 
 const site = { id: 's1', origin: 'https://shop.example', workspaceId: 'w1', workspaceName: 'Work' };
 
 test('welcome and sites keep only checked shared sites', () => {
   const r = checkServerMessage({ type: 'welcome', id: 'h1', protocol: 1, name: 'Laptop', sharedSites: [site], limits: { pingSeconds: 20 }, extra: 1 });
   assert.equal(r.ok, true);
-  assert.deepEqual(r.msg, { type: 'welcome', name: 'Laptop', sharedSites: [site], pingMs: 20000 });
+  assert.deepEqual(r.msg, { type: 'welcome', name: 'Laptop', sharedSites: [site], pingMs: 20000, limits: M.defaults });
   assert.equal(checkServerMessage({ type: 'welcome', protocol: 2, sharedSites: [] }).ok, false);
   assert.equal(checkServerMessage({ type: 'welcome', protocol: 1, sharedSites: [{ ...site, origin: 'javascript:alert(1)' }] }).ok, false);
   assert.equal(checkServerMessage({ type: 'sites', sharedSites: 'all' }).ok, false);
   assert.deepEqual(checkServerMessage({ type: 'sites', sharedSites: [] }).msg, { type: 'sites', sharedSites: [] });
   // A ping interval out of range falls back to 20 s.
   assert.equal(checkServerMessage({ type: 'welcome', protocol: 1, sharedSites: [], limits: { pingSeconds: 0 } }).msg.pingMs, 20000);
+});
+
+test("the welcome's limits are the server's; one missing or not a sensible number is the default", () => {
+  const sent = { maxResultBytes: 1000, maxMessageBytes: 8192, callTimeoutMs: 1500, maxToolsPerSite: 2, maxDescriptorBytes: 4096, maxAnnouncementBytes: 8192, maxTitleBytes: 16, maxDescriptionBytes: 64, pingSeconds: 20, newerLimit: 7 };
+  const { limits } = checkServerMessage({ type: 'welcome', protocol: 1, sharedSites: [], limits: sent }).msg;
+  const { pingSeconds, newerLimit, ...kept } = sent;
+  assert.deepEqual(limits, kept);
+  // An older server's welcome without them, or nonsense, leaves protocol 1's values.
+  assert.deepEqual(checkServerMessage({ type: 'welcome', protocol: 1, sharedSites: [] }).msg.limits, M.defaults);
+  for (const bad of [0, -1, 1.5, '1000', 2 ** 31, null]) {
+    assert.equal(checkServerMessage({ type: 'welcome', protocol: 1, sharedSites: [], limits: { maxResultBytes: bad } }).msg.limits.maxResultBytes, 256 << 10, String(bad));
+  }
+  // The result cap and the frame bound are the welcome's.
+  assert.equal(resultMessage('c1', { ok: true, result: 'x'.repeat(1000) }, limits).ok, true);
+  const m = resultMessage('c1', { ok: true, result: 'x'.repeat(1001) }, limits);
+  assert.deepEqual([m.error.code, m.error.size, m.error.message], ['result_too_large', 1001, "The page's result is 1001 bytes; at most 1000 are allowed."]);
+  assert.equal(resultMessage('c1', { ok: true, result: '\u0001'.repeat(700) }, limits).error.size, 6 * 700 + 2, 'over the frame once escaped');
+  // A call runs at most the server's call timeout.
+  assert.equal(callTimeout(1e12, 0, 0, limits.callTimeoutMs), 1500);
+  assert.equal(callTimeout(100000, 160000, null, limits.callTimeoutMs), 1500);
 });
 
 test('a call must name an origin, a tool, object arguments and a deadline', () => {
