@@ -18,15 +18,16 @@ import (
 // extension/README.md for how it was derived). The server must trust this origin.
 const ExtensionID = "lknealedcnkkiahlealamioaolnbckeb"
 
-// ExtensionBrowser is a headless Chromium with the real unpacked extension loaded.
+// ExtensionBrowser is a headless Chromium with the real unpacked extension loaded (the tests'
+// build of it, testExtension: its worker under the tests' hook).
 type ExtensionBrowser struct {
 	ctx context.Context // the browser's first tab
 }
 
-// startExtensionBrowser starts Chromium with extension/ loaded.
+// startExtensionBrowser starts Chromium with the tests' build of extension/ loaded.
 func startExtensionBrowser(t testing.TB, o ChromiumOptions) *ExtensionBrowser {
 	t.Helper()
-	o.Extension = repoPath(t, "extension")
+	o.Extension = testExtension(t)
 	return &ExtensionBrowser{ctx: startChromium(t, o)}
 }
 
@@ -41,11 +42,12 @@ func (b *ExtensionBrowser) Tab(t testing.TB, url string) context.Context {
 	return ctx
 }
 
-// Worker attaches to the extension's service worker once its module has run (Chrome reports the
-// target, and even answers evaluations, before the worker's scope is set up).
+// Worker attaches to the extension's service worker once its module has run and the tests' hook
+// is in place (Chrome reports the target, and even answers evaluations, before the worker's scope
+// is set up).
 func (b *ExtensionBrowser) Worker(t testing.TB) context.Context {
 	t.Helper()
-	want := fmt.Sprintf("chrome-extension://%s/sw.js", ExtensionID)
+	want := fmt.Sprintf("chrome-extension://%s/%s", ExtensionID, hookWorker)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(10 * time.Second)

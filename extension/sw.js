@@ -145,27 +145,6 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   return true;
 });
 
-// __tabbridgeTest lets the end-to-end tests drive calls before the server socket exists. It is a
-// global of the worker's own scope: no page, content script or other extension can reach it.
-const testCalls = new Map();
-self.__tabbridgeTest = {
-  ready: () => ready,
-  pages,
-  start(origin, tool, args, timeoutMs) {
-    const callId = crypto.randomUUID();
-    testCalls.set(callId, ready.then(() => pages.call({ callId, origin, tool, args, timeoutMs })));
-    return callId;
-  },
-  outcome: (callId) => testCalls.get(callId),
-  call(origin, tool, args, timeoutMs) {
-    return this.outcome(this.start(origin, tool, args, timeoutMs));
-  },
-  cancel: (callId) => pages.cancel(callId),
-  documents: () => Object.values(pages.rec.docs),
-  detection: () => detection.status(),
-  link,
-  showApprovals,
-  notices,
-  notificationClicked: onNotificationClicked,
-  command: onCommand,
-};
+// What the end-to-end tests reach through testhook.js, which only their build of the extension
+// starts (the shipped worker is this module, and nothing can import it).
+export { ready, pages, link, showApprovals, notices, onNotificationClicked, onCommand };

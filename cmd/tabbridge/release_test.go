@@ -14,8 +14,9 @@ import (
 
 // TestReleaseExtensionZip: scripts/release packs the extension for the
 // Chrome Web Store: a manifest without "key" (the store refuses it) carrying
-// the release's number, every file the manifest names, and no tests or Node
-// files.
+// the release's number, every file the manifest names, and no tests, Node
+// files or the tests' hook into the worker (self.__tabbridgeTest, which only
+// the end-to-end tests' build of the extension starts).
 func TestReleaseExtensionZip(t *testing.T) {
 	for _, tool := range []string{"jq", "zip"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -38,10 +39,16 @@ func TestReleaseExtensionZip(t *testing.T) {
 		if strings.Contains(f.Name, "test") || strings.HasSuffix(f.Name, "package.json") {
 			t.Errorf("the zip holds %s", f.Name)
 		}
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if strings.Contains(string(b), "__tabbridgeTest") {
+			t.Errorf("%s holds the tests' hook __tabbridgeTest", f.Name)
+		}
 		if f.Name == "manifest.json" {
-			r, _ := f.Open()
-			b, _ := io.ReadAll(r)
-			r.Close()
 			if err := json.Unmarshal(b, &manifest); err != nil {
 				t.Fatalf("manifest: %v", err)
 			}
@@ -55,6 +62,9 @@ func TestReleaseExtensionZip(t *testing.T) {
 	}
 	if manifest["version"] != "1.2.3" {
 		t.Errorf("manifest version %v, want 1.2.3", manifest["version"])
+	}
+	if sw := manifest["background"].(map[string]any)["service_worker"]; sw != "sw.js" {
+		t.Errorf("the worker starts at %v, want sw.js", sw)
 	}
 	named := []string{manifest["background"].(map[string]any)["service_worker"].(string),
 		manifest["action"].(map[string]any)["default_popup"].(string),

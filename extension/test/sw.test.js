@@ -38,7 +38,8 @@ globalThis.chrome = {
 };
 globalThis.fetch = async () => ({ status: 401, ok: false, json: async () => ({ error: { code: 'signed_out' } }), clone() { return this; } });
 
-await import('../sw.js');
+// The worker as the end-to-end tests start it: sw.js under the test hook.
+await import('../testhook.js');
 const t = globalThis.__tabbridgeTest;
 await t.ready();
 
