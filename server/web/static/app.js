@@ -1,5 +1,6 @@
-// Tabbridge web app: live regions, copy buttons and tidy addresses, in plain
-// JavaScript with no build step.
+// Tabbridge web app: live regions, copy buttons and tidy addresses, as ES
+// modules with no build step (the helpers a test can run without a page are
+// in lib/, tested by server/web/test).
 //
 // Live regions: an element with an id and data-live="type type…" is fetched
 // again (the whole page from body[data-src], then that element swapped in)
@@ -14,286 +15,282 @@
 // fetched).
 // So every focusable control, <details> and field in a live region has a
 // stable id.
-(function () {
-  'use strict';
-  var body = document.body;
-  var src = body.getAttribute('data-src');
+import { Backoff } from './lib/backoff.js';
+import { liveTypes, isField, swapAction, countdown } from './lib/live.js';
 
-  // A page rendered as the answer to a form shows its canonical address, so
-  // reloading neither re-sends the form nor shows a one-time secret (or a
-  // "revoked" notice) again.
-  if (src && location.pathname + location.search !== src) {
-    history.replaceState(null, '', src);
+const body = document.body;
+const src = body.getAttribute('data-src');
+
+// A page rendered as the answer to a form shows its canonical address, so
+// reloading neither re-sends the form nor shows a one-time secret (or a
+// "revoked" notice) again.
+if (src && location.pathname + location.search !== src) {
+  history.replaceState(null, '', src);
+}
+
+// Framed (the extension's popup), the header is one compact row.
+if (window.top !== window.self) document.documentElement.classList.add('framed');
+
+// The header's menus (<details class="menu">): one open at a time, closed
+// by a click outside or Escape (focus goes back to the menu's button).
+document.addEventListener('click', (ev) => {
+  document.querySelectorAll('details.menu[open]').forEach((d) => {
+    if (!d.contains(ev.target)) d.open = false;
+  });
+});
+document.addEventListener('keydown', (ev) => {
+  if (ev.key !== 'Escape') return;
+  document.querySelectorAll('details.menu[open]').forEach((d) => {
+    d.open = false;
+    if (d.contains(document.activeElement)) d.querySelector('summary').focus();
+  });
+});
+
+document.addEventListener('click', (ev) => {
+  const btn = ev.target.closest && ev.target.closest('[data-copy]');
+  if (!btn) return;
+  const from = document.getElementById(btn.getAttribute('data-copy'));
+  const status = document.getElementById(btn.getAttribute('data-copy') + '-status');
+  if (!from) return;
+  copy(from.textContent.trim()).then(() => {
+    if (status) status.textContent = 'Copied to the clipboard.';
+  }, () => {
+    selectText(from);
+    if (status) status.textContent = 'Selected: press Ctrl+C (⌘C on a Mac) to copy.';
+  });
+});
+
+function copy(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    return navigator.clipboard.writeText(text);
   }
-
-  // Framed (the extension's popup), the header is one compact row.
-  if (window.top !== window.self) document.documentElement.classList.add('framed');
-
-  // The header's menus (<details class="menu">): one open at a time, closed
-  // by a click outside or Escape (focus goes back to the menu's button).
-  document.addEventListener('click', function (ev) {
-    document.querySelectorAll('details.menu[open]').forEach(function (d) {
-      if (!d.contains(ev.target)) d.open = false;
-    });
+  return new Promise((resolve, reject) => {
+    const ta = document.createElement('textarea');
+    ta.value = text;
+    ta.setAttribute('aria-hidden', 'true');
+    ta.style.position = 'fixed';
+    ta.style.opacity = '0';
+    document.body.appendChild(ta);
+    ta.select();
+    let ok = false;
+    try { ok = document.execCommand('copy'); } catch { ok = false; }
+    ta.remove();
+    if (ok) resolve();
+    else reject(new Error('copy refused'));
   });
-  document.addEventListener('keydown', function (ev) {
-    if (ev.key !== 'Escape') return;
-    document.querySelectorAll('details.menu[open]').forEach(function (d) {
-      d.open = false;
-      if (d.contains(document.activeElement)) d.querySelector('summary').focus();
-    });
-  });
+}
 
-  document.addEventListener('click', function (ev) {
-    var btn = ev.target.closest && ev.target.closest('[data-copy]');
-    if (!btn) return;
-    var from = document.getElementById(btn.getAttribute('data-copy'));
-    var status = document.getElementById(btn.getAttribute('data-copy') + '-status');
-    if (!from) return;
-    copy(from.textContent.trim()).then(function () {
-      if (status) status.textContent = 'Copied to the clipboard.';
-    }, function () {
-      selectText(from);
-      if (status) status.textContent = 'Selected: press Ctrl+C (⌘C on a Mac) to copy.';
-    });
-  });
+function selectText(el) {
+  const range = document.createRange();
+  range.selectNodeContents(el);
+  const sel = window.getSelection();
+  sel.removeAllRanges();
+  sel.addRange(range);
+}
 
-  function copy(text) {
-    if (navigator.clipboard && window.isSecureContext) {
-      return navigator.clipboard.writeText(text);
+// Requests answer from the keyboard: Y allows once, A always allows, N
+// denies, on the focused request (the one holding focus, else the first),
+// each key shown on its button. A key typed into a field, or with a
+// modifier, is the field's.
+document.addEventListener('keydown', (ev) => {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat || ev.defaultPrevented) return;
+  const key = (ev.key || '').toLowerCase();
+  if (key !== 'y' && key !== 'a' && key !== 'n') return;
+  const active = document.activeElement;
+  if (active && (active.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName))) return;
+  const card = (active && active.closest && active.closest('[data-request]')) || document.querySelector('[data-request]');
+  if (!card) return;
+  const btn = card.querySelector('button[data-key="' + key + '"]');
+  if (!btn || btn.disabled) return;
+  ev.preventDefault();
+  btn.click();
+});
+
+// Live countdowns to a request's expiry ("expires in 4:59"), read from
+// data-expires each second, so a region swapped in keeps counting.
+function countdowns() {
+  const now = Date.now();
+  document.querySelectorAll('[data-expires]').forEach((el) => {
+    const c = countdown(el.getAttribute('data-expires'), now);
+    if (!c) return;
+    el.textContent = c.text;
+    el.classList.toggle('soon', c.soon);
+  });
+}
+if (document.querySelector('[data-expires]') || document.querySelector('[data-live]')) {
+  countdowns();
+  setInterval(countdowns, 1000);
+}
+
+// An answer is sent in place: the inbox's regions are swapped from the
+// page the answer returns, so the popup neither flashes nor loses its
+// place; the card then says what the answer did. An answer the server
+// refused (the request ended meanwhile, or its agent went: 409) was still
+// heard, once: the page it returns says why, and that notice is shown here
+// — sending the form again would be a second answer, told only that the
+// request had ended. Without script, or when the answer's page is not one
+// this page can show, the form is sent as usual.
+document.addEventListener('submit', (ev) => {
+  const form = ev.target;
+  if (!form.action || !/\/approvals\/[^/]+\/answer$/.test(new URL(form.action).pathname) || !window.fetch || !document.querySelector('[data-live]')) return;
+  ev.preventDefault();
+  const data = new URLSearchParams(new FormData(form));
+  form.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+  fetch(form.action, { method: 'POST', body: data, credentials: 'same-origin', headers: { Accept: 'text/html' } }).then((r) => {
+    const refused = r.status === 409 && (r.headers.get('Content-Type') || '').indexOf('text/html') === 0;
+    if (!refused && (!r.ok || new URL(r.url).pathname !== location.pathname)) throw new Error('answer ' + r.status);
+    return r.text().then((html) => {
+      apply(html);
+      if (refused) showNotice(html);
+    });
+  }).catch(() => form.submit());
+});
+
+// showNotice puts the notice of a page the server returned (#page-notice)
+// in place of this page's, or before its first live region.
+function showNotice(html) {
+  const fresh = new DOMParser().parseFromString(html, 'text/html').getElementById('page-notice');
+  const old = document.getElementById('page-notice');
+  if (!fresh) return;
+  const node = document.importNode(fresh, true);
+  if (old) old.replaceWith(node);
+  else {
+    const region = document.querySelector('[data-live]');
+    region.parentNode.insertBefore(node, region);
+  }
+}
+
+// A page without a source of its own (the terminal, an error page) still
+// keeps its navigation's Inbox count live: it fetches its own address, and
+// when that fails it leaves the page alone instead of leaving it.
+const from = src || location.pathname + location.search;
+
+let timer = null;
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(refresh, 60);
+}
+
+// What the person did inside a region that a fresh copy would undo: open
+// or closed <details>, and fields changed but not sent (by id).
+function keep(old) {
+  const kept = { details: {}, fields: {} };
+  old.querySelectorAll('details[id]').forEach((d) => { kept.details[d.id] = d.open; });
+  old.querySelectorAll('input[id], textarea[id], select[id]').forEach((f) => {
+    if (f.type === 'checkbox' || f.type === 'radio') {
+      if (f.checked !== f.defaultChecked) kept.fields[f.id] = { checked: f.checked };
+    } else if (f.tagName === 'SELECT') {
+      if ([...f.options].some((o) => o.selected !== o.defaultSelected)) kept.fields[f.id] = { value: f.value };
+    } else if (f.value !== f.defaultValue) {
+      kept.fields[f.id] = { value: f.value };
     }
-    return new Promise(function (resolve, reject) {
-      var ta = document.createElement('textarea');
-      ta.value = text;
-      ta.setAttribute('aria-hidden', 'true');
-      ta.style.position = 'fixed';
-      ta.style.opacity = '0';
-      document.body.appendChild(ta);
-      ta.select();
-      var ok = false;
-      try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
-      ta.remove();
-      if (ok) { resolve(); } else { reject(new Error('copy refused')); }
-    });
-  }
-
-  function selectText(el) {
-    var range = document.createRange();
-    range.selectNodeContents(el);
-    var sel = window.getSelection();
-    sel.removeAllRanges();
-    sel.addRange(range);
-  }
-
-  // Requests answer from the keyboard: Y allows once, A always allows, N
-  // denies, on the focused request (the one holding focus, else the first),
-  // each key shown on its button. A key typed into a field, or with a
-  // modifier, is the field's.
-  document.addEventListener('keydown', function (ev) {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat || ev.defaultPrevented) return;
-    var key = (ev.key || '').toLowerCase();
-    if (key !== 'y' && key !== 'a' && key !== 'n') return;
-    var active = document.activeElement;
-    if (active && (active.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName))) return;
-    var card = active && active.closest && active.closest('[data-request]');
-    if (!card) card = document.querySelector('[data-request]');
-    if (!card) return;
-    var btn = card.querySelector('button[data-key="' + key + '"]');
-    if (!btn || btn.disabled) return;
-    ev.preventDefault();
-    btn.click();
   });
+  return kept;
+}
 
-  // Live countdowns to a request's expiry ("expires in 4:59"), read from
-  // data-expires each second, so a region swapped in keeps counting.
-  function countdowns() {
-    var now = Date.now();
-    document.querySelectorAll('[data-expires]').forEach(function (el) {
-      var left = Math.round((Date.parse(el.getAttribute('data-expires')) - now) / 1000);
-      if (isNaN(left)) return;
-      if (left <= 0) { el.textContent = 'expired'; el.classList.add('soon'); return; }
-      var m = Math.floor(left / 60), sec = left % 60;
-      el.textContent = 'expires in ' + m + ':' + (sec < 10 ? '0' : '') + sec;
-      el.classList.toggle('soon', left < 60);
-    });
+function restore(node, kept) {
+  for (const [id, open] of Object.entries(kept.details)) {
+    const d = node.querySelector('#' + CSS.escape(id));
+    if (d) d.open = open;
   }
-  if (document.querySelector('[data-expires]') || document.querySelector('[data-live]')) {
-    countdowns();
-    setInterval(countdowns, 1000);
+  for (const [id, k] of Object.entries(kept.fields)) {
+    const f = node.querySelector('#' + CSS.escape(id));
+    if (!f) continue;
+    if ('checked' in k && (f.type === 'checkbox' || f.type === 'radio')) f.checked = k.checked;
+    else if ('value' in k) f.value = k.value;
   }
+}
 
-  // An answer is sent in place: the inbox's regions are swapped from the
-  // page the answer returns, so the popup neither flashes nor loses its
-  // place; the card then says what the answer did. An answer the server
-  // refused (the request ended meanwhile, or its agent went: 409) was still
-  // heard, once: the page it returns says why, and that notice is shown here
-  // — sending the form again would be a second answer, told only that the
-  // request had ended. Without script, or when the answer's page is not one
-  // this page can show, the form is sent as usual.
-  document.addEventListener('submit', function (ev) {
-    var form = ev.target;
-    if (!form.action || !/\/approvals\/[^/]+\/answer$/.test(new URL(form.action).pathname) || !window.fetch || !document.querySelector('[data-live]')) return;
-    ev.preventDefault();
-    var data = new URLSearchParams(new FormData(form));
-    form.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
-    fetch(form.action, { method: 'POST', body: data, credentials: 'same-origin', headers: { 'Accept': 'text/html' } }).then(function (r) {
-      var refused = r.status === 409 && (r.headers.get('Content-Type') || '').indexOf('text/html') === 0;
-      if (!refused && (!r.ok || new URL(r.url).pathname !== location.pathname)) throw new Error('answer ' + r.status);
-      return r.text().then(function (html) {
-        if (typeof apply === 'function') apply(html);
-        if (refused) showNotice(html);
-      });
-    }).catch(function () { form.submit(); });
-  });
+// Regions left as they were because the person was typing in them; they
+// are fetched afresh once focus leaves.
+let deferred = false;
+let deferrals = 0;
+document.addEventListener('focusout', () => {
+  if (!deferred) return;
+  deferred = false;
+  schedule(); // runs once focus has landed: still inside the region, it waits again
+});
 
-  // showNotice puts the notice of a page the server returned (#page-notice)
-  // in place of this page's, or before its first live region.
-  function showNotice(html) {
-    var fresh = new DOMParser().parseFromString(html, 'text/html').getElementById('page-notice');
-    var old = document.getElementById('page-notice');
-    if (!fresh) return;
-    var node = document.importNode(fresh, true);
-    if (old) old.replaceWith(node);
-    else {
-      var region = document.querySelector('[data-live]');
-      region.parentNode.insertBefore(node, region);
+function refresh() {
+  fetch(from, { credentials: 'same-origin', headers: { Accept: 'text/html' } }).then((r) => {
+    if (!src) return r.ok && !r.redirected ? r.text() : null;
+    if (r.redirected || !r.ok) {
+      // Signed out, or the thing on this page is gone: show what the
+      // server says instead of a stale page.
+      location.assign(r.redirected ? r.url : src);
+      return null;
     }
-  }
+    return r.text();
+  }).then((html) => {
+    if (html !== null) apply(html);
+  }).catch(() => { /* the stream's reconnect will try again */ });
+}
 
-  // A page without a source of its own (the terminal, an error page) still
-  // keeps its navigation's Inbox count live: it fetches its own address, and
-  // when that fails it leaves the page alone instead of leaving it.
-  var from = src || location.pathname + location.search;
-  var regions = document.querySelectorAll('[data-live]');
-  if (!regions.length || !window.EventSource) return;
-  var types = {};
-  regions.forEach(function (r) {
-    r.getAttribute('data-live').split(/\s+/).forEach(function (t) { if (t) types[t] = true; });
+// apply swaps in every live region of a fresh copy of the page.
+function apply(html) {
+  const doc = new DOMParser().parseFromString(html, 'text/html');
+  document.querySelectorAll('[data-live]').forEach((old) => {
+    const fresh = doc.getElementById(old.id);
+    // A menu the person opened is not a change: the fresh copy takes the
+    // open state first, so a refresh swaps a region only when what it
+    // says changed (and a click on an open menu's item is not swapped
+    // from under it).
+    if (fresh) restore(fresh, keep(old));
+    const active = document.activeElement;
+    const action = swapAction({
+      fresh, same: fresh && fresh.innerHTML === old.innerHTML, focusInside: old.contains(active),
+      focusOnField: isField(active), waiting: old.hasAttribute('data-live-deferred'),
+    });
+    if (action === 'keep') {
+      old.removeAttribute('data-live-deferred');
+      return;
+    }
+    if (action === 'defer') {
+      // Swapping now would move the caret and drop what is being typed;
+      // once waiting, it waits while focus stays in the region, so the
+      // Save button the person is pressing is not swapped from under
+      // the click.
+      deferred = true;
+      old.setAttribute('data-live-deferred', String(++deferrals)); // counts, for tests to see a refresh wait
+      return;
+    }
+    const focused = active && old.contains(active) ? active.id : '';
+    const kept = keep(old);
+    const node = document.importNode(fresh, true);
+    restore(node, kept);
+    old.replaceWith(node);
+    if (focused) {
+      const again = document.getElementById(focused);
+      if (again) again.focus();
+    }
   });
+  if (src && doc.title) document.title = doc.title;
+}
 
-  var timer = null;
-  function schedule() {
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 60);
-  }
+// The event stream. A stream the server refused (signed out?) is asked
+// for again after a fixed 5 s, the page fetch scheduled with it finding
+// out what is wrong.
+const streamRetry = new Backoff(5000, 5000);
+let broken = false;
+function connect(types) {
+  const es = new EventSource('/api/events');
+  for (const t of types) es.addEventListener(t, schedule);
+  es.onopen = () => {
+    body.setAttribute('data-live-state', 'open');
+    streamRetry.reset();
+    if (broken) { broken = false; schedule(); }
+  };
+  es.onerror = () => {
+    broken = true;
+    body.setAttribute('data-live-state', 'reconnecting');
+    if (es.readyState === EventSource.CLOSED) {
+      schedule();
+      setTimeout(() => connect(types), streamRetry.next());
+    }
+  };
+}
 
-  // A form field the person is in: its region waits until they leave it.
-  function isField(el) {
-    if (!el) return false;
-    if (el.tagName === 'TEXTAREA' || el.tagName === 'SELECT') return true;
-    return el.tagName === 'INPUT' && !/^(hidden|submit|button|reset|image)$/.test(el.type);
-  }
-
-  // What the person did inside a region that a fresh copy would undo: open
-  // or closed <details>, and fields changed but not sent (by id).
-  function keep(old) {
-    var kept = { details: {}, fields: {} };
-    old.querySelectorAll('details[id]').forEach(function (d) { kept.details[d.id] = d.open; });
-    old.querySelectorAll('input[id], textarea[id], select[id]').forEach(function (f) {
-      if (f.type === 'checkbox' || f.type === 'radio') {
-        if (f.checked !== f.defaultChecked) kept.fields[f.id] = { checked: f.checked };
-      } else if (f.tagName === 'SELECT') {
-        var changed = [].some.call(f.options, function (o) { return o.selected !== o.defaultSelected; });
-        if (changed) kept.fields[f.id] = { value: f.value };
-      } else if (f.value !== f.defaultValue) {
-        kept.fields[f.id] = { value: f.value };
-      }
-    });
-    return kept;
-  }
-
-  function restore(node, kept) {
-    Object.keys(kept.details).forEach(function (id) {
-      var d = node.querySelector('#' + CSS.escape(id));
-      if (d) d.open = kept.details[id];
-    });
-    Object.keys(kept.fields).forEach(function (id) {
-      var f = node.querySelector('#' + CSS.escape(id));
-      if (!f) return;
-      if ('checked' in kept.fields[id] && (f.type === 'checkbox' || f.type === 'radio')) f.checked = kept.fields[id].checked;
-      else if ('value' in kept.fields[id]) f.value = kept.fields[id].value;
-    });
-  }
-
-  // Regions left as they were because the person was typing in them; they
-  // are fetched afresh once focus leaves.
-  var deferred = false, deferrals = 0;
-  document.addEventListener('focusout', function () {
-    if (!deferred) return;
-    deferred = false;
-    schedule(); // runs once focus has landed: still inside the region, it waits again
-  });
-
-  function refresh() {
-    fetch(from, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } }).then(function (r) {
-      if (!src) return r.ok && !r.redirected ? r.text() : null;
-      if (r.redirected || !r.ok) {
-        // Signed out, or the thing on this page is gone: show what the
-        // server says instead of a stale page.
-        location.assign(r.redirected ? r.url : src);
-        return null;
-      }
-      return r.text();
-    }).then(function (html) {
-      if (html !== null) apply(html);
-    }).catch(function () { /* the stream's reconnect will try again */ });
-  }
-
-  // apply swaps in every live region of a fresh copy of the page.
-  function apply(html) {
-    var doc = new DOMParser().parseFromString(html, 'text/html');
-    document.querySelectorAll('[data-live]').forEach(function (old) {
-      var fresh = doc.getElementById(old.id);
-      // A menu the person opened is not a change: the fresh copy takes the
-      // open state first, so a refresh swaps a region only when what it
-      // says changed (and a click on an open menu's item is not swapped
-      // from under it).
-      if (fresh) restore(fresh, keep(old));
-      if (!fresh || fresh.innerHTML === old.innerHTML) {
-        old.removeAttribute('data-live-deferred');
-        return;
-      }
-      var active = document.activeElement;
-      if (old.contains(active) && (isField(active) || old.hasAttribute('data-live-deferred'))) {
-        // Swapping now would move the caret and drop what is being typed;
-        // once waiting, it waits while focus stays in the region, so the
-        // Save button the person is pressing is not swapped from under
-        // the click.
-        deferred = true;
-        old.setAttribute('data-live-deferred', String(++deferrals)); // counts, for tests to see a refresh wait
-        return;
-      }
-      var focused = active && old.contains(active) ? active.id : '';
-      var kept = keep(old);
-      var node = document.importNode(fresh, true);
-      restore(node, kept);
-      old.replaceWith(node);
-      if (focused) {
-        var again = document.getElementById(focused);
-        if (again) again.focus();
-      }
-    });
-    if (src && doc.title) document.title = doc.title;
-  }
-
-  var broken = false;
-  function connect() {
-    var es = new EventSource('/api/events');
-    Object.keys(types).forEach(function (t) { es.addEventListener(t, schedule); });
-    es.onopen = function () {
-      body.setAttribute('data-live-state', 'open');
-      if (broken) { broken = false; schedule(); }
-    };
-    es.onerror = function () {
-      broken = true;
-      body.setAttribute('data-live-state', 'reconnecting');
-      if (es.readyState === EventSource.CLOSED) {
-        // The server refused the stream (signed out?): let a page fetch
-        // find out, and try the stream again a little later.
-        schedule();
-        setTimeout(connect, 5000);
-      }
-    };
-  }
-  connect();
-})();
+const regions = document.querySelectorAll('[data-live]');
+if (regions.length && window.EventSource) {
+  connect(liveTypes([...regions].map((r) => r.getAttribute('data-live'))));
+}

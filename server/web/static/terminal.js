@@ -1,5 +1,8 @@
 // Tabbridge terminal page: one session's live terminal in xterm.js, over the
-// viewer socket (docs/PROTOCOL-terminals.md). Plain JavaScript, no build step.
+// viewer socket (docs/PROTOCOL-terminals.md). An ES module with no build step:
+// the wire (frames, close codes, sizes) is lib/frames.js and the retry wait
+// lib/backoff.js, both tested by server/web/test. xterm.js and its add-ons are
+// classic scripts the page loads before it (deferred, in order).
 //
 // - Renderer: WebGL, tried by actually loading it (it fails late, inside the
 //   add-on's activate, where there is no GPU); the DOM renderer otherwise. A
@@ -25,20 +28,21 @@
 // - State-changing requests carry the page's CSRF token from its
 //   csrf-token meta tag: framed in the extension's popup the page cannot read
 //   its cookies.
-(function () {
-  'use strict';
-  var page = document.getElementById('term-page');
-  var host = document.getElementById('term-host');
-  var stateEl = document.getElementById('term-state');
-  if (!page || !host || !window.Terminal || !window.FitAddon || !window.Unicode11Addon) return;
-  var sessionID = page.getAttribute('data-session');
-  var machineID = page.getAttribute('data-machine');
-  var enc = new TextEncoder();
+import { Backoff } from './lib/backoff.js';
+import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, CLOSE_SIGNED_OUT } from './lib/frames.js';
 
-  var MIN_BACKOFF = 1000, MAX_BACKOFF = 30000;
-  var FRAME_INPUT = 0x10, FRAME_OUTPUT = 0x01, FRAME_SNAPSHOT = 0x02;
+const page = document.getElementById('term-page');
+const host = document.getElementById('term-host');
+const stateEl = document.getElementById('term-state');
+if (page && host && window.Terminal && window.FitAddon && window.Unicode11Addon) start();
 
-  var term = new window.Terminal({
+// start runs the page: everything below shares its terminal and socket.
+function start() {
+  const sessionID = page.getAttribute('data-session');
+  const machineID = page.getAttribute('data-machine');
+  const enc = new TextEncoder();
+
+  const term = new window.Terminal({
     cursorBlink: true,
     fontSize: 13,
     fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace',
@@ -46,7 +50,7 @@
     allowProposedApi: true, // term.unicode, which the Unicode 11 add-on needs, is a proposed API
     theme: { background: '#0f1115', foreground: '#e6e8eb', cursor: '#e6e8eb', selectionBackground: '#3a4a6b' }
   });
-  var fit = new window.FitAddon.FitAddon();
+  const fit = new window.FitAddon.FitAddon();
   term.loadAddon(fit);
   term.loadAddon(new window.Unicode11Addon.Unicode11Addon());
   term.unicode.activeVersion = '11';
@@ -58,8 +62,8 @@
   // answers them); a handler returning true ends their handling. Everything
   // else, status and mode changes included, goes on to xterm.js.
   function silenceQueries(t) {
-    var p = t.parser;
-    var yes = function () { return true; };
+    const p = t.parser;
+    const yes = function () { return true; };
     p.registerCsiHandler({ final: 'c' }, yes);                      // DA1
     p.registerCsiHandler({ prefix: '>', final: 'c' }, yes);         // DA2
     p.registerCsiHandler({ prefix: '=', final: 'c' }, yes);         // DA3
@@ -70,7 +74,7 @@
     p.registerCsiHandler({ prefix: '>', final: 'q' }, yes);         // XTVERSION
     p.registerCsiHandler({ final: 'x' }, yes);                      // DECREQTPARM
     p.registerCsiHandler({ final: 't' }, function (params) {        // XTWINOPS reports only
-      var op = params.length ? params[0] : 0;
+      const op = params.length ? params[0] : 0;
       return op === 11 || op === 13 || op === 14 || op === 15 || op === 16 || op === 18 || op === 19 || op === 20 || op === 21;
     });
     p.registerDcsHandler({ intermediates: '$', final: 'q' }, yes);  // DECRQSS
@@ -81,7 +85,7 @@
   }
 
   // ---- renderer ----
-  var webgl = null, losses = 0;
+  let webgl = null, losses = 0;
 
   function setRenderer(name) {
     host.setAttribute('data-renderer', name);
@@ -91,7 +95,7 @@
   // tryWebgl loads a fresh WebGL add-on and reports whether it took.
   function tryWebgl() {
     if (!window.WebglAddon) return false;
-    var addon = null;
+    let addon = null;
     try {
       addon = new window.WebglAddon.WebglAddon();
       term.loadAddon(addon); // activate() makes the context; throws without WebGL2
@@ -118,10 +122,10 @@
   setRenderer(tryWebgl() ? 'webgl' : 'dom');
 
   // ---- mode ----
-  var watchOnly = false;
+  let watchOnly = false;
   try { watchOnly = localStorage.getItem('tabbridge.watchOnly') === '1'; } catch (e) { /* storage off */ }
-  var watchBtn = document.getElementById('mode-watch');
-  var typeBtn = document.getElementById('mode-type');
+  const watchBtn = document.getElementById('mode-watch');
+  const typeBtn = document.getElementById('mode-type');
 
   function showMode() {
     term.options.disableStdin = watchOnly;
@@ -136,14 +140,14 @@
     try { localStorage.setItem('tabbridge.watchOnly', w ? '1' : '0'); } catch (e) { /* storage off */ }
     showMode();
     term.focus();
-    if (!ended) { backoff = MIN_BACKOFF; connect(); } // the mode is the ticket's: dial again
+    if (!ended) { backoff.reset(); connect(); } // the mode is the ticket's: dial again
   }
   if (watchBtn) watchBtn.addEventListener('click', function () { setMode(true); });
   if (typeBtn) typeBtn.addEventListener('click', function () { setMode(false); });
   showMode();
 
   // ---- state shown in the header ----
-  var online = false, exited = false, exitCode = 0, connected = false, ended = false;
+  let online = false, exited = false, exitCode = 0, connected = false, ended = false;
 
   function show(state, text) {
     page.setAttribute('data-state', state);
@@ -159,12 +163,12 @@
   }
 
   // ---- socket ----
-  var ws = null, generation = 0, timer = null, backoff = MIN_BACKOFF, opened = 0;
-
-  var CLOSE_SIGNED_OUT = 4004;
+  // The socket is dialled again after 1 s, doubling to 30 s, while retrying can help.
+  const backoff = new Backoff(1000, 30000);
+  let ws = null, generation = 0, timer = null, opened = 0;
 
   function csrfToken() {
-    var m = document.querySelector('meta[name="csrf-token"]');
+    const m = document.querySelector('meta[name="csrf-token"]');
     return m ? m.getAttribute('content') : '';
   }
 
@@ -178,7 +182,7 @@
       body: JSON.stringify({ watchOnly: watchOnly })
     }).then(function (r) {
       if (r.status === 201) return r.json();
-      var err = new Error('viewer ticket: ' + r.status);
+      const err = new Error('viewer ticket: ' + r.status);
       err.status = r.status;
       return r.json().then(function (b) {
         err.message = (b && b.error && b.error.message) || err.message;
@@ -187,17 +191,11 @@
     });
   }
 
-  // lasting tells a refusal retrying will not fix from one it may (a
-  // timeout, rate limiting, the server's own trouble).
-  function lasting(status) {
-    return status >= 400 && status < 500 && status !== 408 && status !== 429;
-  }
-
   // connect asks for a ticket and dials; every earlier socket is abandoned.
   function connect() {
     clearTimeout(timer);
-    var gen = ++generation;
-    if (ws) { var old = ws; ws = null; old.close(); }
+    const gen = ++generation;
+    if (ws) { const old = ws; ws = null; old.close(); }
     connected = false;
     show('connecting', 'Connecting…');
     ticket().then(function (t) {
@@ -225,14 +223,14 @@
   // not reconnected yet (after a server restart the daemon re-announces its
   // sessions when it is back): the machine's state decides. Online twice in
   // a row without the session means gone.
-  var missing = 0;
+  let missing = 0;
   function sessionMissing(gen) {
     fetch('/api/machines', { credentials: 'same-origin' }).then(function (r) {
       if (!r.ok) throw new Error('machines: ' + r.status);
       return r.json();
     }).then(function (out) {
       if (gen !== generation) return;
-      var m = (out.machines || []).filter(function (x) { return x.id === machineID; })[0];
+      const m = (out.machines || []).filter(function (x) { return x.id === machineID; })[0];
       if (m && !m.online) {
         missing = 0;
         return retry(gen, 'offline', 'Machine offline: waiting for its daemon');
@@ -244,8 +242,7 @@
 
   function retry(gen, state, text) {
     if (gen !== generation || ended) return;
-    var wait = backoff;
-    backoff = Math.min(backoff * 2, MAX_BACKOFF);
+    const wait = backoff.next();
     show(state || 'reconnecting', text || 'Connection lost: retrying in ' + Math.round(wait / 1000) + ' s');
     timer = setTimeout(function () { if (gen === generation) connect(); }, wait);
   }
@@ -256,14 +253,14 @@
   }
 
   function dial(url, gen) {
-    var sock = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + url);
+    const sock = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + url);
     sock.binaryType = 'arraybuffer';
     ws = sock;
-    var stream = { written: 0, fresh: true }; // per socket: acks count this socket's bytes
+    const stream = { written: 0, fresh: true }; // per socket: acks count this socket's bytes
     sock.onopen = function () {
       if (gen !== generation) return;
       connected = true;
-      backoff = MIN_BACKOFF;
+      backoff.reset();
       missing = 0;
       page.setAttribute('data-connections', String(++opened));
       lastSize = '';
@@ -272,7 +269,7 @@
     sock.onmessage = function (m) {
       if (gen !== generation) return;
       if (typeof m.data === 'string') {
-        var c;
+        let c;
         try { c = JSON.parse(m.data); } catch (e) { return; }
         control(c);
       } else {
@@ -287,10 +284,6 @@
       retry(gen);
     };
   }
-
-  // statusOf reads an exit status; the exit message leaves out a zero status
-  // (omitempty), which must read 0, not "undefined".
-  function statusOf(code) { return typeof code === 'number' ? code : 0; }
 
   function control(c) {
     switch (c.type) {
@@ -315,22 +308,17 @@
   // terminal to its size (and, the socket's first, clears what an earlier
   // socket left), in order with the writes queued before it.
   function output(sock, stream, buf) {
-    if (buf.byteLength < 9) return;
-    var b = new Uint8Array(buf), v = new DataView(buf), data;
-    if (b[0] === FRAME_SNAPSHOT) {
-      if (buf.byteLength < 13) return;
-      var cols = v.getUint16(9), rows = v.getUint16(11), fresh = stream.fresh;
+    const f = parseOutput(buf);
+    if (!f) return;
+    if (f.snapshot) {
+      const fresh = stream.fresh;
       stream.fresh = false;
       term.write('', function () {
         if (fresh) term.reset();
-        if (cols !== term.cols || rows !== term.rows) term.resize(cols, rows);
+        if (f.cols !== term.cols || f.rows !== term.rows) term.resize(f.cols, f.rows);
       });
-      data = b.subarray(13);
-    } else if (b[0] === FRAME_OUTPUT) {
-      data = b.subarray(9);
-    } else {
-      return;
     }
+    const data = f.data;
     term.write(data, function () {
       stream.written += data.length;
       if (sock.readyState === WebSocket.OPEN) sock.send(JSON.stringify({ type: 'ack', bytes: stream.written }));
@@ -339,10 +327,7 @@
 
   function send(bytes) {
     if (watchOnly || !ws || !connected || ws.readyState !== WebSocket.OPEN) return;
-    var f = new Uint8Array(bytes.length + 1);
-    f[0] = FRAME_INPUT;
-    f.set(bytes, 1);
-    ws.send(f);
+    ws.send(inputFrame(bytes));
   }
 
   // Every key goes to the program, Tab included, except one: Ctrl+F6 gives
@@ -352,7 +337,7 @@
   term.attachCustomKeyEventHandler(function (e) {
     if (e.type === 'keydown' && e.key === 'F6' && e.ctrlKey && !e.altKey && !e.metaKey) {
       e.preventDefault();
-      var back = document.querySelector('.term-back');
+      const back = document.querySelector('.term-back');
       if (back) back.focus();
       return false;
     }
@@ -360,28 +345,23 @@
   });
   term.onData(function (s) { send(enc.encode(s)); });
   // onBinary carries legacy mouse reports: one byte per character.
-  term.onBinary(function (s) {
-    var b = new Uint8Array(s.length);
-    for (var i = 0; i < s.length; i++) b[i] = s.charCodeAt(i) & 255;
-    send(b);
-  });
+  term.onBinary(function (s) { send(binaryBytes(s)); });
 
   // ---- size ----
   // The session follows the interactive viewer that typed last (or, before
   // anyone typed, any interactive viewer): say what fits this frame, and
   // let the snapshot that follows resize the terminal. Watch-only viewers
   // show the session at its own size.
-  var lastSize = '', sizeTimer = null;
+  let lastSize = '', sizeTimer = null;
 
   function sendSize() {
     if (watchOnly || !ws || !connected || ws.readyState !== WebSocket.OPEN) return;
-    var d = fit.proposeDimensions();
-    if (!d || !isFinite(d.cols) || !isFinite(d.rows)) return;
-    var cols = Math.max(1, Math.min(1000, d.cols)), rows = Math.max(1, Math.min(500, d.rows));
-    var key = cols + 'x' + rows;
+    const size = fitSize(fit.proposeDimensions());
+    if (!size) return;
+    const key = size.cols + 'x' + size.rows;
     if (key === lastSize) return;
     lastSize = key;
-    ws.send(JSON.stringify({ type: 'resize', cols: cols, rows: rows }));
+    ws.send(JSON.stringify({ type: 'resize', cols: size.cols, rows: size.rows }));
   }
 
   function sizeSoon() {
@@ -393,4 +373,4 @@
 
   term.focus();
   connect();
-})();
+}
