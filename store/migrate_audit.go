@@ -47,27 +47,18 @@ func (m *auditMigration) schema() []string {
     name    TEXT NOT NULL,
     UNIQUE (user_id, kind, name)
 )`,
-		`CREATE TABLE audit_compact (
-    owner        INTEGER NOT NULL REFERENCES audit_names (id) ON DELETE CASCADE,
-    workspace    INTEGER NOT NULL,
-    token        INTEGER NOT NULL,
-    task         INTEGER NOT NULL,
-    site         INTEGER NOT NULL,
-    tool         INTEGER NOT NULL,
-    outcome      INTEGER NOT NULL,
-    decision     INTEGER NOT NULL,
-    decided_by   INTEGER NOT NULL,
-    args_bytes   INTEGER NOT NULL,
-    result_bytes INTEGER NOT NULL,
-    duration_ms  INTEGER NOT NULL,
-    id           ` + m.blob + ` PRIMARY KEY,
-    request_id   TEXT NOT NULL DEFAULT '',
-    error        TEXT NOT NULL DEFAULT '',
-    result       TEXT NOT NULL DEFAULT ''
-)`,
+		`CREATE TABLE audit_compact (` + m.entryColumns() + `)`,
 		// The calls in flight: BeginAudit writes here, FinishAudit moves the
-		// ended row to audit_log, so audit_log only ever takes inserts.
-		`CREATE TABLE audit_running (
+		// ended row to audit_log, so audit_log only ever takes inserts. Its
+		// rows are the log's, column for column.
+		`CREATE TABLE audit_running (` + m.entryColumns() + `)`,
+	}
+}
+
+// entryColumns are the columns of one compact entry, the same in the log
+// (audit_compact, renamed audit_log) and in audit_running.
+func (m *auditMigration) entryColumns() string {
+	return `
     owner        INTEGER NOT NULL REFERENCES audit_names (id) ON DELETE CASCADE,
     workspace    INTEGER NOT NULL,
     token        INTEGER NOT NULL,
@@ -84,8 +75,7 @@ func (m *auditMigration) schema() []string {
     request_id   TEXT NOT NULL DEFAULT '',
     error        TEXT NOT NULL DEFAULT '',
     result       TEXT NOT NULL DEFAULT ''
-)`,
-	}
+`
 }
 
 var compactAuditIndexes = []string{
