@@ -39,7 +39,8 @@ type pages struct {
 func loadPages() (*pages, error) {
 	funcs := template.FuncMap{"statusLabel": statusLabel, "at": at, "size": size, "took": took,
 		"requestLabel": requestLabel, "outcomeLabel": outcomeLabel, "outcomeClass": outcomeClass, "requestClass": requestClass, "answering": answering, "personError": personError,
-		"inc": func(i int) int { return i + 1 }}
+		"inc": func(i int) int { return i + 1 }, "copyRow": newCopyRow,
+		"revoke": newRevoke, "empty": func(title, text string) emptyState { return emptyState{title, text} }}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "web/templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("load pages: %w", err)
@@ -188,6 +189,32 @@ type timeAt struct {
 }
 
 func at(v view, t time.Time) timeAt { return timeAt{v, t} }
+
+// copyRow is the argument of the "copy-row" template: a labelled block of
+// text (a command, an address, a one-time secret) with a button that copies
+// it (app.js, data-copy). Its element ids all derive from ID.
+type copyRow struct {
+	ID, Label, Text, Button string
+	Primary                 bool // the page's main action: the button is primary
+}
+
+func newCopyRow(id, label, text, button string, primary bool) copyRow {
+	return copyRow{ID: id, Label: label, Text: text, Button: button, Primary: primary}
+}
+
+// revokeForm is the argument of the "revoke" template: one item's button
+// that ends it (a token revoked, an app disconnected), posting to Action.
+type revokeForm struct {
+	Action, ID, Label, Button, CSRF string
+}
+
+func newRevoke(action, id, label, button, csrf string) revokeForm {
+	return revokeForm{Action: action, ID: id, Label: label, Button: button, CSRF: csrf}
+}
+
+// emptyState is the argument of the "empty" template: what a list without
+// items says instead, and what to do about it.
+type emptyState struct{ Title, Text string }
 
 // answerAt is the argument of the "answer-forms" template: the request, the
 // page to come back to, and the view (for its CSRF token and names).
