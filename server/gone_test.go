@@ -41,6 +41,43 @@ func rawBuy(t *testing.T, w *siteWorld, item string) net.Conn {
 	return rawPost(t, w, w.agent.ID(), `{"jsonrpc":"2.0","id":"raw-1","method":"tools/call","params":{"name":"callSiteTool","arguments":`+string(args)+`}}`)
 }
 
+// waitingBuy opens the shop's page d1, sends a raw "buy" of tea and waits
+// for its request: it returns the person's live events (subscribed before
+// the call), the call's connection (still open) and the request.
+func (w *siteWorld) waitingBuy(t *testing.T) (<-chan live.Event, net.Conn, pendingView) {
+	t.Helper()
+	w.announce(t, "d1", time.Now())
+	ev := w.events(t)
+	conn := rawBuy(t, w, "tea")
+	return ev, conn, w.pending(t, 1)[0]
+}
+
+// hungUpBuy is a waitingBuy whose agent then hung up without a word: it
+// returns once the server has dropped the call's waiter.
+func (w *siteWorld) hungUpBuy(t *testing.T) (<-chan live.Event, pendingView) {
+	t.Helper()
+	ev, conn, p := w.waitingBuy(t)
+	conn.Close()
+	nextEvent(t, ev, "approval.updated")
+	return ev, p
+}
+
+// nextCallIsSearch calls the read-only search and checks it is the next
+// call the browser gets: the write before it was never sent. why says what
+// was done to the write.
+func (w *siteWorld) nextCallIsSearch(t *testing.T, why string) {
+	t.Helper()
+	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
+	defer cancel()
+	m, err := w.br.Expect("call", testutil.WaitShort)
+	if err != nil || m.Tool != "search" {
+		t.Fatalf("the browser got %+v (%v) after %s; want the search, never the buy", m, err, why)
+	}
+	w.br.Dispatched(m.ID, "d1")
+	w.br.Result(m.ID, `"found"`)
+	awaitCall(t, ch)
+}
+
 type requestView struct {
 	ID              string     `json:"id"`
 	Status          string     `json:"status"`
@@ -108,10 +145,7 @@ type auditView struct {
 func TestAgentThatHangsUpNeverHasItsWriteRun(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		w := newSiteWorld(t, k, nil, nil)
-		w.announce(t, "d1", time.Now())
-		ev := w.events(t)
-		conn := rawBuy(t, w, "tea")
-		p := w.pending(t, 1)
+		ev, conn, p := w.waitingBuy(t)
 		if rs := w.taskRequests(t); rs[0].Waiters != 1 || rs[0].AgentGoneAt != nil {
 			t.Fatalf("a waited-on request: %+v", rs[0])
 		}
@@ -123,30 +157,21 @@ func TestAgentThatHangsUpNeverHasItsWriteRun(t *testing.T) {
 		} else {
 			t.Logf("dropped %v after the agent hung up", took)
 		}
-		if n := server.Waiters(w.env.Server, p[0].ID); n != 0 {
+		if n := server.Waiters(w.env.Server, p.ID); n != 0 {
 			t.Fatalf("%d calls still wait on the request", n)
 		}
 		rs := w.taskRequests(t)
 		if rs[0].Status != "pending" || rs[0].Waiters != 0 || rs[0].AgentGoneAt == nil {
 			t.Fatalf("request after the agent went: %+v; want pending, no waiters, marked gone", rs[0])
 		}
-		status, body := w.person.Do("POST", "/api/approvals/"+p[0].ID+"/answer", map[string]string{"answer": "once"})
+		status, body := w.person.Do("POST", "/api/approvals/"+p.ID+"/answer", map[string]string{"answer": "once"})
 		if code, msg := servertest.ErrorOf(body); status != http.StatusConflict || code != "agent_gone" || !strings.Contains(msg, "nothing was run") {
 			t.Fatalf("answering a request nobody waits on: %d %s", status, body)
 		}
 		if rs := w.taskRequests(t); rs[0].Status != "withdrawn" || rs[0].WithdrawnReason != "gone" {
 			t.Fatalf("request after the late answer: %+v", rs[0])
 		}
-		// The next call the browser gets is a read-only search: the write never came.
-		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
-		defer cancel()
-		m, err := w.br.Expect("call", testutil.WaitShort)
-		if err != nil || m.Tool != "search" {
-			t.Fatalf("the browser got %+v (%v); want the search, never the abandoned buy", m, err)
-		}
-		w.br.Dispatched(m.ID, "d1")
-		w.br.Result(m.ID, `"found"`)
-		awaitCall(t, ch)
+		w.nextCallIsSearch(t, "the agent hung up")
 		if a := w.auditOf(t, "buy"); len(a) != 1 || a[0].Outcome != "gone" {
 			t.Fatalf("audit of the abandoned buy: %+v", a)
 		}
@@ -159,27 +184,22 @@ func TestAgentThatHangsUpNeverHasItsWriteRun(t *testing.T) {
 func TestRetryWithinTheGraceRejoinsTheRequest(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		w := newSiteWorld(t, k, nil, nil)
-		w.announce(t, "d1", time.Now())
-		ev := w.events(t)
-		conn := rawBuy(t, w, "tea")
-		p := w.pending(t, 1)
-		conn.Close()
-		nextEvent(t, ev, "approval.updated")
+		ev, p := w.hungUpBuy(t)
 		ch, cancel := w.buy("tea")
 		defer cancel()
 		nextEvent(t, ev, "approval.updated")
 		rs := w.taskRequests(t)
-		if len(rs) != 1 || rs[0].ID != p[0].ID || rs[0].Waiters != 1 || rs[0].AgentGoneAt != nil {
+		if len(rs) != 1 || rs[0].ID != p.ID || rs[0].Waiters != 1 || rs[0].AgentGoneAt != nil {
 			t.Fatalf("requests after the retry: %+v; want the first one, waited on again", rs)
 		}
-		w.answer(t, p[0].ID, "once")
+		w.answer(t, p.ID, "once")
 		w.runInBrowser(t, `"bought 1 tea"`)
 		if res := awaitCall(t, ch); res.IsError {
 			t.Fatal(servertest.ResultText(res))
 		}
 		nextEvent(t, ev, "call.finished")
 		a := w.auditOf(t, "buy")
-		if len(a) != 2 || a[0].Outcome != "ok" || a[0].RequestID != p[0].ID || a[0].Result != `"bought 1 tea"` || a[1].Outcome != "gone" {
+		if len(a) != 2 || a[0].Outcome != "ok" || a[0].RequestID != p.ID || a[0].Result != `"bought 1 tea"` || a[1].Outcome != "gone" {
 			t.Fatalf("audit: %+v; want the run with its request and result, and the call that went away", a)
 		}
 	})
@@ -189,10 +209,7 @@ func TestRetryWithinTheGraceRejoinsTheRequest(t *testing.T) {
 // request is withdrawn, with the reason the person reads.
 func TestRequestNobodyCameBackToIsWithdrawnAfterTheGrace(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.ApprovalGrace = 300 * time.Millisecond }, nil)
-	w.announce(t, "d1", time.Now())
-	ev := w.events(t)
-	conn := rawBuy(t, w, "tea")
-	w.pending(t, 1)
+	ev, conn, _ := w.waitingBuy(t)
 	conn.Close()
 	nextEvent(t, ev, "approval.withdrawn")
 	if rs := w.taskRequests(t); rs[0].Status != "withdrawn" || rs[0].WithdrawnReason != "gone" {
@@ -208,10 +225,7 @@ func TestRequestNobodyCameBackToIsWithdrawnAfterTheGrace(t *testing.T) {
 // the calls waiting in it, though their connections stay open.
 func TestDeletedSessionDropsItsWaiter(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
-	w.announce(t, "d1", time.Now())
-	ev := w.events(t)
-	rawBuy(t, w, "tea")
-	p := w.pending(t, 1)
+	ev, _, p := w.waitingBuy(t)
 	req, _ := http.NewRequest("DELETE", w.env.URL+"/mcp", nil)
 	req.Header.Set("Authorization", "Bearer "+w.token)
 	req.Header.Set("Mcp-Session-Id", w.agent.ID())
@@ -226,7 +240,7 @@ func TestDeletedSessionDropsItsWaiter(t *testing.T) {
 	if took := at.Sub(deleted); took > time.Second {
 		t.Fatalf("dropped %v after the session ended", took)
 	}
-	if n := server.Waiters(w.env.Server, p[0].ID); n != 0 {
+	if n := server.Waiters(w.env.Server, p.ID); n != 0 {
 		t.Fatalf("%d calls still wait after the session ended", n)
 	}
 }
@@ -257,13 +271,10 @@ func TestWatchedConnectionServesTheNextRequest(t *testing.T) {
 func TestAnswerJustAfterTheHangUpRunsNothing(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		w := newSiteWorld(t, k, nil, nil)
-		w.announce(t, "d1", time.Now())
-		ev := w.events(t)
-		conn := rawBuy(t, w, "tea")
-		p := w.pending(t, 1)
+		ev, conn, p := w.waitingBuy(t)
 		conn.Close()
 		// At once: in the common case the waiter still counts, so the answer is taken.
-		status, body := w.person.Do("POST", "/api/approvals/"+p[0].ID+"/answer", map[string]string{"answer": "once"})
+		status, body := w.person.Do("POST", "/api/approvals/"+p.ID+"/answer", map[string]string{"answer": "once"})
 		if status != http.StatusOK && status != http.StatusConflict {
 			t.Fatalf("answer: %d %s", status, body)
 		}
@@ -271,16 +282,7 @@ func TestAnswerJustAfterTheHangUpRunsNothing(t *testing.T) {
 		if a := w.auditOf(t, "buy"); len(a) != 1 || a[0].Outcome != "gone" {
 			t.Fatalf("audit: %+v (answer %d)", a, status)
 		}
-		// The next call the browser gets is the search: the buy was never sent.
-		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
-		defer cancel()
-		m, err := w.br.Expect("call", testutil.WaitShort)
-		if err != nil || m.Tool != "search" {
-			t.Fatalf("the browser got %+v (%v) after an answer to a gone agent (answer %d)", m, err, status)
-		}
-		w.br.Dispatched(m.ID, "d1")
-		w.br.Result(m.ID, "found")
-		awaitCall(t, ch)
+		w.nextCallIsSearch(t, fmt.Sprintf("an answer to a gone agent (answer %d)", status))
 		t.Logf("answer status %d", status)
 	})
 }
@@ -290,19 +292,14 @@ func TestAnswerJustAfterTheHangUpRunsNothing(t *testing.T) {
 // request at once, as a cancel does.
 func TestLateCancelStillWithdraws(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
-	w.announce(t, "d1", time.Now())
-	ev := w.events(t)
-	conn := rawBuy(t, w, "tea")
-	p := w.pending(t, 1)
-	conn.Close()
-	nextEvent(t, ev, "approval.updated")
+	ev, p := w.hungUpBuy(t)
 	late := rawPost(t, w, w.agent.ID(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"raw-1","reason":"the person pressed stop"}}`)
 	resp, err := http.ReadResponse(bufio.NewReader(late), nil)
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("the cancel: %v %v", resp, err)
 	}
 	nextEvent(t, ev, "approval.withdrawn")
-	if rs := w.taskRequests(t); rs[0].ID != p[0].ID || rs[0].Status != "withdrawn" || rs[0].WithdrawnReason != "cancelled" {
+	if rs := w.taskRequests(t); rs[0].ID != p.ID || rs[0].Status != "withdrawn" || rs[0].WithdrawnReason != "cancelled" {
 		t.Fatalf("request after the late cancel: %+v", rs[0])
 	}
 }
@@ -311,12 +308,7 @@ func TestLateCancelStillWithdraws(t *testing.T) {
 // session and id but sent with another agent token withdraws nothing.
 func TestAnotherTokensCancelDoesNotTouchTheCall(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
-	w.announce(t, "d1", time.Now())
-	ev := w.events(t)
-	conn := rawBuy(t, w, "tea")
-	p := w.pending(t, 1)
-	conn.Close()
-	nextEvent(t, ev, "approval.updated")
+	_, p := w.hungUpBuy(t)
 	other := *w
 	other.token = w.person.AgentToken(w.ws, "another agent")
 	late := rawPost(t, &other, w.agent.ID(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"raw-1","reason":"stop"}}`)
@@ -325,7 +317,7 @@ func TestAnotherTokensCancelDoesNotTouchTheCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if rs := w.taskRequests(t); rs[0].ID != p[0].ID || rs[0].Status != "pending" {
+	if rs := w.taskRequests(t); rs[0].ID != p.ID || rs[0].Status != "pending" {
 		t.Fatalf("another token's cancel changed the request: %+v (HTTP %d)", rs[0], resp.StatusCode)
 	}
 }
