@@ -6,14 +6,10 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tabbridge/tabbridge/approvals"
-	"github.com/tabbridge/tabbridge/bridge/bridgetest"
-	"github.com/tabbridge/tabbridge/server/servertest"
-	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
 // TestTypeScriptClientThatTimesOutRejoinsItsRequest: the official MCP TypeScript SDK gives a
@@ -22,45 +18,14 @@ import (
 // "the agent stopped waiting", and Allow once runs the write once, for the retry.
 func TestTypeScriptClientThatTimesOutRejoinsItsRequest(t *testing.T) {
 	dir := tsClientDir(t)
-	env := servertest.Start(t, storetest.SQLite, nil)
-	person := env.Person(t, "alice@example.com")
-	ws := person.Workspace("Work")
-	token := person.AgentToken(ws, "ts client")
-	const site = "https://shop.example"
-	person.MustJSON("POST", "/api/sites", map[string]string{"origin": site, "workspaceId": ws}, 201, nil)
+	w := newTSClientWorld(t, "ts-retry-browser",
+		`[{"name":"buy","description":"Buy","inputSchema":{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}}]`,
+		"bought ")
+	env, person, token, site, runs := w.env, w.person, w.token, tsSite, &w.calls
 	var task struct {
 		Task struct{ ID string } `json:"task"`
 	}
-	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Buy tea"}, 201, &task)
-	var tk struct {
-		Ticket string `json:"ticket"`
-	}
-	person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
-	br, _, err := bridgetest.Dial(context.Background(), env.URL, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Conn.Close()
-	if _, err := br.Hello("ts-retry-browser", "Chrome", "1.0.0", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	tools := `[{"name":"buy","description":"Buy","inputSchema":{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}}]`
-	if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: site, URL: site + "/", Tools: tools}, 10*time.Second); err != nil || len(m.Accepted) != 1 {
-		t.Fatalf("announce: %+v %v", m, err)
-	}
-	var runs atomic.Int32
-	go func() {
-		for {
-			m, err := br.Next(time.Minute)
-			if err != nil {
-				return
-			}
-			if m.Type == "call" {
-				runs.Add(1)
-				br.Result(m.ID, "bought "+string(m.Arguments))
-			}
-		}
-	}()
+	person.MustJSON("POST", "/api/workspaces/"+w.ws+"/tasks", map[string]string{"title": "Buy tea"}, 201, &task)
 
 	alice, err := env.DB.UserByEmail(context.Background(), "alice@example.com")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,32 +31,41 @@ func tsClientDir(t *testing.T) string {
 	return dir
 }
 
-// TestTypeScriptSDKClient drives /mcp with the official MCP TypeScript SDK's
-// client — what Claude Code and most standard clients are built on — to show
-// a standard client works unmodified: it lists tools, lists a shared site,
-// runs a read-only tool in a (Go test) browser and reads an error.
-func TestTypeScriptSDKClient(t *testing.T) {
-	dir := tsClientDir(t)
-	env := servertest.Start(t, storetest.SQLite, nil)
-	person := env.Person(t, "alice@example.com")
-	ws := person.Workspace("Work")
-	token := person.AgentToken(ws, "ts client")
-	const site = "https://shop.example"
-	person.MustJSON("POST", "/api/sites", map[string]string{"origin": site, "workspaceId": ws}, 201, nil)
+// tsSite is the site the TypeScript client tests share and call.
+const tsSite = "https://shop.example"
+
+// tsClientWorld is what a TypeScript client test calls into: a server; the
+// person alice with the workspace "Work", an agent token for it and tsSite
+// shared there; and a Go test browser on tsSite whose one document answers
+// every call with a prefix and the call's arguments, counting the calls.
+type tsClientWorld struct {
+	env    *servertest.Env
+	person *servertest.Client
+	ws     string
+	token  string
+	calls  atomic.Int32
+}
+
+func newTSClientWorld(t *testing.T, browserID, tools, answer string) *tsClientWorld {
+	t.Helper()
+	w := &tsClientWorld{env: servertest.Start(t, storetest.SQLite, nil)}
+	w.person = w.env.Person(t, "alice@example.com")
+	w.ws = w.person.Workspace("Work")
+	w.token = w.person.AgentToken(w.ws, "ts client")
+	w.person.MustJSON("POST", "/api/sites", map[string]string{"origin": tsSite, "workspaceId": w.ws}, 201, nil)
 	var tk struct {
 		Ticket string `json:"ticket"`
 	}
-	person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
-	br, _, err := bridgetest.Dial(context.Background(), env.URL, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
+	w.person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
+	br, _, err := bridgetest.Dial(context.Background(), w.env.URL, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer br.Conn.Close()
-	if _, err := br.Hello("ts-client-browser", "Chrome", "1.0.0", 10*time.Second); err != nil {
+	t.Cleanup(func() { br.Conn.Close() })
+	if _, err := br.Hello(browserID, "Chrome", "1.0.0", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	tools := `[{"name":"search","description":"Search","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]`
-	if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: site, URL: site + "/", Tools: tools}, 10*time.Second); err != nil || len(m.Accepted) != 1 {
+	if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: tsSite, URL: tsSite + "/", Tools: tools}, 10*time.Second); err != nil || len(m.Accepted) != 1 {
 		t.Fatalf("announce: %+v %v", m, err)
 	}
 	go func() {
@@ -65,10 +75,24 @@ func TestTypeScriptSDKClient(t *testing.T) {
 				return
 			}
 			if m.Type == "call" {
-				br.Result(m.ID, "results for "+string(m.Arguments))
+				w.calls.Add(1)
+				br.Result(m.ID, answer+string(m.Arguments))
 			}
 		}
 	}()
+	return w
+}
+
+// TestTypeScriptSDKClient drives /mcp with the official MCP TypeScript SDK's
+// client — what Claude Code and most standard clients are built on — to show
+// a standard client works unmodified: it lists tools, lists a shared site,
+// runs a read-only tool in a (Go test) browser and reads an error.
+func TestTypeScriptSDKClient(t *testing.T) {
+	dir := tsClientDir(t)
+	w := newTSClientWorld(t, "ts-client-browser",
+		`[{"name":"search","description":"Search","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]`,
+		"results for ")
+	env, token, site := w.env, w.token, tsSite
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "check.mjs", env.URL, token, site, "search", `{"q":"tea"}`)
