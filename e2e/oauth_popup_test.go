@@ -17,21 +17,7 @@ import (
 // framed page gets its sign-in, its form carries its CSRF token, and Allow
 // sends the code to the client's loopback callback with iss.
 func TestOAuthConsentInThePopup(t *testing.T) {
-	live := startLive(t)
-	env := live.env
-	b := startExtensionBrowser(t, ChromiumOptions{})
-	b.SetServer(t, env.URL)
-	app := b.Tab(t, env.URL+"/")
-	run(t, app, "first-run setup in the browser",
-		chromedp.WaitVisible(chromedp.CSS(`form[action="/setup"]`)),
-		chromedp.SendKeys(chromedp.ID("name"), "Alice"),
-		chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
-		chromedp.SendKeys(chromedp.ID("password"), password),
-		chromedp.Click(chromedp.CSS(`form[action="/setup"] button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("ws-name")),
-	)
-	person := env.NewClient(t)
-	person.MustJSON("POST", "/api/auth/signin", map[string]string{"email": "alice@example.com", "password": password}, 200, nil)
+	env, b, _, person := ownerInExtensionBrowser(t)
 	ws := person.Workspace("Popup work")
 
 	cb := newCallback(t)
@@ -43,9 +29,7 @@ func TestOAuthConsentInThePopup(t *testing.T) {
 	q := url.Values{"client_id": {reg.ClientID}, "redirect_uri": {cb.URL}, "response_type": {"code"}, "state": {"popup"},
 		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}}
 
-	popup := b.Tab(t, fmt.Sprintf("chrome-extension://%s/popup/popup.html", ExtensionID))
-	run(t, popup, "the popup frames the app", viewport(440, 600, "light"), chromedp.WaitVisible(chromedp.ID("app")))
-	frame := b.appFrame(t, env.URL, "/")
+	_, frame := openPopup(t, b, env)
 	run(t, frame, "open the consent page in the frame",
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.href = %q`, env.URL+"/oauth/authorize?"+q.Encode())))
 	frame = b.appFrame(t, env.URL, "/oauth/authorize")

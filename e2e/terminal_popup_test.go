@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"github.com/chromedp/cdproto/target"
 	"strings"
 	"testing"
@@ -78,27 +77,11 @@ func typeKey(r rune) chromedp.Action[chromedp.Void] {
 // program and types into it. Signing out elsewhere ends the sign-in: the
 // framed terminal stops at once and says so, instead of retrying.
 func TestTerminalInThePopup(t *testing.T) {
-	live := startLive(t)
-	env := live.env
-	b := startExtensionBrowser(t, ChromiumOptions{})
-	b.SetServer(t, env.URL)
-	app := b.Tab(t, env.URL+"/")
-	run(t, app, "first-run setup in the browser",
-		chromedp.WaitVisible(chromedp.CSS(`form[action="/setup"]`)),
-		chromedp.SendKeys(chromedp.ID("name"), "Alice"),
-		chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
-		chromedp.SendKeys(chromedp.ID("password"), password),
-		chromedp.Click(chromedp.CSS(`form[action="/setup"] button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("ws-name")),
-	)
-	person := env.NewClient(t)
-	person.MustJSON("POST", "/api/auth/signin", map[string]string{"email": "alice@example.com", "password": password}, 200, nil)
+	env, b, app, person := ownerInExtensionBrowser(t)
 	m := connectMachine(t, env, person, "laptop")
 	id := m.start(80, 24, testProg(t), "keys")
 
-	popup := b.Tab(t, fmt.Sprintf("chrome-extension://%s/popup/popup.html", ExtensionID))
-	run(t, popup, "the popup frames the app", viewport(440, 600, "light"), chromedp.WaitVisible(chromedp.ID("app")))
-	frame := b.appFrame(t, env.URL, "/")
+	popup, frame := openPopup(t, b, env)
 	run(t, frame, "to the machine's session, in the frame",
 		chromedp.WaitVisible(chromedp.ID("nav-machines")),
 		chromedp.Click(chromedp.ID("nav-machines")),
