@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testbin"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
@@ -20,73 +20,21 @@ import (
 // loaded machine.
 const binWait = 60 * time.Second
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// tabbridgeBinary builds cmd/tabbridge once per test run.
+// tabbridgeBinary is cmd/tabbridge, built once per test run.
 func tabbridgeBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tabbridge-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "tabbridge")
-		out, err := exec.Command("go", "build", "-o", binPath, repoPath(t, "cmd/tabbridge")).CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("build tabbridge: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return testbin.Build(t, repoPath(t, "cmd/tabbridge"))
 }
 
-// procLog collects a process's output and tells waiters of each write.
-type procLog struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{}
-}
+// procLog collects a process's output; waitFor waits until it holds s, or
+// the process exits (exited closed).
+type procLog struct{ *testbin.Log }
 
-func newProcLog() *procLog { return &procLog{changed: make(chan struct{}, 1)} }
+func newProcLog() *procLog { return &procLog{testbin.NewLog()} }
 
-func (l *procLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	select {
-	case l.changed <- struct{}{}:
-	default:
-	}
-	return l.buf.Write(p)
-}
-
-func (l *procLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// waitFor waits until the log holds s, or the process exits (exited closed).
 func (l *procLog) waitFor(t *testing.T, s string, exited <-chan struct{}) {
 	t.Helper()
-	timeout := time.After(binWait)
-	for !strings.Contains(l.String(), s) {
-		select {
-		case <-l.changed:
-		case <-exited:
-			if !strings.Contains(l.String(), s) {
-				t.Fatalf("the process exited without saying %q:\n%s", s, l.String())
-			}
-		case <-timeout:
-			t.Fatalf("the process never said %q:\n%s", s, l.String())
-		}
-	}
+	l.WaitFor(t, s, exited, binWait)
 }
 
 // proc is a running tabbridge process.
@@ -136,8 +84,9 @@ func (p *proc) wait(t *testing.T) error {
 }
 
 // startServerBinary runs `tabbridge serve` on a free loopback port with a
-// fresh SQLite database and returns its URL once it listens.
-func startServerBinary(t *testing.T) string {
+// fresh SQLite database (and any flags more) and returns its URL once it
+// listens.
+func startServerBinary(t *testing.T, flags ...string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -145,7 +94,7 @@ func startServerBinary(t *testing.T) string {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	srv := startBinary(t, "", nil, "serve", "--listen", addr, "--data-dir", t.TempDir())
+	srv := startBinary(t, "", nil, append([]string{"serve", "--listen", addr, "--data-dir", t.TempDir()}, flags...)...)
 	srv.log.waitFor(t, "tabbridge listening", srv.exited)
 	return "http://" + addr
 }

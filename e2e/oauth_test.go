@@ -46,16 +46,7 @@ type binaryServer struct {
 // OAuth access-token lifetime, until the test ends.
 func startOAuthServer(t *testing.T) *binaryServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := startBinary(t, "", nil, "serve", "--listen", addr, "--data-dir", t.TempDir(),
-		"--extension-ids", servertest.ExtensionID, "--oauth-access-ttl", oauthAccessTTL.String())
-	srv.log.waitFor(t, "tabbridge listening", srv.exited)
-	base := "http://" + addr
+	base := startServerBinary(t, "--extension-ids", servertest.ExtensionID, "--oauth-access-ttl", oauthAccessTTL.String())
 	env := &servertest.Env{URL: base}
 	env.Opts.PublicURL = base
 	return &binaryServer{URL: base, env: env}

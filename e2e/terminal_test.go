@@ -3,10 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,45 +12,18 @@ import (
 
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
+	"github.com/tabbridge/tabbridge/internal/testbin"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
-var (
-	progOnce sync.Once
-	progPath string
-	progErr  error
-)
-
-// testProg builds the relay tests' program (relay/testdata/prog) once per
+// testProg is the relay tests' program (relay/testdata/prog), built once per
 // run: "keys" puts the terminal in raw mode and prints every read as hex.
 func testProg(t *testing.T) string {
 	t.Helper()
-	progOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tabbridge-e2e-prog")
-		if err != nil {
-			progErr = err
-			return
-		}
-		progPath = filepath.Join(dir, "prog")
-		out, err := exec.Command("go", "build", "-o", progPath, repoPath(t, "relay/testdata/prog")).CombinedOutput()
-		if err != nil {
-			progErr = &buildError{err, string(out)}
-		}
-	})
-	if progErr != nil {
-		t.Fatal(progErr)
-	}
-	return progPath
+	return testbin.Build(t, repoPath(t, "relay/testdata/prog"))
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "build test program: " + e.err.Error() + "\n" + e.out }
 
 // machineRig is a person's machine with a real daemon connected to the
 // server in-process, running real programs in real PTYs.

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,11 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testbin"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -24,42 +23,14 @@ import (
 // daemonWait bounds each step through a real daemon process.
 const daemonWait = testutil.WaitMedium
 
-// logWriter collects what a command writes and tells waiters of each write.
-type logWriter struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{} // capacity 1
-}
+// logWriter collects what a command writes; waitFor waits until it holds s.
+type logWriter struct{ *testbin.Log }
 
-func newLogWriter() *logWriter { return &logWriter{changed: make(chan struct{}, 1)} }
+func newLogWriter() *logWriter { return &logWriter{testbin.NewLog()} }
 
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	select {
-	case w.changed <- struct{}{}:
-	default:
-	}
-	return w.buf.Write(p)
-}
-
-func (w *logWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-// waitFor waits until the log holds s.
 func (w *logWriter) waitFor(t *testing.T, s string) {
 	t.Helper()
-	timeout := time.After(daemonWait)
-	for !strings.Contains(w.String(), s) {
-		select {
-		case <-w.changed:
-		case <-timeout:
-			t.Fatalf("the log never said %q:\n%s", s, w.String())
-		}
-	}
+	w.WaitFor(t, s, nil, daemonWait)
 }
 
 // newMachine starts a server and creates a machine on it, returning the

@@ -5,47 +5,26 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/internal/testbin"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// tabbridgeBinary builds this command once per test run: install writes
+// tabbridgeBinary is this command, built once per test run: install writes
 // the path of the running program into the service, so it must be the real
 // binary, not the test.
 func tabbridgeBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tabbridge-install-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "tabbridge")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return testbin.Build(t, ".")
 }
 
 // splitExec splits a unit's command line the way systemd does for the
