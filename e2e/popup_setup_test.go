@@ -18,6 +18,16 @@ func ownerInExtensionBrowser(t *testing.T) (*servertest.Env, *ExtensionBrowser, 
 	b := startExtensionBrowser(t, ChromiumOptions{})
 	b.SetServer(t, env.URL)
 	app := b.Tab(t, env.URL+"/")
+	setUpOwner(t, app)
+	person := env.NewClient(t)
+	person.MustJSON("POST", "/api/auth/signin", map[string]string{"email": "alice@example.com", "password": password}, 200, nil)
+	return env, b, app, person
+}
+
+// setUpOwner makes alice the owner in app, a tab at the server's first-run
+// setup, as a person does: the browser then holds her sign-in.
+func setUpOwner(t *testing.T, app context.Context) {
+	t.Helper()
 	run(t, app, "first-run setup in the browser",
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/setup"]`)),
 		chromedp.SendKeys(chromedp.ID("name"), "Alice"),
@@ -26,9 +36,6 @@ func ownerInExtensionBrowser(t *testing.T) (*servertest.Env, *ExtensionBrowser, 
 		chromedp.Click(chromedp.CSS(`form[action="/setup"] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("ws-name")),
 	)
-	person := env.NewClient(t)
-	person.MustJSON("POST", "/api/auth/signin", map[string]string{"email": "alice@example.com", "password": password}, 200, nil)
-	return env, b, app, person
 }
 
 // openPopup opens the extension's popup at its size (440 × 600) and returns it once it frames

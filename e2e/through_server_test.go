@@ -51,14 +51,7 @@ func newWorldOn(t *testing.T, live *liveServer) *world {
 	w.b.SetServer(t, w.live.env.URL)
 	w.b.EnableDetection(t)
 	app := w.b.Tab(t, w.live.env.URL+"/")
-	run(t, app, "first-run setup in the browser",
-		chromedp.WaitVisible(chromedp.CSS(`form[action="/setup"]`)),
-		chromedp.SendKeys(chromedp.ID("name"), "Alice"),
-		chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
-		chromedp.SendKeys(chromedp.ID("password"), password),
-		chromedp.Click(chromedp.CSS(`form[action="/setup"] button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("ws-name")),
-	)
+	setUpOwner(t, app)
 	w.person = w.signIn()
 	w.ws = w.person.Workspace("Shopping")
 	w.token = w.person.AgentToken(w.ws, "laptop")
