@@ -15,6 +15,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/internal/testbin"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -613,26 +614,8 @@ func TestOpenSitesAreRecorded(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink tests can read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSlowConsumerIsClosedWithoutBlockingOthers(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := testbin.NewLog() // read while the server writes
 	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) {
 		o.Bridge.QueueSize = 4
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testbin"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
@@ -140,37 +140,18 @@ func TestPublicURLDefaultsToAnAddressABrowserCanUse(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer the server's goroutines may write while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestFirstStartSaysWhereToCreateTheOwner: with no account yet the console
 // says, at info level, which address to open; once there is one it does not.
 func TestFirstStartSaysWhereToCreateTheOwner(t *testing.T) {
 	dir := t.TempDir()
 	start := func(create bool) string {
-		var logs syncBuffer
+		logs := testbin.NewLog() // the server's goroutines write while the test reads
 		ctx, cancel := context.WithCancel(context.Background())
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		args := []string{"serve", "--listen", "127.0.0.1:0", "--public-url", "http://tabbridge.test:8080"}
 		go func() {
-			done <- run(ctx, args, func(k string) string { return map[string]string{"TABBRIDGE_DATA_DIR": dir}[k] }, &logs, ready)
+			done <- run(ctx, args, func(k string) string { return map[string]string{"TABBRIDGE_DATA_DIR": dir}[k] }, logs, ready)
 		}()
 		select {
 		case addr := <-ready:

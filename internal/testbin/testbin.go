@@ -1,7 +1,8 @@
 // Package testbin builds the Go programs tests run as real processes (the
 // tabbridge binary, the relay's test program), each once per test process,
-// however many tests ask for it. It starts nothing itself; the tests run what
-// it built.
+// however many tests ask for it, and collects what a process (or a server's
+// logger) writes so a test can wait for a line (Log). It starts nothing
+// itself; the tests run what it built.
 package testbin
 
 import (
