@@ -21,7 +21,7 @@ func TestTypeScriptClientThatTimesOutRejoinsItsRequest(t *testing.T) {
 	w := newTSClientWorld(t, "ts-retry-browser",
 		`[{"name":"buy","description":"Buy","inputSchema":{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}}]`,
 		"bought ")
-	env, person, token, site, runs := w.env, w.person, w.token, tsSite, &w.calls
+	env, person, token, site, runs := w.env, w.person, w.token, tsSite, w.calls
 	var task struct {
 		Task struct{ ID string } `json:"task"`
 	}

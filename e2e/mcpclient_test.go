@@ -43,7 +43,7 @@ type tsClientWorld struct {
 	person *servertest.Client
 	ws     string
 	token  string
-	calls  atomic.Int32
+	calls  *atomic.Int32
 }
 
 func newTSClientWorld(t *testing.T, browserID, tools, answer string) *tsClientWorld {
@@ -53,11 +53,21 @@ func newTSClientWorld(t *testing.T, browserID, tools, answer string) *tsClientWo
 	w.ws = w.person.Workspace("Work")
 	w.token = w.person.AgentToken(w.ws, "ts client")
 	w.person.MustJSON("POST", "/api/sites", map[string]string{"origin": tsSite, "workspaceId": w.ws}, 201, nil)
+	w.calls = answeringBrowser(t, w.person, w.env.URL, browserID, tsSite, tools, answer)
+	return w
+}
+
+// answeringBrowser connects a Go test browser of person to the server at url
+// and opens one document of site with tools, which answers every call with
+// answer and the call's arguments, until the test ends. It returns the
+// number of calls the browser got so far.
+func answeringBrowser(t *testing.T, person *servertest.Client, url, browserID, site, tools, answer string) *atomic.Int32 {
+	t.Helper()
 	var tk struct {
 		Ticket string `json:"ticket"`
 	}
-	w.person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
-	br, _, err := bridgetest.Dial(context.Background(), w.env.URL, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
+	person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
+	br, _, err := bridgetest.Dial(context.Background(), url, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +75,10 @@ func newTSClientWorld(t *testing.T, browserID, tools, answer string) *tsClientWo
 	if _, err := br.Hello(browserID, "Chrome", "1.0.0", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: tsSite, URL: tsSite + "/", Tools: tools}, 10*time.Second); err != nil || len(m.Accepted) != 1 {
+	if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: site, URL: site + "/", Tools: tools}, 10*time.Second); err != nil || len(m.Accepted) != 1 {
 		t.Fatalf("announce: %+v %v", m, err)
 	}
+	calls := new(atomic.Int32)
 	go func() {
 		for {
 			m, err := br.Next(time.Minute)
@@ -75,12 +86,12 @@ func newTSClientWorld(t *testing.T, browserID, tools, answer string) *tsClientWo
 				return
 			}
 			if m.Type == "call" {
-				w.calls.Add(1)
+				calls.Add(1)
 				br.Result(m.ID, answer+string(m.Arguments))
 			}
 		}
 	}()
-	return w
+	return calls
 }
 
 // TestTypeScriptSDKClient drives /mcp with the official MCP TypeScript SDK's

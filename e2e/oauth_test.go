@@ -24,7 +24,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
-	"github.com/tabbridge/tabbridge/bridge/bridgetest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/oauth"
 	"github.com/tabbridge/tabbridge/server"
@@ -72,33 +71,9 @@ func newOAuthE2E(t *testing.T, srv *binaryServer) *oauthE2E {
 	w.person.Workspace("Side project")
 	w.ws = w.person.Workspace("Shopping")
 	w.person.MustJSON("POST", "/api/sites", map[string]string{"origin": w.site, "workspaceId": w.ws}, 201, nil)
-	var tk struct {
-		Ticket string `json:"ticket"`
-	}
-	w.person.MustJSON("POST", "/api/tickets", nil, 201, &tk)
-	br, _, err := bridgetest.Dial(context.Background(), w.srv.URL, tk.Ticket, bridgetest.Origin(servertest.ExtensionID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { br.Conn.Close() })
-	if _, err := br.Hello("oauth-browser", "Chrome", "1.0.0", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	tools := `[{"name":"search","description":"Search","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]`
-	if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: w.site, URL: w.site + "/", Tools: tools}, 10*time.Second); err != nil || len(m.Accepted) != 1 {
-		t.Fatalf("announce: %+v %v", m, err)
-	}
-	go func() {
-		for {
-			m, err := br.Next(time.Minute)
-			if err != nil {
-				return
-			}
-			if m.Type == "call" {
-				br.Result(m.ID, "results for "+string(m.Arguments))
-			}
-		}
-	}()
+	answeringBrowser(t, w.person, w.srv.URL, "oauth-browser", w.site,
+		`[{"name":"search","description":"Search","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]`,
+		"results for ")
 	w.ctx = startBrowser(t)
 	return w
 }
