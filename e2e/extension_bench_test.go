@@ -15,8 +15,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/sitetools"
 )
 
 // callStats is what one timed run in the browser reports: the calls' own
@@ -165,29 +169,22 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// TestCallBesideMCPB calls one page's tool from one MCP client (the official TypeScript SDK)
-// two ways in the same run and the same tab (issue 16): through MCP-B's local relay — its stdio
-// MCP server, its WebSocket to the hidden iframe its embed script adds, postMessage to the page,
-// its runtime's callTool — and through Tabbridge's whole path — /mcp on the real server, the
-// extension's socket, the worker, the bridge, the observer, the page's execute. Both copies of
-// the tool run one execute (testsite/mcpb.html). It fails when a call of either fails, and logs
-// p50, p99 and calls/s with 1 and 8 callers; TABBRIDGE_BENCH_CALLS and TABBRIDGE_BENCH_ROUNDS
-// make it a benchmark:
-//
-//	TABBRIDGE_BENCH_CALLS=2000 TABBRIDGE_BENCH_ROUNDS=3 flock /tmp/tb-chromium.lock go test ./e2e -run TestCallBesideMCPB -v -count=1
-func TestCallBesideMCPB(t *testing.T) {
-	dir := mcpbDir(t)
-	w := newWorld(t)
-	assets := serveDir(t, filepath.Join(dir, "node_modules"))
-	port := freePort(t)
-	calls, rounds := envInt("TABBRIDGE_BENCH_CALLS", 100), envInt("TABBRIDGE_BENCH_ROUNDS", 1)
+// nodeScript is a node script of e2e/mcpb that talks in lines: commands on its standard input,
+// one line of output for each.
+type nodeScript struct {
+	t      testing.TB
+	stdin  io.Writer
+	lines  *bufio.Scanner
+	stderr *bytes.Buffer
+}
+
+func startNode(t testing.TB, dir string, args ...string) *nodeScript {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	// The relay starts first: the page's iframe finds it at once instead of on its backoff.
-	cmd := exec.CommandContext(ctx, "node", "bench.mjs", strconv.Itoa(port), w.live.env.URL, w.token, w.site, strconv.Itoa(calls), strconv.Itoa(rounds))
+	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	n := &nodeScript{t: t, stderr: &bytes.Buffer{}}
+	cmd.Stderr = n.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -199,55 +196,218 @@ func TestCallBesideMCPB(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	lines.Buffer(nil, 1<<20)
-	if !lines.Scan() || lines.Text() != "relay" {
-		t.Fatalf("bench.mjs did not start MCP-B's relay: %q\n%s", lines.Text(), stderr.Bytes())
+	t.Cleanup(func() {
+		stdin.Close() // the scripts end when their input does
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cancel()
+			<-done
+		}
+		cancel()
+	})
+	n.stdin = stdin
+	n.lines = bufio.NewScanner(stdout)
+	n.lines.Buffer(nil, 1<<20)
+	return n
+}
+
+// line waits for the script's next line of output.
+func (n *nodeScript) line(what string) []byte {
+	n.t.Helper()
+	if !n.lines.Scan() {
+		n.t.Fatalf("%s: %s printed nothing more\n%s", what, n.t.Name(), n.stderr.Bytes())
 	}
-	page := fmt.Sprintf("%s/mcpb.html?assets=%s&relay=%d", w.site, url.QueryEscape(assets), port)
-	tab := w.b.Tab(t, page)
+	return n.lines.Bytes()
+}
+
+func (n *nodeScript) expect(want string) {
+	n.t.Helper()
+	if got := string(n.line(want)); got != want {
+		n.t.Fatalf("waiting for %q, the script printed %q\n%s", want, got, n.stderr.Bytes())
+	}
+}
+
+func (n *nodeScript) send(line string) {
+	n.t.Helper()
+	if _, err := io.WriteString(n.stdin, line+"\n"); err != nil {
+		n.t.Fatalf("write to the script: %v\n%s", err, n.stderr.Bytes())
+	}
+}
+
+// medianOf is the median of one figure of a set of stats (the upper one of an even count).
+func medianOf(rows []callStats, f func(callStats) float64) float64 {
+	v := make([]float64, len(rows))
+	for i, r := range rows {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// logBeside logs each round and the medians of two paths' stats, for 1 and 8 callers.
+func logBeside(t *testing.T, what string, calls int, mcpb, tabbridge map[int][]callStats) {
+	for _, callers := range []int{1, 8} {
+		m, tb := mcpb[callers], tabbridge[callers]
+		for i := range m {
+			t.Logf("%s, %d callers, %d calls: MCP-B p50 %.3f ms p99 %.3f ms %.0f calls/s | Tabbridge p50 %.3f ms p99 %.3f ms %.0f calls/s",
+				what, callers, calls, m[i].P50, m[i].P99, m[i].PerSec, tb[i].P50, tb[i].P99, tb[i].PerSec)
+		}
+		p50 := func(s callStats) float64 { return s.P50 }
+		p99 := func(s callStats) float64 { return s.P99 }
+		rate := func(s callStats) float64 { return s.PerSec }
+		t.Logf("%s, median of %d rounds, %d callers: MCP-B p50 %.3f ms p99 %.3f ms %.0f calls/s | Tabbridge p50 %.3f ms p99 %.3f ms %.0f calls/s",
+			what, len(m), callers, medianOf(m, p50), medianOf(m, p99), medianOf(m, rate), medianOf(tb, p50), medianOf(tb, p99), medianOf(tb, rate))
+	}
+}
+
+func failedCalls(t *testing.T, what string, callers int, s callStats) {
+	t.Helper()
+	if s.Failed > 0 {
+		t.Fatalf("%s, %d callers: %d calls failed (%s)", what, callers, s.Failed, s.Error)
+	}
+}
+
+// invokeStats times the server's own call into the browser (bridge.Hub.Invoke, what sitetools
+// runs after its checks and audit row) with callers of them in flight at once.
+func invokeStats(hub *bridge.Hub, now func() time.Time, uid, site string, n, callers int) callStats {
+	var (
+		mu     sync.Mutex
+		lat    []float64
+		failed int
+		errMsg string
+		next   int
+	)
+	seq := time.Now().UnixNano()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				q := fmt.Sprintf("q%d", i)
+				t0 := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				res, err := hub.Invoke(ctx, uid, sitetools.Invocation{ID: fmt.Sprintf("bench-%d-%d", seq, i), Site: site, Tool: "search",
+					Arguments: json.RawMessage(fmt.Sprintf(`{"q":%q}`, q)), Deadline: now().Add(15 * time.Second)})
+				cancel()
+				d := float64(time.Since(t0)) / float64(time.Millisecond)
+				mu.Lock()
+				lat = append(lat, d)
+				if err != nil || !bytes.Contains(res, []byte(`"`+q+`"`)) {
+					failed++
+					errMsg = fmt.Sprintf("%v %s", err, res)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start).Seconds()
+	slices.Sort(lat)
+	q := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	return callStats{P50: q(0.5), P99: q(0.99), PerSec: float64(len(lat)) / took, Failed: failed, Error: errMsg}
+}
+
+// TestCallBesideMCPB calls one page's tool two ways in the same run and the same browser (issue
+// 16), each measured the same way at two points:
+//
+//   - from one MCP client (the official TypeScript SDK, e2e/mcpb/bench.mjs): MCP-B's local
+//     relay — its stdio MCP server, its WebSocket to the hidden iframe its embed script adds,
+//     postMessage to the page, its runtime's callTool — beside Tabbridge's whole path — /mcp on
+//     the real server, the extension's socket, the worker, the bridge, the observer, the page's
+//     execute;
+//   - from the process that holds the browser's socket, no MCP in front: MCP-B's own
+//     RelayBridgeServer.invokeTool (e2e/mcpb/socket.mjs, Node) beside the server's
+//     bridge.Hub.Invoke (in this process).
+//
+// Both copies of the tool run one execute (testsite/mcpb.html). It fails when a call of either
+// fails, and logs p50, p99 and calls/s with 1 and 8 callers; TABBRIDGE_BENCH_CALLS and
+// TABBRIDGE_BENCH_ROUNDS make it a benchmark:
+//
+//	TABBRIDGE_BENCH_CALLS=2000 TABBRIDGE_BENCH_ROUNDS=3 flock /tmp/tb-chromium.lock go test ./e2e -run TestCallBesideMCPB -v -count=1
+func TestCallBesideMCPB(t *testing.T) {
+	dir := mcpbDir(t)
+	w := newWorld(t)
+	assets := serveDir(t, filepath.Join(dir, "node_modules"))
+	calls, rounds := envInt("TABBRIDGE_BENCH_CALLS", 100), envInt("TABBRIDGE_BENCH_ROUNDS", 1)
+	pageAt := func(port int) string {
+		return fmt.Sprintf("%s/mcpb.html?assets=%s&relay=%d", w.site, url.QueryEscape(assets), port)
+	}
+
+	// From an MCP client. The relay starts first, so the page's iframe finds it at once.
+	port := freePort(t)
+	client := startNode(t, dir, "bench.mjs", strconv.Itoa(port), w.live.env.URL, w.token, w.site, strconv.Itoa(calls), strconv.Itoa(rounds))
+	client.expect("relay")
+	page := pageAt(port)
+	w.b.Tab(t, page)
 	d := waitDocument(t, w.b, w.worker, page, "search")
 	w.shareFromPopup(d.TabID, "search")
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	if !lines.Scan() {
-		var state string
-		_ = evalJS(tab, `JSON.stringify({ testsite: window.testsite, frames: [...document.querySelectorAll('iframe')].map(f => f.src) })`, &state)
-		t.Fatalf("bench.mjs printed no result\n%s\nthe page: %s", stderr.Bytes(), state)
-	}
-	out := lines.Bytes()
+	client.send("go")
 	var res struct{ Rounds []besideRound }
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("bench.mjs printed %q: %v", out, err)
+	if err := json.Unmarshal(client.line("the MCP clients' result"), &res); err != nil {
+		t.Fatalf("bench.mjs: %v", err)
 	}
+	mcpb, tabbridge := map[int][]callStats{}, map[int][]callStats{}
 	for _, r := range res.Rounds {
-		for what, s := range map[string]callStats{"MCP-B": r.MCPB, "Tabbridge": r.Tabbridge} {
-			if s.Failed > 0 {
-				t.Fatalf("%s, %d callers: %d of %d calls failed (%s)", what, r.Callers, s.Failed, calls, s.Error)
+		failedCalls(t, "MCP-B from an MCP client", r.Callers, r.MCPB)
+		failedCalls(t, "Tabbridge from an MCP client", r.Callers, r.Tabbridge)
+		mcpb[r.Callers] = append(mcpb[r.Callers], r.MCPB)
+		tabbridge[r.Callers] = append(tabbridge[r.Callers], r.Tabbridge)
+	}
+	logBeside(t, "from an MCP client", calls, mcpb, tabbridge)
+
+	// From the socket's own process: a second tab of the page, on a bridge server of its own.
+	var me struct{ User struct{ ID string } }
+	w.person.MustJSON("GET", "/api/auth/me", nil, 200, &me)
+	port2 := freePort(t)
+	sock := startNode(t, dir, "socket.mjs", strconv.Itoa(port2), t.TempDir())
+	sock.expect("listening")
+	page2 := pageAt(port2)
+	w.b.Tab(t, page2)
+	sock.expect("ready")
+	waitDocument(t, w.b, w.worker, page2, "search")
+	hub := w.live.env.Server.Hub()
+	viaHub := func(n, callers int) callStats {
+		return invokeStats(hub, w.live.clock.Now, me.User.ID, w.site, n, callers)
+	}
+	viaRelay := func(n, callers int) callStats {
+		sock.send(fmt.Sprintf("%d %d", n, callers))
+		var s callStats
+		if err := json.Unmarshal(sock.line("socket.mjs's stats"), &s); err != nil {
+			t.Fatalf("socket.mjs: %v", err)
+		}
+		return s
+	}
+	failedCalls(t, "MCP-B's bridge server (warm-up)", 8, viaRelay(100, 8))
+	failedCalls(t, "Tabbridge's hub (warm-up)", 8, viaHub(100, 8))
+	mcpb, tabbridge = map[int][]callStats{}, map[int][]callStats{}
+	for r := range rounds {
+		for _, callers := range []int{1, 8} {
+			var m, tb callStats
+			if r%2 == 0 {
+				m, tb = viaRelay(calls, callers), viaHub(calls, callers)
+			} else {
+				tb, m = viaHub(calls, callers), viaRelay(calls, callers)
 			}
+			failedCalls(t, "MCP-B's bridge server", callers, m)
+			failedCalls(t, "Tabbridge's hub", callers, tb)
+			mcpb[callers] = append(mcpb[callers], m)
+			tabbridge[callers] = append(tabbridge[callers], tb)
 		}
 	}
-	for _, callers := range []int{1, 8} {
-		var rows []besideRound
-		for _, r := range res.Rounds {
-			if r.Callers == callers {
-				rows = append(rows, r)
-				t.Logf("%d callers, %d calls: MCP-B p50 %.3f ms p99 %.3f ms %.0f calls/s | Tabbridge p50 %.3f ms p99 %.3f ms %.0f calls/s",
-					callers, calls, r.MCPB.P50, r.MCPB.P99, r.MCPB.PerSec, r.Tabbridge.P50, r.Tabbridge.P99, r.Tabbridge.PerSec)
-			}
-		}
-		med := func(f func(besideRound) float64) float64 {
-			v := make([]float64, len(rows))
-			for i, r := range rows {
-				v[i] = f(r)
-			}
-			slices.Sort(v)
-			return v[len(v)/2]
-		}
-		t.Logf("median of %d rounds, %d callers: MCP-B p50 %.3f ms p99 %.3f ms %.0f calls/s | Tabbridge p50 %.3f ms p99 %.3f ms %.0f calls/s", len(rows), callers,
-			med(func(r besideRound) float64 { return r.MCPB.P50 }), med(func(r besideRound) float64 { return r.MCPB.P99 }), med(func(r besideRound) float64 { return r.MCPB.PerSec }),
-			med(func(r besideRound) float64 { return r.Tabbridge.P50 }), med(func(r besideRound) float64 { return r.Tabbridge.P99 }), med(func(r besideRound) float64 { return r.Tabbridge.PerSec }))
-	}
+	logBeside(t, "from the socket's process", calls, mcpb, tabbridge)
 }
