@@ -7,17 +7,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/profiler"
+	"github.com/chromedp/chromedp"
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/sitetools"
@@ -377,7 +383,7 @@ func TestCallBesideMCPB(t *testing.T) {
 	sock := startNode(t, dir, "socket.mjs", strconv.Itoa(port2), t.TempDir())
 	sock.expect("listening")
 	page2 := pageAt(port2)
-	w.b.Tab(t, page2)
+	tab2 := w.b.Tab(t, page2)
 	sock.expect("ready")
 	waitDocument(t, w.b, w.worker, page2, "search")
 	hub := w.live.env.Server.Hub()
@@ -410,4 +416,153 @@ func TestCallBesideMCPB(t *testing.T) {
 		}
 	}
 	logBeside(t, "from the socket's process", calls, mcpb, tabbridge)
+	logHops(t, w.b, w.worker, w.site, d.TabID, calls)
+	if os.Getenv("TABBRIDGE_BENCH_PROFILE") != "" {
+		profileJS(t, map[string]context.Context{"the worker": w.worker, "the tab": tab2}, func() {
+			t.Logf("profiled: Tabbridge's hub, 1 caller: %+v", viaHub(calls, 1))
+		})
+		profileJS(t, map[string]context.Context{"MCP-B's tab": tab2}, func() {
+			t.Logf("profiled: MCP-B's bridge server, 1 caller: %+v", viaRelay(calls, 1))
+		})
+	}
+}
+
+// profileJS samples the JavaScript of each target while run runs and logs, per target, the
+// functions with the most self time (TABBRIDGE_BENCH_PROFILE=1): where the extension's time goes.
+func profileJS(t testing.TB, targets map[string]context.Context, run func()) {
+	t.Helper()
+	for name, ctx := range targets {
+		if _, err := chromedp.Call(ctx, profiler.Enable, cdp.Empty{}); err != nil {
+			t.Fatalf("profile %s: %v", name, err)
+		}
+		if _, err := chromedp.Call(ctx, profiler.SetSamplingInterval, profiler.SetSamplingIntervalParams{Interval: 50}); err != nil {
+			t.Fatalf("profile %s: %v", name, err)
+		}
+		if _, err := chromedp.Call(ctx, profiler.Start, cdp.Empty{}); err != nil {
+			t.Fatalf("profile %s: %v", name, err)
+		}
+	}
+	run()
+	for name, ctx := range targets {
+		res, err := chromedp.Call(ctx, profiler.Stop, cdp.Empty{})
+		if err != nil {
+			t.Fatalf("profile %s: %v", name, err)
+		}
+		p := res.Profile
+		self := map[string]int64{}
+		var total int64
+		for _, n := range p.Nodes {
+			f := n.CallFrame
+			key := f.FunctionName
+			if key == "" {
+				key = "(anonymous)"
+			}
+			if f.URL != "" {
+				key += fmt.Sprintf(" %s:%d", path.Base(f.URL), f.LineNumber+1)
+			}
+			self[key] += n.HitCount
+			total += n.HitCount
+		}
+		keys := slices.Collect(maps.Keys(self))
+		slices.SortFunc(keys, func(a, b string) int { return int(self[b] - self[a]) })
+		took := (p.EndTime - p.StartTime) / 1e6
+		t.Logf("profile of %s: %d samples over %.2f s", name, total, took)
+		for _, k := range keys[:min(len(keys), 25)] {
+			t.Logf("  %5.1f%%  %s", 100*float64(self[k])/float64(total), k)
+		}
+	}
+}
+
+// The hops of Tabbridge's browser half, each alone, timed in the browser (mean = 1 / rate, as
+// performance.now() there is 0.1 ms coarse):
+//
+//   - socket: a ping on the worker's own socket to the server and its pong;
+//   - port: a call-sized message from the worker to the tab's isolated world (the bridge's
+//     world) over a chrome.runtime port, echoed back;
+//   - event: a call-sized message from the isolated world to the page's world and back as the
+//     bridge and observer pass it: a nonce CustomEvent carrying JSON, parsed, answered from a
+//     microtask;
+//   - call: the whole worker → bridge → observer → execute → back (Pages.call).
+const hopSocket = `(() => {
+  const link = __tabbridgeTest.link;
+  const waiting = new Map();
+  const onPong = link.onPong;
+  link.onPong = function (m) {
+    const r = waiting.get(m.id);
+    if (r) { waiting.delete(m.id); r(true); return; }
+    return onPong.call(this, m);
+  };
+  return (i) => new Promise((r) => { waiting.set('b' + i, r); link.send({ type: 'ping', id: 'b' + i }); });
+})()`
+
+const hopPortSetup = `(async (tabId) => {
+  await chrome.scripting.executeScript({ target: { tabId }, world: 'ISOLATED', func: () => {
+    if (globalThis.__tbEcho) return;
+    globalThis.__tbEcho = true;
+    chrome.runtime.onConnect.addListener((p) => {
+      if (p.name === 'tb-echo') p.onMessage.addListener((m) => p.postMessage(m));
+    });
+  } });
+  const port = chrome.tabs.connect(tabId, { name: 'tb-echo', frameId: 0 });
+  const waiting = new Map();
+  port.onMessage.addListener((m) => { const r = waiting.get(m.callId); waiting.delete(m.callId); r?.(true); });
+  globalThis.__tbEchoCall = (i) => new Promise((r) => {
+    const callId = 'e' + i;
+    waiting.set(callId, r);
+    port.postMessage({ type: 'call', callId, tool: 'search', args: { q: 'q' + i } });
+  });
+  return true;
+})(%d)`
+
+// hopEvent runs in the tab: it installs an echo in the page's world and times n round trips
+// from the isolated world, returning the mean in µs.
+const hopEvent = `(async (tabId, n) => {
+  const type = 'tb-hop-' + crypto.randomUUID();
+  await chrome.scripting.executeScript({ target: { tabId }, world: 'MAIN', args: [type], func: (type) => {
+    window.addEventListener(type, (ev) => {
+      const m = JSON.parse(ev.detail);
+      if (m.from !== 'bridge') return;
+      queueMicrotask(() => window.dispatchEvent(new CustomEvent(type, { detail: JSON.stringify({ from: 'observer', type: 'result', callId: m.callId, ok: true, result: { q: m.args.q } }) })));
+    });
+  } });
+  const [{ result }] = await chrome.scripting.executeScript({ target: { tabId }, world: 'ISOLATED', args: [type, n], func: async (type, n) => {
+    let waiting = null;
+    window.addEventListener(type, (ev) => {
+      const m = JSON.parse(ev.detail);
+      if (m.from === 'observer' && waiting) { const r = waiting; waiting = null; r(); }
+    });
+    const start = performance.now();
+    for (let i = 0; i < n; i++) {
+      await new Promise((r) => {
+        waiting = r;
+        window.dispatchEvent(new CustomEvent(type, { detail: JSON.stringify({ from: 'bridge', type: 'call', callId: 'e' + i, tool: 'search', args: { q: 'q' + i } }) }));
+      });
+    }
+    return ((performance.now() - start) * 1000) / n;
+  } });
+  return result;
+})(%d, %d)`
+
+func logHops(t *testing.T, b *ExtensionBrowser, worker context.Context, site string, tabID, n int) {
+	t.Helper()
+	stats := func(what, one string) callStats {
+		var s callStats
+		b.eval(t, worker, timedCalls(one, n, 1), &s)
+		failedCalls(t, what, 1, s)
+		return s
+	}
+	b.eval(t, worker, fmt.Sprintf(hopPortSetup, tabID), nil)
+	var event float64
+	b.eval(t, worker, fmt.Sprintf(hopEvent, tabID, n), &event)
+	for _, h := range []struct {
+		what string
+		s    callStats
+	}{
+		{"socket (worker ⇄ server ping)", stats("socket", hopSocket)},
+		{"port (worker ⇄ isolated world)", stats("port", `(i) => __tbEchoCall(i)`)},
+		{"call (worker → page → worker)", stats("call", fmt.Sprintf(`(i) => __tabbridgeTest.call(%q, 'search', { q: 'q' + i }, 15000).then(o => o.ok)`, site))},
+	} {
+		t.Logf("hop %s, 1 caller, %d round trips: mean %.0f µs, p50 %.1f ms, p99 %.1f ms", h.what, n, 1e6/h.s.PerSec, h.s.P50, h.s.P99)
+	}
+	t.Logf("hop event (isolated ⇄ main world, JSON + microtask), %d round trips: mean %.1f µs", n, event)
 }
