@@ -17,7 +17,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +38,9 @@ type callStats struct {
 	PerSec   float64
 	Failed   int
 	Error    string
+	// CPU per call, in µs, where measured: the browser's processes, and the process that holds
+	// the socket (Node for MCP-B, this test's process and its server for Tabbridge).
+	BrowserCPU, SocketCPU float64
 }
 
 // timedCalls is JS that runs n calls of one(i) (a promise; falsy when the
@@ -269,6 +274,12 @@ func logBeside(t *testing.T, what string, calls int, mcpb, tabbridge map[int][]c
 		rate := func(s callStats) float64 { return s.PerSec }
 		t.Logf("%s, median of %d rounds, %d callers: MCP-B p50 %.3f ms p99 %.3f ms %.0f calls/s | Tabbridge p50 %.3f ms p99 %.3f ms %.0f calls/s",
 			what, len(m), callers, medianOf(m, p50), medianOf(m, p99), medianOf(m, rate), medianOf(tb, p50), medianOf(tb, p99), medianOf(tb, rate))
+		if m[0].BrowserCPU > 0 {
+			bcpu := func(s callStats) float64 { return s.BrowserCPU }
+			scpu := func(s callStats) float64 { return s.SocketCPU }
+			t.Logf("%s, median of %d rounds, %d callers, CPU per call: MCP-B browser %.0f µs + relay %.0f µs | Tabbridge browser %.0f µs + server %.0f µs",
+				what, len(m), callers, medianOf(m, bcpu), medianOf(m, scpu), medianOf(tb, bcpu), medianOf(tb, scpu))
+		}
 	}
 }
 
@@ -356,7 +367,7 @@ func TestCallBesideMCPB(t *testing.T) {
 
 	// From an MCP client. The relay starts first, so the page's iframe finds it at once.
 	port := freePort(t)
-	client := startNode(t, dir, "bench.mjs", strconv.Itoa(port), w.live.env.URL, w.token, w.site, strconv.Itoa(calls), strconv.Itoa(rounds))
+	client := startNode(t, dir, "bench.mjs", strconv.Itoa(port), w.live.env.URL, w.token, w.site, strconv.Itoa(calls), strconv.Itoa(rounds), t.TempDir())
 	client.expect("relay")
 	page := pageAt(port)
 	w.b.Tab(t, page)
@@ -387,15 +398,31 @@ func TestCallBesideMCPB(t *testing.T) {
 	sock.expect("ready")
 	waitDocument(t, w.b, w.worker, page2, "search")
 	hub := w.live.env.Server.Hub()
+	// What the browser and this process burn with no call at all (the app's tab, the DevTools
+	// connection, timers) is taken off each run's CPU, at its rate over a second of nothing.
+	b0, s0, idleStart := browserCPU(t), selfCPU(t), time.Now()
+	time.Sleep(time.Second) // a measuring window, not a wait for anything
+	idle := time.Since(idleStart)
+	idleBrowser, idleSelf := float64(browserCPU(t)-b0)/float64(idle), float64(selfCPU(t)-s0)/float64(idle)
+	t.Logf("idle: the browser uses %.0f%% of a core, this process %.0f%%", 100*idleBrowser, 100*idleSelf)
+	perCall := func(d time.Duration, rate float64, took time.Duration, n int) float64 {
+		return max(0, float64(d)-rate*float64(took)) / float64(time.Microsecond) / float64(n)
+	}
 	viaHub := func(n, callers int) callStats {
-		return invokeStats(hub, w.live.clock.Now, me.User.ID, w.site, n, callers)
+		b0, s0, start := browserCPU(t), selfCPU(t), time.Now()
+		s := invokeStats(hub, w.live.clock.Now, me.User.ID, w.site, n, callers)
+		took := time.Since(start)
+		s.BrowserCPU, s.SocketCPU = perCall(browserCPU(t)-b0, idleBrowser, took, n), perCall(selfCPU(t)-s0, idleSelf, took, n)
+		return s
 	}
 	viaRelay := func(n, callers int) callStats {
+		b0, start := browserCPU(t), time.Now()
 		sock.send(fmt.Sprintf("%d %d", n, callers))
 		var s callStats
 		if err := json.Unmarshal(sock.line("socket.mjs's stats"), &s); err != nil {
 			t.Fatalf("socket.mjs: %v", err)
 		}
+		s.BrowserCPU = perCall(browserCPU(t)-b0, idleBrowser, time.Since(start), n)
 		return s
 	}
 	failedCalls(t, "MCP-B's bridge server (warm-up)", 8, viaRelay(100, 8))
@@ -565,4 +592,66 @@ func logHops(t *testing.T, b *ExtensionBrowser, worker context.Context, site str
 		t.Logf("hop %s, 1 caller, %d round trips: mean %.0f µs, p50 %.1f ms, p99 %.1f ms", h.what, n, 1e6/h.s.PerSec, h.s.P50, h.s.P99)
 	}
 	t.Logf("hop event (isolated ⇄ main world, JSON + microtask), %d round trips: mean %.1f µs", n, event)
+}
+
+// browserCPU is the CPU time used so far by the Chromium that loaded this worktree's extension:
+// its browser process and every process under it (renderers, the extension's, the network
+// service), read from /proc. Wall time on a loaded machine says little; CPU per call says what
+// a path costs whatever the neighbours do.
+func browserCPU(t testing.TB) time.Duration {
+	t.Helper()
+	ext := "--load-extension=" + repoPath(t, "extension")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := map[int]int{}
+	ticks := map[int]int64{}
+	var roots []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid … utime(14) stime(15): fields after the last ')'.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		parent[pid] = ppid
+		ticks[pid] = ut + st
+		if cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(cmd, []byte(ext+"\x00")) && !bytes.Contains(cmd, []byte("--type=")) {
+			roots = append(roots, pid)
+		}
+	}
+	if len(roots) != 1 {
+		t.Fatalf("found %d Chromium browser processes with this extension, want 1", len(roots))
+	}
+	var total int64
+	for pid, n := range ticks {
+		for p := pid; p > 1; p = parent[p] {
+			if p == roots[0] {
+				total += n
+				break
+			}
+		}
+	}
+	return time.Duration(total) * time.Second / 100 // USER_HZ
+}
+
+// selfCPU is this process's CPU time so far (the server's hub runs in it).
+func selfCPU(t testing.TB) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -5,7 +5,7 @@
 //              extension's worker → the tab's bridge and observer.
 // Both use the official MCP TypeScript SDK client and time client.callTool with
 // performance.now(), from the request to its parsed result.
-//   node bench.mjs <relay port> <server url> <agent token> <site origin> <calls> <rounds>
+//   node bench.mjs <relay port> <server url> <agent token> <site origin> <calls> <rounds> <home>
 // It prints "relay" once the relay listens, waits for a line on its standard input (the page is
 // open and shared), then prints one JSON line: {rounds: [{callers, mcpb: stats, tabbridge: stats}]}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -15,7 +15,7 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 
-const [port, server, token, site, callsArg, roundsArg] = process.argv.slice(2);
+const [port, server, token, site, callsArg, roundsArg, home] = process.argv.slice(2);
 const calls = Number(callsArg);
 const rounds = Number(roundsArg);
 const relayCli = fileURLToPath(new URL("node_modules/@mcp-b/webmcp-local-relay/dist/cli.js", import.meta.url));
@@ -24,6 +24,7 @@ const mcpb = new Client({ name: "tabbridge-bench-mcpb", version: "1.0.0" });
 await mcpb.connect(new StdioClientTransport({
   command: process.execPath,
   args: [relayCli, "--port", port],
+  env: { ...process.env, HOME: home }, // the relay keeps its port in ~/.webmcp: a test's own home
   stderr: "ignore",
 }));
 console.log("relay");

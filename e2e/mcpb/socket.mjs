@@ -45,11 +45,13 @@ async function timed(n, callers) {
     }
   };
   const start = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(Array.from({ length: callers }, worker));
   const took = (performance.now() - start) / 1000;
+  const used = process.cpuUsage(cpu);
   lat.sort((a, b) => a - b);
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { P50: q(0.5), P99: q(0.99), PerSec: lat.length / took, Failed: failed, Error: error };
+  return { P50: q(0.5), P99: q(0.99), PerSec: lat.length / took, Failed: failed, Error: error, SocketCPU: (used.user + used.system) / n };
 }
 
 for await (const line of createInterface({ input: process.stdin })) {
