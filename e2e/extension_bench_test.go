@@ -403,9 +403,9 @@ func TestCallBesideMCPB(t *testing.T) {
 	hub := w.live.env.Server.Hub()
 	// What the browser and this process burn with no call at all (the app's tab, the DevTools
 	// connection, timers) is taken off each run's CPU, at its rate over a second of nothing.
-	p0, s0, idleStart := browserProcessCPU(t), selfCPU(t), time.Now()
+	p0, s0, idleStart := browserProcessCPU(t, w.b), selfCPU(t), time.Now()
 	time.Sleep(time.Second) // a measuring window, not a wait for anything
-	p1, s1, idle := browserProcessCPU(t), selfCPU(t), time.Since(idleStart)
+	p1, s1, idle := browserProcessCPU(t, w.b), selfCPU(t), time.Since(idleStart)
 	var busy []string
 	var idleCPU time.Duration
 	for k, d := range p1 {
@@ -420,20 +420,20 @@ func TestCallBesideMCPB(t *testing.T) {
 		return max(0, float64(d)-rate*float64(took)) / float64(time.Microsecond) / float64(n)
 	}
 	viaHub := func(n, callers int) callStats {
-		b0, s0, start := browserCPU(t), selfCPU(t), time.Now()
+		b0, s0, start := browserCPU(t, w.b), selfCPU(t), time.Now()
 		s := invokeStats(hub, w.live.clock.Now, me.User.ID, w.site, n, callers)
 		took := time.Since(start)
-		s.BrowserCPU, s.SocketCPU = perCall(browserCPU(t)-b0, idleBrowser, took, n), perCall(selfCPU(t)-s0, idleSelf, took, n)
+		s.BrowserCPU, s.SocketCPU = perCall(browserCPU(t, w.b)-b0, idleBrowser, took, n), perCall(selfCPU(t)-s0, idleSelf, took, n)
 		return s
 	}
 	viaRelay := func(n, callers int) callStats {
-		b0, start := browserCPU(t), time.Now()
+		b0, start := browserCPU(t, w.b), time.Now()
 		sock.send(fmt.Sprintf("%d %d", n, callers))
 		var s callStats
 		if err := json.Unmarshal(sock.line("socket.mjs's stats"), &s); err != nil {
 			t.Fatalf("socket.mjs: %v", err)
 		}
-		s.BrowserCPU = perCall(browserCPU(t)-b0, idleBrowser, time.Since(start), n)
+		s.BrowserCPU = perCall(browserCPU(t, w.b)-b0, idleBrowser, time.Since(start), n)
 		return s
 	}
 	failedCalls(t, "MCP-B's bridge server (warm-up)", 8, viaRelay(100, 8))
@@ -605,23 +605,26 @@ func logHops(t *testing.T, b *ExtensionBrowser, worker context.Context, site str
 	t.Logf("hop event (isolated ⇄ main world, JSON + microtask), %d round trips: mean %.1f µs", n, event)
 }
 
-// browserCPU is the CPU time used so far by the Chromium that loaded this worktree's extension:
-// its browser process and every process under it (renderers, the extension's, the network
-// service), read from /proc. Wall time on a loaded machine says little; CPU per call says what
+// browserCPU is the CPU time used so far by the browser b: its browser process and every process
+// under it (renderers, the extension's, the network service), read from /proc. Wall time on a loaded machine says little; CPU per call says what
 // a path costs whatever the neighbours do.
-func browserCPU(t testing.TB) time.Duration {
+func browserCPU(t testing.TB, b *ExtensionBrowser) time.Duration {
 	t.Helper()
 	var total time.Duration
-	for _, d := range browserProcessCPU(t) {
+	for _, d := range browserProcessCPU(t, b) {
 		total += d
 	}
 	return total
 }
 
 // browserProcessCPU is browserCPU for each process, by its type ("renderer 12", "utility …").
-func browserProcessCPU(t testing.TB) map[string]time.Duration {
+func browserProcessCPU(t testing.TB, b *ExtensionBrowser) map[string]time.Duration {
 	t.Helper()
-	ext := "--load-extension=" + repoPath(t, "extension")
+	proc := chromedp.FromContext(b.ctx).Browser.Process()
+	if proc == nil {
+		t.Fatal("the browser's process is not known")
+	}
+	root := proc.Pid
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
@@ -629,7 +632,6 @@ func browserProcessCPU(t testing.TB) map[string]time.Duration {
 	parent := map[int]int{}
 	ticks := map[int]int64{}
 	kind := map[int]string{}
-	var roots []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -653,9 +655,6 @@ func browserProcessCPU(t testing.TB) map[string]time.Duration {
 		if err != nil {
 			continue
 		}
-		if bytes.Contains(cmd, []byte(ext+"\x00")) && !bytes.Contains(cmd, []byte("--type=")) {
-			roots = append(roots, pid)
-		}
 		k := fmt.Sprint(pid)
 		for _, arg := range bytes.FieldsFunc(cmd, func(r rune) bool { return r == 0 || r == ' ' }) { // Chromium rewrites its children's command lines as one string
 			for _, flag := range []string{"--type=", "--utility-sub-type=", "--renderer-client-id=", "--extension-process"} {
@@ -666,13 +665,10 @@ func browserProcessCPU(t testing.TB) map[string]time.Duration {
 		}
 		kind[pid] = k
 	}
-	if len(roots) != 1 {
-		t.Fatalf("found %d Chromium browser processes with this extension, want 1", len(roots))
-	}
 	out := map[string]time.Duration{}
 	for pid, n := range ticks {
 		for p := pid; p > 1; p = parent[p] {
-			if p == roots[0] {
+			if p == root {
 				out[kind[pid]] = time.Duration(n) * time.Second / 100 // USER_HZ
 				break
 			}
