@@ -27,34 +27,59 @@ await mcpb.connect(new StdioClientTransport({
   env: { ...process.env, HOME: home }, // the relay keeps its port in ~/.webmcp: a test's own home
   stderr: "ignore",
 }));
-console.log("relay");
-await once(process.stdin, "data");
-process.stdin.pause();
 const tabbridge = new Client({ name: "tabbridge-bench", version: "1.0.0" });
-await tabbridge.connect(new StreamableHTTPClientTransport(new URL(server + "/mcp"), {
-  requestInit: { headers: { Authorization: `Bearer ${token}` } },
-}));
 
-// The page's iframe dials the relay with backoff (0.5 → 3 s); wait until its tool is listed.
-const until = Date.now() + 30000;
-for (;;) {
-  const { tools } = await mcpb.listTools();
-  if (tools.some((t) => t.name === "search")) break;
-  if (Date.now() > until) {
-    const sources = await mcpb.callTool({ name: "webmcp_list_sources", arguments: {} });
-    throw new Error(`MCP-B's relay lists no search tool after 30 s: ${tools.map((t) => t.name).join(", ")}; its sources: ${JSON.stringify(sources.content)}`);
-  }
-  await new Promise((r) => setTimeout(r, 50));
+// Whatever happens, the relay (a child of this process) is closed on the way out: left running
+// it would hold its port and keep the page's iframe busy.
+try {
+  await main();
+} finally {
+  await mcpb.close().catch(() => {});
+  await tabbridge.close().catch(() => {});
 }
-await tabbridge.listTools();
 
-const paths = {
-  mcpb: (i) => mcpb.callTool({ name: "search", arguments: { q: `q${i}` } }, undefined, { timeout: 15000 }),
-  tabbridge: (i) => tabbridge.callTool({ name: "callSiteTool", arguments: { site, tool: "search", arguments: { q: `q${i}` } } }, undefined, { timeout: 15000 }),
-};
+async function main() {
+  console.log("relay");
+  const [go] = await Promise.race([once(process.stdin, "data"), once(process.stdin, "end").then(() => [null])]);
+  if (go === null) throw new Error("the test ended before the page was ready");
+  process.stdin.pause();
+  await tabbridge.connect(new StreamableHTTPClientTransport(new URL(server + "/mcp"), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  }));
 
-// timed runs n calls of one path with callers of them in flight at once.
-async function timed(path, n, callers) {
+  // The page's iframe dials the relay with backoff (0.5 → 3 s); wait until its tool is listed.
+  const until = Date.now() + 30000;
+  for (;;) {
+    const { tools } = await mcpb.listTools();
+    if (tools.some((t) => t.name === "search")) break;
+    if (Date.now() > until) {
+      const sources = await mcpb.callTool({ name: "webmcp_list_sources", arguments: {} });
+      throw new Error(`MCP-B's relay lists no search tool after 30 s: ${tools.map((t) => t.name).join(", ")}; its sources: ${JSON.stringify(sources.content)}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await tabbridge.listTools();
+
+  const paths = {
+    mcpb: (i) => mcpb.callTool({ name: "search", arguments: { q: `q${i}` } }, undefined, { timeout: 15000 }),
+    tabbridge: (i) => tabbridge.callTool({ name: "callSiteTool", arguments: { site, tool: "search", arguments: { q: `q${i}` } } }, undefined, { timeout: 15000 }),
+  };
+  for (const path of ["mcpb", "tabbridge"]) await timed(paths[path], 100, 8); // warm both paths
+  const out = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const callers of [1, 8]) {
+      const row = { callers };
+      // Alternate which path goes first, so neither always runs on the other's leftovers.
+      for (const path of r % 2 === 0 ? ["mcpb", "tabbridge"] : ["tabbridge", "mcpb"]) row[path] = await timed(paths[path], calls, callers);
+      out.push(row);
+    }
+  }
+  console.log(JSON.stringify({ rounds: out }));
+}
+
+// timed runs n calls of one path with callers of them in flight at once; a call fails when it is
+// an error or its text does not carry the query it was sent.
+async function timed(one, n, callers) {
   const lat = [];
   let failed = 0;
   let error = "";
@@ -64,7 +89,7 @@ async function timed(path, n, callers) {
       const i = next++;
       const t0 = performance.now();
       try {
-        const r = await paths[path](i);
+        const r = await one(i);
         if (r.isError || !JSON.stringify(r.content).includes(`q${i}`)) {
           failed++;
           error = JSON.stringify(r.content).slice(0, 300);
@@ -83,17 +108,3 @@ async function timed(path, n, callers) {
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
   return { P50: q(0.5), P99: q(0.99), PerSec: lat.length / took, Failed: failed, Error: error };
 }
-
-for (const path of ["mcpb", "tabbridge"]) await timed(path, 100, 8); // warm both paths
-const out = [];
-for (let r = 0; r < rounds; r++) {
-  for (const callers of [1, 8]) {
-    const row = { callers };
-    // Alternate which path goes first, so neither always runs on the other's leftovers.
-    for (const path of r % 2 === 0 ? ["mcpb", "tabbridge"] : ["tabbridge", "mcpb"]) row[path] = await timed(path, calls, callers);
-    out.push(row);
-  }
-}
-console.log(JSON.stringify({ rounds: out }));
-await mcpb.close();
-await tabbridge.close();
