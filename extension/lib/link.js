@@ -57,6 +57,11 @@ export class ServerLink {
     this.sent = new Map(); // documentId → signature announced on this socket
     this.sentOpen = ''; // the last sites.open list sent on this socket, as JSON
     this.calls = new Map(); // callId → AbortController of a call from the server
+    // callId → documentId of a running call whose call.dispatched is not sent yet. The server
+    // uses it for one thing: a document.gone fails the calls dispatched to that document. So it
+    // is sent just before the next document.gone (sync), and never for a call answered first:
+    // a call costs one frame each way, not two up.
+    this.dispatching = new Map();
     this.retryTimer = null;
     this.pingTimer = null;
     this.seq = 0;
@@ -189,6 +194,7 @@ export class ServerLink {
     this.sentOpen = '';
     for (const ctl of this.calls.values()) ctl.abort();
     this.calls.clear();
+    this.dispatching.clear();
     const ws = this.ws;
     this.ws = null;
     if (ws) {
@@ -282,6 +288,7 @@ export class ServerLink {
       case 'call.cancel':
         this.calls.get(m.callId)?.abort();
         this.calls.delete(m.callId);
+        this.dispatching.delete(m.callId);
         break;
       case 'approvals':
         this.onApprovals(m);
@@ -307,11 +314,13 @@ export class ServerLink {
     this.sync();
   }
 
-  // sync announces what changed since the last announcement on this socket.
+  // sync announces what changed since the last announcement on this socket. The calls still
+  // running tell the server their documents first, so a document.gone below fails them.
   sync() {
     if (!this.open) return;
     const { messages, sent } = plan(this.sent, this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
     this.sent = sent;
+    if (messages.some((m) => m.type === 'document.gone')) this.sendDispatched();
     for (const m of messages) this.send(m.type === 'tools.announce' ? { ...m, id: `a-${++this.seq}` } : m);
     const open = openSites(this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
     const text = JSON.stringify(open);
@@ -330,6 +339,14 @@ export class ServerLink {
     this.sync(); // the site's lastUsed in sites.open
   }
 
+  // sendDispatched sends the call.dispatched of every running call that has not sent it.
+  sendDispatched() {
+    for (const [callId, documentId] of this.dispatching) {
+      if (this.calls.has(callId)) this.send({ type: 'call.dispatched', callId, documentId });
+    }
+    this.dispatching.clear();
+  }
+
   // runCall runs one call from the server and answers it, unless it was cancelled meanwhile (the
   // server then expects no answer). It always answers: Pages.call is not meant to reject, but if
   // it does the agent hears why now instead of at the deadline.
@@ -341,7 +358,7 @@ export class ServerLink {
       outcome = await this.pages.call({
         callId: m.callId, origin: m.site, tool: m.tool, args: m.args, url: m.url,
         timeoutMs: callTimeout(m.deadline, this.now(), this.clockOffset), signal: ctl.signal,
-        onDispatch: (documentId) => this.calls.get(m.callId) === ctl && this.send({ type: 'call.dispatched', callId: m.callId, documentId }),
+        onDispatch: (documentId) => this.calls.get(m.callId) === ctl && this.dispatching.set(m.callId, documentId),
       });
     } catch (e) {
       this.log.warn('tabbridge: a call failed in the extension', e);
@@ -349,6 +366,7 @@ export class ServerLink {
     }
     if (this.calls.get(m.callId) !== ctl) return;
     this.calls.delete(m.callId);
+    this.dispatching.delete(m.callId); // answered: where it ran no longer matters
     this.send(resultMessage(m.callId, outcome));
   }
 }

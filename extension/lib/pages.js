@@ -15,6 +15,7 @@
 import './messages.js';
 import { announce, emptyRecord, forget, forgetTab, touchTab, documentsOf } from './documents.js';
 import { chooseDocument, offers } from './tabs.js';
+import { originOf } from './protocol.js';
 
 const M = globalThis.TabbridgeMessages;
 const PORT_NAME = 'tabbridge-bridge';
@@ -350,7 +351,7 @@ export class Pages {
   // where to reopen the site when the worker knows no address of its own (the server's last
   // address); onDispatch(documentId) is told the document the call is sent to.
   async call({ callId = crypto.randomUUID(), origin, tool, args, timeoutMs = DEFAULT_TIMEOUT_MS, signal, url, onDispatch }) {
-    const fallbackUrl = typeof url === 'string' && url !== '' && new URL(url).origin === origin ? url : undefined;
+    const fallbackUrl = typeof url === 'string' && url !== '' && originOf(url) === origin ? url : undefined;
     const deadline = this.now() + timeoutMs;
     for (let tries = 0; tries < 8; tries++) {
       if (signal?.aborted) return fail(codes.cancelled, 'The call was cancelled.');
@@ -374,10 +375,14 @@ export class Pages {
         doc = reopened.doc;
         if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${where} was reopened in a background tab but did not register the tool "${tool}" before the deadline. Nothing was run.`);
       }
-      const port = await this.portFor(doc, deadline, signal);
+      const port = this.ports.get(doc.documentId)?.port ?? await this.portFor(doc, deadline, signal);
       if (port) {
+        // The call goes on the port first and the server hears where it went just after, in the
+        // same task: the page starts on it while the worker writes call.dispatched, and no port
+        // close or result can come in between.
+        const sent = this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
         onDispatch?.(doc.documentId);
-        const outcome = await this.send(port, doc.documentId, { callId, tool, args }, deadline, signal);
+        const outcome = await sent;
         if (!outcome.navigating) return outcome;
         // The old document is about to be reported gone: the call now belongs to no document
         // (a documentId that never announces), so that report does not fail it. This runs in

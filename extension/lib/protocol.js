@@ -28,9 +28,23 @@ const toolName = /^[A-Za-z0-9_.-]{1,128}$/;
 const refuse = (reason) => ({ ok: false, reason });
 const accept = (msg) => ({ ok: true, msg });
 
-// origin returns the normalised http(s) origin of text, or '' when it is not one.
+// origin returns the normalised http(s) origin of text, or '' when it is not one. Every call
+// names its site and page, the same few addresses again and again, so the answers are kept (up
+// to ORIGINS_KEPT of them, then forgotten all at once): parsing a URL is the largest piece of the
+// worker's own work on a call.
+const ORIGINS_KEPT = 256;
+const origins = new Map();
 export function originOf(text) {
   if (typeof text !== 'string' || text.length > 2048) return '';
+  let origin = origins.get(text);
+  if (origin !== undefined) return origin;
+  origin = parseOrigin(text);
+  if (origins.size >= ORIGINS_KEPT) origins.clear();
+  origins.set(text, origin);
+  return origin;
+}
+
+function parseOrigin(text) {
   try {
     const u = new URL(text);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return '';

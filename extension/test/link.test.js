@@ -132,13 +132,14 @@ test('a call is dispatched and answered; a cancel aborts it and sends nothing', 
   const link = new ServerLink({ pages, log: quiet });
   t.after(() => link.teardown());
   const ws = await connected(link, [site]);
+  const sentBefore = ws.sent.length;
   ws.receive({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'search', arguments: { q: 'tea' }, deadline: Date.now() + 60000 });
-  assert.deepEqual(ws.sent.at(-1), { type: 'call.dispatched', callId: 'c1', documentId: 'D1' });
   assert.equal(pages.calls[0].origin, 'https://shop.example');
   assert.ok(pages.calls[0].timeoutMs > 59000 && pages.calls[0].timeoutMs <= 60000);
   pages.finish({ ok: true, result: { n: 3 } });
   await flush();
-  assert.deepEqual(ws.sent.at(-1), { type: 'call.result', callId: 'c1', ok: true, result: { n: 3 } });
+  // Answered before any document went away: its call.dispatched would tell the server nothing.
+  assert.deepEqual(ws.sent.slice(sentBefore), [{ type: 'call.result', callId: 'c1', ok: true, result: { n: 3 } }]);
 
   ws.receive({ type: 'call', id: 'c2', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
   const before = ws.sent.length;
@@ -149,6 +150,29 @@ test('a call is dispatched and answered; a cancel aborts it and sends nothing', 
   // A malformed call is refused before it reaches a page.
   ws.receive({ type: 'call', id: 'c3', site: 'https://shop.example', tool: 'search', arguments: 'x', deadline: 1 });
   assert.equal(pages.calls.length, 2);
+  link.teardown();
+});
+
+test("a running call's document is told before that document is gone, so the server fails the call", async (t) => {
+  const pages = fakePages();
+  const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
+  const ws = await connected(link, [site]);
+  ws.receive({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
+  ws.receive({ type: 'call', id: 'c2', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 });
+  ws.receive({ type: 'call.cancel', callId: 'c2', reason: 'cancelled' });
+  await flush();
+  assert.deepEqual(of(ws, 'call.dispatched'), [], 'nothing yet: no document went away');
+  pages.rec.tabUsed[7] = 9;
+  link.used(7); // a change that is no document.gone sends none either
+  assert.deepEqual(of(ws, 'call.dispatched'), []);
+  delete pages.rec.docs.D1;
+  link.sync();
+  const types = ws.sent.map((m) => m.type);
+  assert.deepEqual(of(ws, 'call.dispatched'), [{ type: 'call.dispatched', callId: 'c1', documentId: 'D1' }], 'the running call, not the cancelled one');
+  assert.ok(types.indexOf('call.dispatched') < types.indexOf('document.gone'), `order: ${types.join(', ')}`);
+  link.sync();
+  assert.equal(of(ws, 'call.dispatched').length, 1, 'sent once');
   link.teardown();
 });
 
