@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -178,7 +179,10 @@ type Server struct {
 	// in is the internal listener and the client of the other instances'
 	// (internal.go); fwd routes calls across instances (forward.go). Static.
 	in  *internal
-	fwd *forwarder
+	dir *directory
+	// othersAt is the unix nanos of the last signal from another instance
+	// (cluster.go, alone).
+	othersAt atomic.Int64
 
 	shutdownOnce sync.Once
 	// listening guards listeners and closed: a Shutdown that comes before Serve (a
@@ -209,6 +213,7 @@ func New(opts Options) (*Server, error) {
 		s.id = store.NewID()
 	}
 	s.metrics = newMetrics()
+	s.dir = newDirectory()
 	s.bus = s.newBus()
 	if err := s.listenInternal(); err != nil {
 		return nil, err
@@ -228,7 +233,7 @@ func New(opts Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = sitetools.NewCatalog(opts.DB, opts.DB.Shares)
 	s.startHub()
-	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: s.hub, Gate: s.gate,
+	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: forwarder{s}, Gate: s.gate,
 		ApprovalWindow: s.gate.Window(), Logger: opts.Logger, CallTimeout: opts.CallTimeout,
 		OnCall: func(e *store.AuditEntry) { s.metrics.callFinished(e); s.publish(e.UserID, evCallFinished, e) }})
 	// The hub and the gate exist: a dead instance's cleanup can tell screens
@@ -259,6 +264,7 @@ func New(opts Options) (*Server, error) {
 	s.serveInternal()
 	s.registerGauges()
 	if s.multi() {
+		s.sweepEvery(s.registry.Heartbeat(), "directory of the other instances", s.pruneDirectory)
 		s.sweepEvery(time.Minute, "calls left running", s.interruptOrphans)
 		s.sweepEvery(time.Minute, "overdue approval requests", func(ctx context.Context) (int64, error) {
 			n, err := s.gate.ExpireOverdue(ctx, time.Minute)
@@ -395,6 +401,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.closeInternal(ctx)
 		s.wg.Wait()
+		s.signal(topicDirGone, nil) // the browsers here reconnect elsewhere
 		if rerr := s.registry.Close(ctx); rerr != nil {
 			s.opts.Logger.Warn("mark instance stopped", "err", rerr)
 		}
