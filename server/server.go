@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -137,6 +138,9 @@ type Server struct {
 	catalog *sitetools.Catalog // live and persisted tools of shared sites
 	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
 	mcp     *mcp.Server        // set while routes are mounted, then static
+	// mcpHTTP is the MCP handler itself, for the sessions of this instance
+	// that other instances forward (forward_mcp.go); set with mcp.
+	mcpHTTP http.Handler
 	// sessions counts each agent token's open MCP sessions; set with mcp.
 	sessions *sessionCap
 	// mcpPosts counts MCP POST requests in flight (each ends once its answer
