@@ -45,7 +45,7 @@ func newSpread(t *testing.T, tweak func(i int, o *server.Options)) *spread {
 	return w
 }
 
-func announceOn(t *testing.T, br *bridgetest.Browser, doc string, used time.Time) {
+func announceOn(t testing.TB, br *bridgetest.Browser, doc string, used time.Time) {
 	t.Helper()
 	m, err := br.Announce(bridgetest.Doc{ID: doc, Origin: shop, URL: shop + "/" + doc, Title: "Shop " + doc, TabID: 7, LastUsed: used, Tools: shopTools}, testutil.WaitShort)
 	if err != nil || m.Type != "tools.accepted" {
