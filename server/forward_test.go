@@ -13,6 +13,7 @@ import (
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/sitetools"
+	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
 // spread is three instances on one database: the agent on A, the person's
@@ -235,4 +236,35 @@ func TestForwardedCallToAKilledInstanceFailsAtOnce(t *testing.T) {
 		t.Fatalf("the call ended %v after the kill", d)
 	}
 	_ = context.Background
+}
+
+// TestNewInstanceLearnsWhereTabsAre: a tab announced while its instance
+// was alone (no signal sent) is known to an instance started later, which
+// pulled the directory before serving: its agent lists and calls it.
+func TestNewInstanceLearnsWhereTabsAre(t *testing.T) {
+	url := storetest.FreshPostgres(t)
+	a := instanceOn(t, url, nil)
+	person := a.Person(t, "alice@example.com")
+	ws := person.Workspace("Shopping")
+	token := person.AgentToken(ws, "laptop")
+	person.MustJSON("POST", "/api/sites", map[string]string{"origin": shop, "workspaceId": ws}, 201, nil)
+	br, _ := extBrowser(t, a, person, "browser-a")
+	announceOn(t, br, "d1", time.Now())
+	b := instanceOn(t, url, nil)
+	agent := b.MCP(t, token, nil)
+	var out struct{ Sites []sitetools.SiteListing }
+	servertest.Structured(t, servertest.CallTool(t, agent, "listSiteTools", map[string]any{}), &out)
+	if len(out.Sites) != 1 || out.Sites[0].OpenTabs != 1 || !out.Sites[0].Online {
+		t.Fatalf("listing on B, started after the tab opened on A: %+v", out.Sites)
+	}
+	ch, cancel := callAsync(agent, "callSiteTool", search("tea"))
+	defer cancel()
+	m, err := br.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Result(m.ID, "tea")
+	if res := awaitCall(t, ch); servertest.ResultText(res) != "tea" {
+		t.Fatalf("call from B: %q", servertest.ResultText(res))
+	}
 }
