@@ -82,12 +82,13 @@ func (d *directory) apply(instance string, e dirEntry) bool {
 	if old, ok := d.entries[k]; ok && old.Seq >= e.Seq {
 		return false
 	}
+	// An empty entry stays as a tombstone (its sequence number refuses an
+	// older snapshot's entry arriving after it), out of the person's index.
+	d.entries[k] = e
 	if e.Tabs == 0 && e.Browsers == 0 {
-		delete(d.entries, k)
 		delete(d.byUser[e.User], k)
 		return true
 	}
-	d.entries[k] = e
 	if d.byUser[e.User] == nil {
 		d.byUser[e.User] = map[dirKey]bool{}
 	}
