@@ -121,7 +121,7 @@ type invokeOut struct {
 }
 
 type invokeError struct {
-	Kind    string `json:"kind"` // offline, browser_gone, page_gone, timeout, too_large, busy, page, other
+	Kind    string `json:"kind"` // offline, browser_gone, page_gone, timeout, too_large, busy, page, stopping, other
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 	N       int    `json:"n,omitempty"` // too_large: the size; busy: the limit
@@ -203,6 +203,8 @@ func (e *invokeError) err() error {
 		return sitetools.ErrPageGone
 	case "timeout":
 		return sitetools.ErrTimeout
+	case "stopping":
+		return sitetools.ErrInstanceGone
 	}
 	return errors.New("the other instance: " + e.Message)
 }
@@ -217,6 +219,10 @@ func (s *Server) internalInvoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inv := in.Invocation
+	if s.ctx.Err() != nil { // shutting down: the caller's call goes to no browser here
+		writeJSON(w, invokeOut{Error: &invokeError{Kind: "stopping"}})
+		return
+	}
 	// This instance's own targets are the freshest: the caller's came from
 	// a snapshot of them.
 	if t := s.catalog.Targets(in.User, inv.Site, inv.Tool); len(t) > 0 {
@@ -233,8 +239,9 @@ func (s *Server) internalInvoke(w http.ResponseWriter, r *http.Request) {
 	if err != nil && r.Context().Err() != nil {
 		return // the caller is gone: nobody reads an answer
 	}
-	if err != nil && s.ctx.Err() != nil {
-		err = sitetools.ErrBrowserGone // this instance is stopping: its browsers reconnect elsewhere
+	if err != nil && s.ctx.Err() != nil { // stopping: its browsers reconnect elsewhere
+		writeJSON(w, invokeOut{Error: &invokeError{Kind: "stopping"}})
+		return
 	}
 	if err != nil {
 		writeJSON(w, invokeOut{Error: errorOf(err)})

@@ -223,7 +223,7 @@ func clipTitle(t string) string {
 
 // siteChanged tells the others a site's documents here changed.
 func (s *Server) siteChanged(user, origin string, announced bool) {
-	if !s.multi() {
+	if !s.multi() || s.ctx.Err() != nil { // stopping: dir.gone said it all
 		return
 	}
 	s.signalJSON(topicDir, s.siteEntry(s.catalog.Summary(user, origin), announced))
@@ -233,7 +233,7 @@ func (s *Server) siteChanged(user, origin string, announced bool) {
 // browser count here for the others.
 func (s *Server) onHubChange(uid string, ch bridge.Change) {
 	s.hubChanged(uid, ch)
-	if s.multi() && (ch.Kind == bridge.ChangeConnected || ch.Kind == bridge.ChangeDisconnected) {
+	if s.multi() && s.ctx.Err() == nil && (ch.Kind == bridge.ChangeConnected || ch.Kind == bridge.ChangeDisconnected) {
 		s.signalJSON(topicDir, dirEntry{User: uid, Seq: s.dir.seq.Add(1), Browsers: len(s.hub.Connected(uid))})
 	}
 }

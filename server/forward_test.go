@@ -268,3 +268,38 @@ func TestNewInstanceLearnsWhereTabsAre(t *testing.T) {
 		t.Fatalf("call from B: %q", servertest.ResultText(res))
 	}
 }
+
+// TestBrowsersInstanceStopsGracefully: the instance holding the browser
+// shuts down mid-call (a rolling restart): the call fails at once with a
+// clear error, the others stop routing there, and once the browser has
+// reconnected to another instance the agent's next call runs there.
+func TestBrowsersInstanceStopsGracefully(t *testing.T) {
+	w := newSpread(t, nil)
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ch, cancel := callAsync(w.agent, "callSiteTool", search("slow"))
+	defer cancel()
+	if _, err := w.brB.Expect("call", testutil.WaitShort); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitShort)
+		defer cancel()
+		w.b.Server.Shutdown(ctx)
+	}()
+	wantError(t, awaitCall(t, ch), "instance", "reconnects")
+	w.waitOpen(t, 0)
+	brC, _ := extBrowser(t, w.c, w.onC, "browser-b") // the extension redials through the balancer
+	announceOn(t, brC, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ch, cancel = callAsync(w.agent, "callSiteTool", search("tea"))
+	defer cancel()
+	m, err := brC.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brC.Result(m.ID, "tea")
+	if res := awaitCall(t, ch); servertest.ResultText(res) != "tea" {
+		t.Fatalf("after the browser moved to C: %q", servertest.ResultText(res))
+	}
+}

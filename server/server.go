@@ -390,6 +390,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		s.cancel()
+		s.signal(topicDirGone, nil) // the others stop routing calls here; the browsers here reconnect elsewhere
 		s.gate.Close()
 		s.endToolCalls(ctx)
 		s.relay.Close() // hijacked sockets are not tracked by Fiber
@@ -405,7 +406,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.closeInternal(ctx)
 		s.wg.Wait()
-		s.signal(topicDirGone, nil) // the browsers here reconnect elsewhere
 		if rerr := s.registry.Close(ctx); rerr != nil {
 			s.opts.Logger.Warn("mark instance stopped", "err", rerr)
 		}
