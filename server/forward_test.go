@@ -303,3 +303,32 @@ func TestBrowsersInstanceStopsGracefully(t *testing.T) {
 		t.Fatalf("after the browser moved to C: %q", servertest.ResultText(res))
 	}
 }
+
+// TestSharingReachesBrowsersOnOtherInstances: a site shared through C
+// reaches the person's browser held by B (which announces only shared
+// sites); unsharing it through C removes its tab from the agent's view.
+func TestSharingReachesBrowsersOnOtherInstances(t *testing.T) {
+	w := newSpread(t, nil)
+	const other = "https://books.example"
+	var site struct {
+		Site struct{ ID string } `json:"site"`
+	}
+	w.onC.MustJSON("POST", "/api/sites", map[string]string{"origin": other, "workspaceId": w.ws}, 201, &site)
+	for {
+		m, err := w.brB.Expect("sites", testutil.WaitShort)
+		if err != nil {
+			t.Fatalf("the browser on B never heard of the site shared on C: %v", err)
+		}
+		if len(m.SharedSites) == 2 {
+			break
+		}
+	}
+	m, err := w.brB.Announce(bridgetest.Doc{ID: "b1", Origin: other, URL: other + "/", Title: "Books", Tools: shopTools}, testutil.WaitShort)
+	if err != nil || m.Type != "tools.accepted" {
+		t.Fatalf("announce the newly shared site on B: %+v %v", m, err)
+	}
+	w.onC.MustJSON("DELETE", "/api/sites/"+site.Site.ID, nil, 204, nil)
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
+		return w.b.Server.Hub() != nil && len(w.b.Server.Catalog().Candidates(userID(t, w.a, "alice@example.com"), other, "search")) == 0
+	}, "B kept the tab of a site unshared on C")
+}

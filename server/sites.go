@@ -17,6 +17,7 @@ import (
 // theirs. The change itself has succeeded; a failed push is logged, and the
 // browsers catch up on their next connect.
 func (s *Server) pushSites(c *fiber.Ctx, uid string) {
+	s.sitesChanged(uid) // and to those the other instances hold (forward_people.go)
 	if err := s.hub.PushSites(c.UserContext(), uid); err != nil {
 		s.opts.Logger.Warn("push shared sites", "user", uid, "err", err)
 	}
@@ -271,6 +272,7 @@ func (s *Server) renameBrowser(c *fiber.Ctx, uid, id, rawName string) (*store.Br
 		return nil, err
 	}
 	s.hub.Rename(uid, b.BrowserID, b.Name)
+	s.browserRenamed(uid, b.BrowserID, b.Name)
 	s.publish(uid, evBrowserRenamed, fiber.Map{"browser": fiber.Map{"id": b.BrowserID, "name": b.Name}})
 	return b, nil
 }
