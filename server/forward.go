@@ -265,4 +265,5 @@ func (s *Server) forwardRoutes() {
 	s.HandleInternal("POST /internal/v1/targets", http.HandlerFunc(s.internalTargets))
 	s.HandleInternal("POST /internal/v1/directory", http.HandlerFunc(s.internalDirectory))
 	s.HandleInternal("/internal/v1/mcp", http.HandlerFunc(s.internalMCP))
+	s.HandleInternal("POST /internal/v1/browsers", http.HandlerFunc(s.internalBrowsers))
 }

@@ -332,3 +332,33 @@ func TestSharingReachesBrowsersOnOtherInstances(t *testing.T) {
 		return w.b.Server.Hub() != nil && len(w.b.Server.Catalog().Candidates(userID(t, w.a, "alice@example.com"), other, "search")) == 0
 	}, "B kept the tab of a site unshared on C")
 }
+
+// TestPagesSeeBrowsersOnOtherInstances: the person's pages served by C show
+// the browser B holds as connected, with its open site.
+func TestPagesSeeBrowsersOnOtherInstances(t *testing.T) {
+	w := newSpread(t, nil)
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	var browsers struct {
+		Browsers []struct {
+			ID        string `json:"id"`
+			Connected bool   `json:"connected"`
+		} `json:"browsers"`
+	}
+	w.onC.MustJSON("GET", "/api/browsers", nil, 200, &browsers)
+	if len(browsers.Browsers) != 1 || !browsers.Browsers[0].Connected {
+		t.Fatalf("browsers as C shows them: %+v", browsers)
+	}
+	var sites struct {
+		Sites []struct {
+			OpenIn []struct {
+				BrowserID string `json:"browserId"`
+				Tabs      int    `json:"tabs"`
+			} `json:"openIn"`
+		} `json:"sites"`
+	}
+	w.onC.MustJSON("GET", "/api/sites", nil, 200, &sites)
+	if len(sites.Sites) != 1 || len(sites.Sites[0].OpenIn) != 1 || sites.Sites[0].OpenIn[0].BrowserID != "browser-b" {
+		t.Fatalf("sites as C shows them: %+v", sites)
+	}
+}

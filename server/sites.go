@@ -58,7 +58,7 @@ func (s *Server) siteViews(c *fiber.Ctx, uid string) ([]siteView, error) {
 	if err != nil {
 		return nil, err
 	}
-	browsers := s.hub.Connected(uid)
+	browsers := s.connectedEverywhere(c.UserContext(), uid)
 	out := make([]siteView, len(rows))
 	for i, r := range rows {
 		out[i] = siteView{SharedSite: r, OpenIn: s.openIn(uid, r.Origin, browsers), Tools: []sitetools.ToolSummary{}}
@@ -230,7 +230,7 @@ func (s *Server) getBrowsers(c *fiber.Ctx) error {
 		return err
 	}
 	live := map[string]bridge.BrowserInfo{}
-	for _, b := range s.hub.Connected(uid) {
+	for _, b := range s.connectedEverywhere(c.UserContext(), uid) {
 		live[b.BrowserID] = b
 	}
 	out := make([]browserView, len(rows))
