@@ -132,6 +132,7 @@ type invokeError struct {
 // the other instance answers "timeout" itself, within forwardMargin.
 func (f forwarder) forward(ctx context.Context, instance, userID string, inv sitetools.Invocation) (json.RawMessage, error) {
 	start := time.Now()
+	f.s.opts.Logger.Debug("call forwarded", "instance", instance, "call", inv.ID, "request_id", cluster.RequestID(ctx))
 	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), inv.Deadline.Add(forwardMargin))
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -228,6 +229,7 @@ func (s *Server) internalInvoke(w http.ResponseWriter, r *http.Request) {
 	if t := s.catalog.Targets(in.User, inv.Site, inv.Tool); len(t) > 0 {
 		inv.Targets = t
 	}
+	s.internalLog(r.Context()).Debug("forwarded call", "call", inv.ID, "site", inv.Site, "tool", inv.Tool)
 	ctx, cancel := context.WithDeadline(r.Context(), inv.Deadline)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // shutting down: the call ends now, and says so

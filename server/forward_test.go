@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -360,5 +362,28 @@ func TestPagesSeeBrowsersOnOtherInstances(t *testing.T) {
 	w.onC.MustJSON("GET", "/api/sites", nil, 200, &sites)
 	if len(sites.Sites) != 1 || len(sites.Sites[0].OpenIn) != 1 || sites.Sites[0].OpenIn[0].BrowserID != "browser-b" {
 		t.Fatalf("sites as C shows them: %+v", sites)
+	}
+}
+
+// TestForwardedCallLogsOneRequestID: the log lines of a forwarded call on
+// the instance it arrived at and on the one that ran it share its request id.
+func TestForwardedCallLogsOneRequestID(t *testing.T) {
+	logs := []*syncBuffer{{}, {}, {}}
+	w := newSpread(t, func(i int, o *server.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ch, cancel := callAsync(w.agent, "callSiteTool", search("tea"))
+	defer cancel()
+	m, _ := w.brB.Expect("call", testutil.WaitShort)
+	w.brB.Result(m.ID, "tea")
+	awaitCall(t, ch)
+	id := regexp.MustCompile(`msg="call forwarded" .*request_id=(\S+)`).FindStringSubmatch(logs[0].String())
+	if id == nil || id[1] == "" {
+		t.Fatalf("A logged no forwarded call with a request id:\n%s", logs[0].String())
+	}
+	if !strings.Contains(logs[1].String(), "request_id="+id[1]) || !strings.Contains(logs[1].String(), `msg="forwarded call"`) {
+		t.Fatalf("B's log lacks request id %s:\n%s", id[1], logs[1].String())
 	}
 }
