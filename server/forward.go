@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -37,13 +38,23 @@ func (f forwarder) Online(userID string) bool {
 }
 
 // Invoke runs inv in the person's browser on whichever instance holds it.
+// An instance that cannot be reached (nothing was sent: it died, and the
+// directory has not heard yet) is dropped and the call routed once more.
 func (f forwarder) Invoke(ctx context.Context, userID string, inv sitetools.Invocation) (json.RawMessage, error) {
-	instance, targets := f.route(ctx, userID, inv)
-	if instance == "" {
-		return f.s.hub.Invoke(ctx, userID, inv)
+	local := inv.Targets
+	for attempt := 0; ; attempt++ {
+		inv.Targets = local
+		instance, targets := f.route(ctx, userID, inv)
+		if instance == "" {
+			return f.s.hub.Invoke(ctx, userID, inv)
+		}
+		inv.Targets = targets
+		res, err := f.forward(ctx, instance, userID, inv)
+		if attempt == 0 && errors.Is(err, cluster.ErrNotSent) {
+			continue
+		}
+		return res, err
 	}
-	inv.Targets = targets
-	return f.forward(ctx, instance, userID, inv)
 }
 
 // route returns the instance to run inv on ("" for this one) and its
@@ -155,7 +166,7 @@ func (f forwarder) forward(ctx context.Context, instance, userID string, inv sit
 		if errors.Is(err, cluster.ErrPeerGone) {
 			f.s.dir.drop(instance)
 		}
-		return nil, sitetools.ErrInstanceGone
+		return nil, fmt.Errorf("%w (%w)", sitetools.ErrInstanceGone, err)
 	}
 	if out.Error != nil {
 		return nil, out.Error.err()

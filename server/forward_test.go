@@ -387,3 +387,34 @@ func TestForwardedCallLogsOneRequestID(t *testing.T) {
 		t.Fatalf("B's log lacks request id %s:\n%s", id[1], logs[1].String())
 	}
 }
+
+// TestCallRoutedPastAnUnreachableInstance: the instance holding the most
+// recently used tab cannot be reached (it died; the directory has not
+// heard yet): a new call, which reached nobody, goes to the next tab.
+func TestCallRoutedPastAnUnreachableInstance(t *testing.T) {
+	w := newSpread(t, nil)
+	brA, _ := extBrowser(t, w.a, w.person, "browser-a")
+	now := time.Now()
+	announceOn(t, brA, "da", now.Add(-time.Minute))
+	announceOn(t, w.brB, "db", now)
+	w.waitOpen(t, 2)
+	ch, cancel := callAsync(w.agent, "callSiteTool", search("x")) // A now has B's targets cached
+	defer cancel()
+	m, err := w.brB.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.brB.Result(m.ID, "db")
+	awaitCall(t, ch)
+	w.b.Server.KillInternal()
+	ch, cancel = callAsync(w.agent, "callSiteTool", search("x"))
+	defer cancel()
+	m, err = brA.Expect("call", testutil.WaitShort)
+	if err != nil || m.DocumentID != "da" {
+		t.Fatalf("call past the unreachable B: %+v %v", m, err)
+	}
+	brA.Result(m.ID, "da")
+	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "da" {
+		t.Fatalf("result %q", servertest.ResultText(res))
+	}
+}
