@@ -239,8 +239,9 @@ func (p *Peers) Do(ctx context.Context, id string, req *http.Request) (*http.Res
 	}
 	resp, err := p.client.Do(out)
 	if err != nil {
+		ended := ctx.Err() != nil // before cancel, which would end it
 		cancel()
-		if ctx.Err() == nil {
+		if !ended {
 			p.Forget(id)
 			var op *net.OpError
 			if errors.As(err, &op) && op.Op == "dial" {
