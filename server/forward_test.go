@@ -237,7 +237,6 @@ func TestForwardedCallToAKilledInstanceFailsAtOnce(t *testing.T) {
 	if d := time.Since(killed); d > 2*time.Second {
 		t.Fatalf("the call ended %v after the kill", d)
 	}
-	_ = context.Background
 }
 
 // TestNewInstanceLearnsWhereTabsAre: a tab announced while its instance
