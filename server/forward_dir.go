@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/cluster"
@@ -214,11 +215,17 @@ func (s *Server) siteEntry(sum sitetools.LiveSummary, announced bool) dirEntry {
 	return e
 }
 
+// clipTitle keeps a signal small: a title's first 200 bytes, cut at a
+// character boundary.
 func clipTitle(t string) string {
-	if len(t) > 200 {
-		return t[:200]
+	if len(t) <= 200 {
+		return t
 	}
-	return t
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut]
 }
 
 // siteChanged tells the others a site's documents here changed.
