@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -106,9 +108,14 @@ type Options struct {
 	// Restarting with the same id cleans the previous run's leftovers at
 	// once (cluster.Options.ID).
 	InstanceID string
-	// InternalAddress is where other instances reach this one (recorded in
-	// the registry; nothing dials it yet).
+	// InternalAddress is where other instances reach this one: the internal
+	// listener (internal.go) serves there, and the registry records it. A
+	// port of 0 takes a free port. Empty on several instances: nothing can
+	// be forwarded to this one.
 	InternalAddress string
+	// InternalListen is where the internal listener listens when it differs
+	// from InternalAddress (e.g. 0.0.0.0:9090 behind a container's address).
+	InternalListen string
 	// Heartbeat and DeadAfter are the registry's periods (defaults
 	// cluster.DefaultHeartbeat, cluster.DefaultDeadAfter).
 	Heartbeat, DeadAfter time.Duration
@@ -131,6 +138,9 @@ type Server struct {
 	catalog *sitetools.Catalog // live and persisted tools of shared sites
 	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
 	mcp     *mcp.Server        // set while routes are mounted, then static
+	// mcpHTTP is the MCP handler itself, for the sessions of this instance
+	// that other instances forward (forward_mcp.go); set with mcp.
+	mcpHTTP http.Handler
 	// sessions counts each agent token's open MCP sessions; set with mcp.
 	sessions *sessionCap
 	// mcpPosts counts MCP POST requests in flight (each ends once its answer
@@ -170,6 +180,13 @@ type Server struct {
 	bus      cluster.Bus
 	registry *cluster.Registry
 	metrics  *metrics
+	// in is the internal listener and the client of the other instances'
+	// (internal.go); fwd routes calls across instances (forward.go). Static.
+	in  *internal
+	dir *directory
+	// othersAt is the unix nanos of the last signal from another instance
+	// (cluster.go, alone).
+	othersAt atomic.Int64
 
 	shutdownOnce sync.Once
 	// listening guards listeners and closed: a Shutdown that comes before Serve (a
@@ -200,23 +217,29 @@ func New(opts Options) (*Server, error) {
 		s.id = store.NewID()
 	}
 	s.metrics = newMetrics()
+	s.dir = newDirectory()
 	s.bus = s.newBus()
-	s.registry = cluster.New(cluster.Options{DB: opts.DB, ID: s.id, Address: opts.InternalAddress, Heartbeat: opts.Heartbeat,
-		DeadAfter: opts.DeadAfter, Single: !opts.DB.Postgres || opts.SingleInstance, OnDead: s.onInstanceDead, Logger: opts.Logger})
-	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}
 	if s.oauth, err = s.newOAuth(); err != nil {
 		return nil, err
 	}
+	// From here on nothing fails before startCluster, which closes the
+	// internal listener if it fails.
+	if err := s.listenInternal(); err != nil {
+		return nil, err
+	}
+	s.registry = cluster.New(cluster.Options{DB: opts.DB, ID: s.id, Address: s.opts.InternalAddress, Heartbeat: opts.Heartbeat,
+		DeadAfter: opts.DeadAfter, Single: !opts.DB.Postgres || opts.SingleInstance, OnDead: s.onInstanceDead, Logger: opts.Logger})
+	s.relay = relay.New(s.relayOptions())
 	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Grace: opts.ApprovalGrace, Notify: s.onApproval, Logger: opts.Logger,
 		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes,
 		InstanceID: s.id, Settled: func(id string) { s.signal(topicSettled, []byte(id)) }, Trusted: s.bus.Healthy})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = sitetools.NewCatalog(opts.DB, opts.DB.Shares)
 	s.startHub()
-	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: s.hub, Gate: s.gate,
+	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: forwarder{s}, Gate: s.gate,
 		ApprovalWindow: s.gate.Window(), Logger: opts.Logger, CallTimeout: opts.CallTimeout,
 		OnCall: func(e *store.AuditEntry) { s.metrics.callFinished(e); s.publish(e.UserID, evCallFinished, e) }})
 	// The hub and the gate exist: a dead instance's cleanup can tell screens
@@ -225,6 +248,9 @@ func New(opts Options) (*Server, error) {
 	if err := s.startCluster(); err != nil {
 		s.cancel()
 		s.hub.Close()
+		if s.in.ln != nil {
+			s.in.ln.Close()
+		}
 		return nil, err
 	}
 	s.app = fiber.New(fiber.Config{
@@ -240,8 +266,11 @@ func New(opts Options) (*Server, error) {
 		IdleTimeout: 2 * time.Minute,
 	})
 	s.routes()
+	s.internalRoutes()
+	s.serveInternal()
 	s.registerGauges()
 	if s.multi() {
+		s.sweepEvery(s.registry.Heartbeat(), "directory of the other instances", s.pruneDirectory)
 		s.sweepEvery(time.Minute, "calls left running", s.interruptOrphans)
 		s.sweepEvery(time.Minute, "overdue approval requests", func(ctx context.Context) (int64, error) {
 			n, err := s.gate.ExpireOverdue(ctx, time.Minute)
@@ -363,6 +392,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		s.cancel()
+		s.signal(topicDirGone, nil) // the others stop routing calls here; the browsers here reconnect elsewhere
 		s.gate.Close()
 		s.endToolCalls(ctx)
 		s.relay.Close() // hijacked sockets are not tracked by Fiber
@@ -376,6 +406,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, ln := range listeners {
 			ln.Close()
 		}
+		s.closeInternal(ctx)
 		s.wg.Wait()
 		if rerr := s.registry.Close(ctx); rerr != nil {
 			s.opts.Logger.Warn("mark instance stopped", "err", rerr)
