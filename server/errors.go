@@ -35,6 +35,8 @@ const (
 	codeHTTPError            = "http_error"
 	codeInstallIDRequired    = "install_id_required"
 	codeInternal             = "internal"
+	// codeInternalUnauthorized: the internal listener without the internal secret.
+	codeInternalUnauthorized = "internal_unauthorized"
 	codeInvalidExpiry        = "invalid_expiry"
 	codeInvalidField         = "invalid_field"
 	codeInvalidJSON          = "invalid_json"

@@ -106,9 +106,14 @@ type Options struct {
 	// Restarting with the same id cleans the previous run's leftovers at
 	// once (cluster.Options.ID).
 	InstanceID string
-	// InternalAddress is where other instances reach this one (recorded in
-	// the registry; nothing dials it yet).
+	// InternalAddress is where other instances reach this one: the internal
+	// listener (internal.go) serves there, and the registry records it. A
+	// port of 0 takes a free port. Empty on several instances: nothing can
+	// be forwarded to this one.
 	InternalAddress string
+	// InternalListen is where the internal listener listens when it differs
+	// from InternalAddress (e.g. 0.0.0.0:9090 behind a container's address).
+	InternalListen string
 	// Heartbeat and DeadAfter are the registry's periods (defaults
 	// cluster.DefaultHeartbeat, cluster.DefaultDeadAfter).
 	Heartbeat, DeadAfter time.Duration
@@ -170,6 +175,10 @@ type Server struct {
 	bus      cluster.Bus
 	registry *cluster.Registry
 	metrics  *metrics
+	// in is the internal listener and the client of the other instances'
+	// (internal.go); fwd routes calls across instances (forward.go). Static.
+	in  *internal
+	fwd *forwarder
 
 	shutdownOnce sync.Once
 	// listening guards listeners and closed: a Shutdown that comes before Serve (a
@@ -201,7 +210,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics = newMetrics()
 	s.bus = s.newBus()
-	s.registry = cluster.New(cluster.Options{DB: opts.DB, ID: s.id, Address: opts.InternalAddress, Heartbeat: opts.Heartbeat,
+	if err := s.listenInternal(); err != nil {
+		return nil, err
+	}
+	s.registry = cluster.New(cluster.Options{DB: opts.DB, ID: s.id, Address: s.opts.InternalAddress, Heartbeat: opts.Heartbeat,
 		DeadAfter: opts.DeadAfter, Single: !opts.DB.Postgres || opts.SingleInstance, OnDead: s.onInstanceDead, Logger: opts.Logger})
 	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {
@@ -225,6 +237,9 @@ func New(opts Options) (*Server, error) {
 	if err := s.startCluster(); err != nil {
 		s.cancel()
 		s.hub.Close()
+		if s.in.ln != nil {
+			s.in.ln.Close()
+		}
 		return nil, err
 	}
 	s.app = fiber.New(fiber.Config{
@@ -240,6 +255,8 @@ func New(opts Options) (*Server, error) {
 		IdleTimeout: 2 * time.Minute,
 	})
 	s.routes()
+	s.internalRoutes()
+	s.serveInternal()
 	s.registerGauges()
 	if s.multi() {
 		s.sweepEvery(time.Minute, "calls left running", s.interruptOrphans)
@@ -376,6 +393,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, ln := range listeners {
 			ln.Close()
 		}
+		s.closeInternal(ctx)
 		s.wg.Wait()
 		if rerr := s.registry.Close(ctx); rerr != nil {
 			s.opts.Logger.Warn("mark instance stopped", "err", rerr)

@@ -55,6 +55,7 @@ type serveConfig struct {
 	// several instances on one database (issue 17; docs/DECISIONS.md)
 	instanceID      string
 	internalAddress string
+	internalListen  string
 	heartbeat       time.Duration
 	deadAfter       time.Duration
 	metricsListen   string
@@ -143,7 +144,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.IntVar(&c.pendingBytes, "approvals-pending-bytes", envInt("TABBRIDGE_APPROVALS_PENDING_BYTES", approvals.DefaultMaxPendingBytes), "most bytes of arguments one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_BYTES)")
 	fs.IntVar(&c.browserCallsMax, "browser-calls-max", envInt("TABBRIDGE_BROWSER_CALLS_MAX", bridge.DefaultMaxCalls), "most tool calls one browser runs at once (TABBRIDGE_BROWSER_CALLS_MAX)")
 	fs.StringVar(&c.instanceID, "instance-id", env("TABBRIDGE_INSTANCE_ID", ""), "this instance's id in the instance registry; a new one each start when empty. Give each instance a fixed id to have a restart clean its previous run's leftovers at once (TABBRIDGE_INSTANCE_ID)")
-	fs.StringVar(&c.internalAddress, "internal-address", env("TABBRIDGE_INTERNAL_ADDRESS", ""), "address other instances reach this one at, recorded in the registry (TABBRIDGE_INTERNAL_ADDRESS)")
+	fs.StringVar(&c.internalAddress, "internal-address", env("TABBRIDGE_INTERNAL_ADDRESS", ""), "host:port of this instance's internal listener, which the other instances on the database dial to forward calls, MCP sessions and terminals; recorded in the registry. Reachable by the other instances only (TABBRIDGE_INTERNAL_ADDRESS)")
+	fs.StringVar(&c.internalListen, "internal-listen", env("TABBRIDGE_INTERNAL_LISTEN", ""), "where the internal listener listens when it differs from --internal-address, e.g. 0.0.0.0:9090 (TABBRIDGE_INTERNAL_LISTEN)")
 	fs.DurationVar(&c.heartbeat, "heartbeat", envDuration("TABBRIDGE_HEARTBEAT", cluster.DefaultHeartbeat), "how often this instance renews its heartbeat in the instance registry (TABBRIDGE_HEARTBEAT)")
 	fs.DurationVar(&c.deadAfter, "dead-after", envDuration("TABBRIDGE_DEAD_AFTER", cluster.DefaultDeadAfter), "how old an instance's heartbeat may get before the others take it for dead and clean its leftovers; at least twice --heartbeat (TABBRIDGE_DEAD_AFTER)")
 	fs.StringVar(&c.metricsListen, "metrics-listen", env("TABBRIDGE_METRICS_LISTEN", ""), "serve Prometheus metrics at /metrics on this address instead of the main one (TABBRIDGE_METRICS_LISTEN)")
@@ -288,7 +290,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
 		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
 		Bridge:     bridge.Options{MaxCalls: cfg.browserCallsMax},
-		InstanceID: cfg.instanceID, InternalAddress: cfg.internalAddress, Heartbeat: cfg.heartbeat, DeadAfter: cfg.deadAfter,
+		InstanceID: cfg.instanceID, InternalAddress: cfg.internalAddress, InternalListen: cfg.internalListen, Heartbeat: cfg.heartbeat, DeadAfter: cfg.deadAfter,
 		MetricsElsewhere: cfg.metricsListen != "",
 	})
 	if err != nil {
