@@ -179,6 +179,8 @@ type Server struct {
 	// (internal.go); fwd routes calls across instances (forward.go). Static.
 	in  *internal
 	fwd *forwarder
+	// termFwd tracks viewers forwarded to other instances (terminal_forward.go).
+	termFwd termForwards
 
 	shutdownOnce sync.Once
 	// listening guards listeners and closed: a Shutdown that comes before Serve (a
@@ -256,6 +258,7 @@ func New(opts Options) (*Server, error) {
 	})
 	s.routes()
 	s.internalRoutes()
+	s.terminalRoutes()
 	s.serveInternal()
 	s.registerGauges()
 	if s.multi() {
@@ -383,6 +386,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.gate.Close()
 		s.endToolCalls(ctx)
 		s.relay.Close() // hijacked sockets are not tracked by Fiber
+		s.termFwd.wg.Wait()
 		s.listening.Lock()
 		s.closed = true
 		listeners := s.listeners
