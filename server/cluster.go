@@ -57,6 +57,8 @@ func (s *Server) subscribe() {
 			}
 		}
 	}
+	s.bus.Subscribe(topicHello, from(func(cluster.Message) { s.othersSeen() }))
+	s.subscribeDirectory()
 	s.bus.Subscribe(topicCache, from(func(m cluster.Message) {
 		if string(m.Data) == cacheAskAll {
 			s.gate.ForgetAskAll()
@@ -91,11 +93,27 @@ func (s *Server) subscribe() {
 	s.machines.onEnd = func(key string) { s.signal(topicMachine, []byte(key)) }
 }
 
+// othersSeen records that another instance exists now.
+func (s *Server) othersSeen() { s.othersAt.Store(time.Now().UnixNano()) }
+
+// alone reports whether no other instance can be listening: the last sweep
+// saw none, and none has said hello or answered since a dead threshold.
+// Signals are then not sent at all (issue 17: a single instance on
+// PostgreSQL paid a JSON encoding and a NOTIFY for every live event). A
+// starting instance says hello on the bus before it serves, so the others
+// send again from the moment it could miss anything.
+func (s *Server) alone() bool {
+	if s.registry.Size() > 1 {
+		return false
+	}
+	return time.Since(time.Unix(0, s.othersAt.Load())) > s.registry.DeadAfter()
+}
+
 // signal tells every other instance; a failure is logged (the others
 // resync when their bus comes back, which covers a lost signal only if
 // theirs was the side that failed: see docs/DECISIONS.md).
 func (s *Server) signal(topic string, data []byte) {
-	if !s.multi() {
+	if !s.multi() || s.alone() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -118,6 +136,7 @@ func (s *Server) resync() {
 	defer cancel()
 	s.signins.recheck(ctx)
 	s.machines.recheck(ctx)
+	s.pullDirectories(ctx)
 }
 
 // startCluster starts the bus, registers this instance (cleaning dead ones,
@@ -128,9 +147,19 @@ func (s *Server) startCluster() error {
 	if err := s.bus.Start(ctx); err != nil {
 		return fmt.Errorf("new server: %w", err)
 	}
+	if s.multi() {
+		// Before this instance is registered or serves: the others stop
+		// taking themselves for alone as soon as it could miss a signal.
+		if err := s.bus.Publish(ctx, topicHello, nil); err != nil {
+			s.opts.Logger.Warn("say hello to the other instances", "err", err)
+		}
+	}
 	if err := s.registry.Start(ctx); err != nil {
 		s.bus.Close()
 		return fmt.Errorf("new server: %w", err)
+	}
+	if s.multi() {
+		s.pullDirectories(ctx)
 	}
 	if n, err := s.gate.WithdrawOrphans(ctx); err != nil {
 		return fmt.Errorf("new server: %w", err)
@@ -167,6 +196,8 @@ func (s *Server) interruptOrphans(ctx context.Context) (int64, error) {
 // withdrawn (the person reads "the server instance stopped"), and the
 // browsers and daemons it held are shown offline.
 func (s *Server) onInstanceDead(ctx context.Context, id string, links []cluster.Link) error {
+	s.dir.drop(id)
+	s.in.peers.Forget(id)
 	if n, err := s.gate.WithdrawInstance(ctx, id); err != nil {
 		return err
 	} else if n > 0 {
@@ -204,3 +235,20 @@ func (s *Server) Instance() string { return s.id }
 
 // Registry is the instance registry, for tests and /readyz.
 func (s *Server) Registry() *cluster.Registry { return s.registry }
+
+// pruneDirectory forgets the directory entries of instances no longer
+// living in the registry (one instance's sweep buries a dead one; the
+// others learn it here).
+func (s *Server) pruneDirectory(ctx context.Context) (int64, error) {
+	var ids []string
+	err := s.opts.DB.WithContext(ctx).Model(&cluster.Instance{}).Where("stopped_at IS NULL AND heartbeat_at > ?", s.opts.Now().UTC().Add(-s.registry.DeadAfter())).Pluck("id", &ids).Error
+	if err != nil {
+		return 0, err
+	}
+	living := map[string]bool{}
+	for _, id := range ids {
+		living[id] = true
+	}
+	s.dir.keep(living)
+	return 0, nil
+}

@@ -48,7 +48,7 @@ const eventRetry = 2 * time.Second
 // the same.
 func (s *Server) publish(userID, typ string, data any) {
 	s.live.Publish(userID, live.Event{Type: typ, Data: data})
-	if !s.multi() {
+	if !s.multi() || s.alone() { // nobody to tell: no encoding, no NOTIFY
 		return
 	}
 	d, err := json.Marshal(data)

@@ -17,7 +17,7 @@ import (
 // with 1001, waiting for each) when Shutdown starts.
 func (s *Server) startHub() {
 	o := s.opts.Bridge
-	o.DB, o.Catalog, o.OnChange = s.opts.DB, s.catalog, s.hubChanged
+	o.DB, o.Catalog, o.OnChange = s.opts.DB, s.catalog, s.onHubChange
 	if o.Logger == nil {
 		o.Logger = s.opts.Logger
 	}

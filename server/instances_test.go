@@ -43,7 +43,7 @@ func twoInstances(t *testing.T, tweak func(*server.Options)) (a, b *servertest.E
 
 // asOn returns a client of env carrying c's sign-in (the instances share
 // the signing key and the database).
-func asOn(t *testing.T, env *servertest.Env, c *servertest.Client) *servertest.Client {
+func asOn(t testing.TB, env *servertest.Env, c *servertest.Client) *servertest.Client {
 	other := env.NewClient(t)
 	for _, name := range []string{"tb_access", "tb_refresh", "tb_csrf"} {
 		other.SetCookie(name, c.Cookie(name))

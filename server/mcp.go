@@ -29,7 +29,7 @@ const mcpInstructions = `Tabbridge lets you call the tools of websites that a pe
 // other token.
 func (s *Server) newMCPHandler() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tabbridge", Title: "Tabbridge", Version: Version},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slog.New(quiet{s.opts.Logger.Handler()}).With("component", "mcp")})
+		&mcp.ServerOptions{Instructions: mcpInstructions, GetSessionID: s.newSessionID, Logger: slog.New(quiet{s.opts.Logger.Handler()}).With("component", "mcp")})
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
 	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
@@ -92,8 +92,8 @@ func ownContext(r *http.Request) (*http.Request, func()) {
 // mountMCP serves /mcp behind the agent guard, which authenticates the token
 // once and refuses cookies with a clear error before the SDK sees the request.
 func (s *Server) mountMCP() {
-	h := adaptor.HTTPHandler(s.newMCPHandler())
-	s.app.All("/mcp", s.mcpChallenge, s.agent, h)
+	s.mcpHTTP = s.newMCPHandler()
+	s.app.All("/mcp", s.mcpChallenge, s.agent, s.forwardMCP, adaptor.HTTPHandler(s.mcpHTTP))
 }
 
 // agentOf returns the workspace identity of the token behind an MCP request.

@@ -22,6 +22,12 @@ type metrics struct {
 	calls    *prometheus.CounterVec
 	latency  prometheus.Histogram
 	lag      prometheus.Histogram
+	// forwards counts calls sent to the instance holding the browser, by
+	// result ("ok": an answer came back, the page's error included;
+	// "failed": the instance could not be reached or went away);
+	// forwardLatency is the time from sending to the answer.
+	forwards       *prometheus.CounterVec
+	forwardLatency prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -40,12 +46,26 @@ func newMetrics() *metrics {
 			Help:    "Delay from publishing to receiving this instance's own PostgreSQL NOTIFY pings (notification lag).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}),
 	}
-	m.reg.MustRegister(m.browsers, m.daemons, m.calls, m.latency, m.lag,
+	m.forwards = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tabbridge_forwarded_calls_total",
+		Help: "Tool calls this instance forwarded to the instance holding the browser, by result: ok (an answer came back) or failed (that instance was unreachable or went away)."}, []string{"result"})
+	m.forwardLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tabbridge_forward_duration_seconds",
+		Help:    "Time from forwarding a call to the other instance's answer (the page's own time included).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}})
+	m.reg.MustRegister(m.browsers, m.daemons, m.calls, m.latency, m.lag, m.forwards, m.forwardLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *metrics) observeLag(d time.Duration) { m.lag.Observe(d.Seconds()) }
+
+func (m *metrics) forwarded(d time.Duration, err error) {
+	if err != nil {
+		m.forwards.WithLabelValues("failed").Inc()
+		return
+	}
+	m.forwards.WithLabelValues("ok").Inc()
+	m.forwardLatency.Observe(d.Seconds())
+}
 
 func (m *metrics) callFinished(e *store.AuditEntry) {
 	if e.Outcome == store.OutcomeRunning {

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -136,6 +138,9 @@ type Server struct {
 	catalog *sitetools.Catalog // live and persisted tools of shared sites
 	ops     *sitetools.Ops     // listSiteTools, getSiteToolDefinition, callSiteTool
 	mcp     *mcp.Server        // set while routes are mounted, then static
+	// mcpHTTP is the MCP handler itself, for the sessions of this instance
+	// that other instances forward (forward_mcp.go); set with mcp.
+	mcpHTTP http.Handler
 	// sessions counts each agent token's open MCP sessions; set with mcp.
 	sessions *sessionCap
 	// mcpPosts counts MCP POST requests in flight (each ends once its answer
@@ -178,7 +183,10 @@ type Server struct {
 	// in is the internal listener and the client of the other instances'
 	// (internal.go); fwd routes calls across instances (forward.go). Static.
 	in  *internal
-	fwd *forwarder
+	dir *directory
+	// othersAt is the unix nanos of the last signal from another instance
+	// (cluster.go, alone).
+	othersAt atomic.Int64
 	// termFwd tracks viewers forwarded to other instances (terminal_forward.go).
 	termFwd termForwards
 
@@ -211,6 +219,7 @@ func New(opts Options) (*Server, error) {
 		s.id = store.NewID()
 	}
 	s.metrics = newMetrics()
+	s.dir = newDirectory()
 	s.bus = s.newBus()
 	if err := s.listenInternal(); err != nil {
 		return nil, err
@@ -230,7 +239,7 @@ func New(opts Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = sitetools.NewCatalog(opts.DB, opts.DB.Shares)
 	s.startHub()
-	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: s.hub, Gate: s.gate,
+	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: forwarder{s}, Gate: s.gate,
 		ApprovalWindow: s.gate.Window(), Logger: opts.Logger, CallTimeout: opts.CallTimeout,
 		OnCall: func(e *store.AuditEntry) { s.metrics.callFinished(e); s.publish(e.UserID, evCallFinished, e) }})
 	// The hub and the gate exist: a dead instance's cleanup can tell screens
@@ -262,6 +271,7 @@ func New(opts Options) (*Server, error) {
 	s.serveInternal()
 	s.registerGauges()
 	if s.multi() {
+		s.sweepEvery(s.registry.Heartbeat(), "directory of the other instances", s.pruneDirectory)
 		s.sweepEvery(time.Minute, "calls left running", s.interruptOrphans)
 		s.sweepEvery(time.Minute, "overdue approval requests", func(ctx context.Context) (int64, error) {
 			n, err := s.gate.ExpireOverdue(ctx, time.Minute)
@@ -399,6 +409,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.closeInternal(ctx)
 		s.wg.Wait()
+		s.signal(topicDirGone, nil) // the browsers here reconnect elsewhere
 		if rerr := s.registry.Close(ctx); rerr != nil {
 			s.opts.Logger.Warn("mark instance stopped", "err", rerr)
 		}

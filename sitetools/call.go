@@ -265,6 +265,8 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 		return agentErr("tool_failed", "%s on %s failed in the page: %s", tool, origin, pe.Message)
 	case errors.Is(err, ErrOffline):
 		return offlineError(origin)
+	case errors.Is(err, ErrInstanceGone):
+		return agentErr("instance_gone", "The Tabbridge server instance holding the person's Chrome stopped or could not be reached while %s on %s was sent to it; Chrome reconnects to another instance by itself within seconds. If the call reached the page it may have had an effect: check before calling again.", tool, origin)
 	case errors.Is(err, ErrBrowserGone):
 		return agentErr("browser_gone", "The person's Chrome disconnected while %s was running on %s. Whether it had an effect is unknown: check before calling again.", tool, origin)
 	case errors.Is(err, ErrPageGone):
@@ -274,6 +276,10 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 	}
 	return fmt.Errorf("run %s on %s: %w", tool, origin, err)
 }
+
+// ErrInstanceGone means the call was forwarded to the server instance
+// holding the browser, and that instance stopped or could not be reached.
+var ErrInstanceGone = errors.New("sitetools: the instance holding the browser went away")
 
 type hangupKey struct{}
 

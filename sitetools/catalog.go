@@ -70,6 +70,101 @@ type Catalog struct {
 	// known caches each site's persisted tools, keyed by siteKey; guarded
 	// by mu. This process writes them for the browsers connected to it.
 	known map[string]*knownSite
+
+	// remote and onLive tie the catalog to the other instances' (Remote,
+	// OnLiveChange); set before use, then static.
+	remote RemoteSites
+	onLive func(userID, origin string, announced bool)
+}
+
+// RemoteSites is what the other instances hold of a person's site: their
+// most recently used document of it, and how many they have open.
+type RemoteSites interface {
+	RemoteSite(userID, origin string) (RemoteSite, bool)
+}
+
+// RemoteSite summarises a site's documents on the other instances.
+type RemoteSite struct {
+	Tabs      int
+	LastUsed  time.Time
+	URL, Last string // the most recently used document's address and title
+}
+
+// SetRemote lets Site, Live and RemoteTabs see the other instances' documents.
+func (c *Catalog) SetRemote(r RemoteSites) { c.remote = r }
+
+// OnLiveChange registers fn, told (outside every lock) after a site's live
+// documents changed on this instance: announced is set when a document
+// announced tools (the persisted tools changed too).
+func (c *Catalog) OnLiveChange(fn func(userID, origin string, announced bool)) { c.onLive = fn }
+
+func (c *Catalog) liveChanged(userID, origin string, announced bool) {
+	if c.onLive != nil {
+		c.onLive(userID, origin, announced)
+	}
+}
+
+// ForgetKnown drops the cached persisted tools of a site, which another
+// instance changed: the next read takes them from the database.
+func (c *Catalog) ForgetKnown(userID, origin string) {
+	c.mu.Lock()
+	delete(c.known, siteKey(userID, origin))
+	c.mu.Unlock()
+}
+
+// LiveSummary is one site's live documents on this instance.
+type LiveSummary struct {
+	UserID, Origin string
+	Tabs           int
+	LastUsed       time.Time
+	URL, Title     string
+}
+
+// Summary returns a site's live documents on this instance (Tabs 0: none).
+func (c *Catalog) Summary(userID, origin string) LiveSummary {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.summaryLocked(userID, origin)
+}
+
+func (c *Catalog) summaryLocked(userID, origin string) LiveSummary {
+	out := LiveSummary{UserID: userID, Origin: origin}
+	if ls := c.live[siteKey(userID, origin)]; ls != nil && len(ls.docs) > 0 {
+		out.Tabs, out.LastUsed, out.URL, out.Title = len(ls.docs), ls.docs[0].LastUsed, ls.docs[0].URL, ls.docs[0].Title
+	}
+	return out
+}
+
+// Summaries returns every site with live documents on this instance.
+func (c *Catalog) Summaries() []LiveSummary {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]LiveSummary, 0, len(c.live))
+	for k := range c.live {
+		user, origin, _ := strings.Cut(k, "\x00")
+		out = append(out, c.summaryLocked(user, origin))
+	}
+	return out
+}
+
+// AllTargets returns, per tool, where a call of it may go on this instance
+// (see Targets); the caller must not change it.
+func (c *Catalog) AllTargets(userID, origin string) map[string][]Target {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if ls := c.live[siteKey(userID, origin)]; ls != nil {
+		return ls.targets
+	}
+	return nil
+}
+
+// RemoteTabs counts the site's documents open on the other instances.
+func (c *Catalog) RemoteTabs(userID, origin string) int {
+	if c.remote == nil {
+		return 0
+	}
+	r, _ := c.remote.RemoteSite(userID, origin)
+	return r.Tabs
 }
 
 type docKey struct{ browser, document string }
@@ -120,7 +215,7 @@ func (ls *liveSite) index() {
 			}
 			if !browsers[t.Name][d.BrowserID] {
 				browsers[t.Name][d.BrowserID] = true
-				targets[t.Name] = append(targets[t.Name], Target{BrowserID: d.BrowserID, DocumentID: d.DocumentID})
+				targets[t.Name] = append(targets[t.Name], Target{BrowserID: d.BrowserID, DocumentID: d.DocumentID, LastUsed: d.LastUsed})
 			}
 		}
 	}
@@ -238,7 +333,9 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	c.docs[userID][docKey{d.BrowserID, d.DocumentID}] = &doc
 	c.putLocked(userID, &doc)
 	c.mu.Unlock()
-	return c.persist(ctx, userID, &doc, next)
+	err = c.persist(ctx, userID, &doc, next)
+	c.liveChanged(userID, d.Origin, true)
+	return err
 }
 
 // mergeOffered returns the known tools after a page at addr announced
@@ -318,22 +415,29 @@ func (c *Catalog) persist(ctx context.Context, userID string, d *Document, tools
 // site; ok is false when the document was not known.
 func (c *Catalog) Forget(userID, browserID, documentID string) (origin string, ok bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	k := docKey{browserID, documentID}
 	d := c.docs[userID][k]
 	if d == nil {
+		c.mu.Unlock()
 		return "", false
 	}
 	delete(c.docs[userID], k)
 	c.dropLocked(userID, d.Origin, func(o *Document) bool { return o == d })
+	c.mu.Unlock()
+	c.liveChanged(userID, d.Origin, false)
 	return d.Origin, true
 }
 
 // ForgetBrowser drops every document of a browser that disconnected.
 func (c *Catalog) ForgetBrowser(userID, browserID string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	origins := map[string]bool{}
+	defer func() {
+		c.mu.Unlock()
+		for origin := range origins {
+			c.liveChanged(userID, origin, false)
+		}
+	}()
 	for k, d := range c.docs[userID] {
 		if k.browser == browserID {
 			delete(c.docs[userID], k)
@@ -351,6 +455,7 @@ func (c *Catalog) ForgetBrowser(userID, browserID string) {
 // ForgetSite drops every live document of a site the person stopped sharing.
 func (c *Catalog) ForgetSite(userID, origin string) {
 	c.mu.Lock()
+	defer c.liveChanged(userID, origin, false)
 	defer c.mu.Unlock()
 	delete(c.known, siteKey(userID, origin))
 	delete(c.live, siteKey(userID, origin))
@@ -364,9 +469,9 @@ func (c *Catalog) ForgetSite(userID, origin string) {
 // Use records that a document was used (its tab focused) at t.
 func (c *Catalog) Use(userID, browserID, documentID string, t time.Time) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	d := c.docs[userID][docKey{browserID, documentID}]
 	if d == nil || !t.After(d.LastUsed) {
+		c.mu.Unlock()
 		return
 	}
 	// A new Document, so that one a reader holds does not change under it.
@@ -374,6 +479,8 @@ func (c *Catalog) Use(userID, browserID, documentID string, t time.Time) {
 	used.LastUsed = t
 	c.docs[userID][docKey{browserID, documentID}] = &used
 	c.putLocked(userID, &used)
+	c.mu.Unlock()
+	c.liveChanged(userID, d.Origin, false)
 }
 
 // Candidates returns the live documents of a site that offer tool, most
@@ -474,6 +581,11 @@ func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error)
 	s := Site{Origin: origin, Tools: mergeLive(known.tools, live), LastURL: known.lastURL, LastTitle: known.lastTitle}
 	if latest != nil {
 		s.LastURL, s.LastTitle, s.Live = latest.URL, latest.Title, true
+	}
+	if c.remote != nil {
+		if r, ok := c.remote.RemoteSite(userID, origin); ok && r.Tabs > 0 && (latest == nil || r.LastUsed.After(latest.LastUsed)) {
+			s.LastURL, s.LastTitle, s.Live = r.URL, r.Last, true
+		}
 	}
 	return s, nil
 }

@@ -72,8 +72,12 @@ type PageError struct{ Code, Message string }
 
 func (e *PageError) Error() string { return "sitetools: the tool failed: " + e.Message }
 
-// Target is a document a call may go to, most preferred first.
-type Target struct{ BrowserID, DocumentID string }
+// Target is a document a call may go to, most preferred first. LastUsed is
+// when the document was last used: across instances, the most recent wins.
+type Target struct {
+	BrowserID, DocumentID string
+	LastUsed              time.Time `json:",omitzero"`
+}
 
 // Invocation is a validated, approved call on its way to a browser.
 type Invocation struct {
@@ -211,6 +215,7 @@ func (o *Ops) List(ctx context.Context, a Agent) ([]SiteListing, error) {
 		for _, n := range o.opts.Catalog.OpenTabs(a.OwnerID, s.Origin) {
 			l.OpenTabs += n
 		}
+		l.OpenTabs += o.opts.Catalog.RemoteTabs(a.OwnerID, s.Origin)
 		for _, t := range site.Tools {
 			l.Tools = append(l.Tools, Summary(t))
 		}

@@ -1,0 +1,10 @@
+package server
+
+// KillInternal cuts this instance's internal listener and every connection
+// on it at once, as the process dying would (the tests cannot kill their
+// own process).
+func (s *Server) KillInternal() {
+	if s.in.srv != nil {
+		s.in.srv.Close()
+	}
+}
