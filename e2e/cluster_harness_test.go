@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
@@ -10,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, to read the registry
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
@@ -40,8 +43,9 @@ const (
 // instance is one `tabbridge serve` process of a cluster.
 type instance struct {
 	c      *cluster
-	id     string // its --instance-id, also its name in haproxy
-	addr   string // where it listens: the address haproxy and the other instances reach it at
+	id       string // its --instance-id, also its name in haproxy
+	addr     string // where it listens: the address haproxy reaches it at
+	internal string // its internal listener: the address the other instances reach it at
 	logf   string // its log file
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -104,7 +108,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	t.Cleanup(func() { db.Close() })
 	c.db = db
 	for i := range n {
-		in := &instance{c: c, id: fmt.Sprintf("web-%d", i+1), addr: freeAddr(t)}
+		in := &instance{c: c, id: fmt.Sprintf("web-%d", i+1), addr: freeAddr(t), internal: freeAddr(t)}
 		in.logf = filepath.Join(c.dir, in.id+".log")
 		c.inst = append(c.inst, in)
 	}
@@ -155,7 +159,7 @@ func (in *instance) start() {
 		"--jwt-key", "e2e-cluster-signing-key-0123456789abcdef",
 		"--extension-ids", ExtensionID,
 		"--instance-id", in.id,
-		"--internal-address", in.addr,
+		"--internal-address", in.internal,
 		"--heartbeat", clusterHeartbeat.String(),
 		"--dead-after", clusterDeadAfter.String(),
 		"--log-level", "info")
@@ -368,17 +372,109 @@ func (c *cluster) pinned(person *servertest.Client, in *instance) *servertest.Cl
 	return other
 }
 
-// pinTransport sends every request to one instance through haproxy.
-type pinTransport struct {
-	id   string
+// ctx is a context for a harness step.
+func (c *cluster) ctx() context.Context { return c.t.Context() }
+
+// headerTransport adds headers to every request.
+type headerTransport struct {
+	h    http.Header
 	base http.RoundTripper
 }
 
-func (p pinTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (p headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(pinHeader, p.id)
+	for k, v := range p.h {
+		r.Header[k] = v
+	}
 	return p.base.RoundTrip(r)
 }
 
-// ctx is a context for a harness step.
-func (c *cluster) ctx() context.Context { return c.t.Context() }
+// agent connects the go-sdk MCP client through haproxy with an agent
+// token; pinned to in when in is not nil, round-robin otherwise.
+func (c *cluster) agent(t *testing.T, token string, in *instance) *mcp.ClientSession {
+	t.Helper()
+	h := http.Header{"Authorization": {"Bearer " + token}}
+	if in != nil {
+		h.Set(pinHeader, in.id)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "tabbridge-cluster-test", Version: "1"}, nil)
+	transport := &mcp.StreamableClientTransport{Endpoint: c.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: headerTransport{h, http.DefaultTransport}}, MaxRetries: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatalf("mcp connect through haproxy: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// events is a person's live event stream at one instance: each data line
+// with the time it arrived.
+type events struct {
+	mu    sync.Mutex
+	lines []eventLine
+	more  chan struct{}
+}
+
+type eventLine struct {
+	at   time.Time
+	data string
+}
+
+// stream opens the person's event stream pinned to in.
+func (c *cluster) stream(t *testing.T, person *servertest.Client, in *instance) *events {
+	t.Helper()
+	pc := c.pinned(person, in)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.URL+"/api/events", nil)
+	resp, err := (&http.Client{Jar: pc.HTTP.Jar}).Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		cancel()
+		t.Fatalf("event stream at %s: %v %v", in.id, err, resp)
+	}
+	e := &events{more: make(chan struct{}, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data:")
+			if !ok {
+				continue
+			}
+			e.mu.Lock()
+			e.lines = append(e.lines, eventLine{time.Now(), line})
+			e.mu.Unlock()
+			select {
+			case e.more <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); resp.Body.Close(); <-done })
+	return e
+}
+
+// when waits until an event containing s has arrived and returns when it did.
+func (e *events) when(t *testing.T, s string) time.Time {
+	t.Helper()
+	deadline := time.After(testutil.WaitMedium)
+	for {
+		e.mu.Lock()
+		for _, l := range e.lines {
+			if strings.Contains(l.data, s) {
+				e.mu.Unlock()
+				return l.at
+			}
+		}
+		e.mu.Unlock()
+		select {
+		case <-e.more:
+		case <-deadline:
+			t.Fatalf("no event containing %q arrived", s)
+		}
+	}
+}

@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
 // readyOf is what /readyz says through haproxy: which instance answered and
@@ -52,5 +56,44 @@ func TestClusterHarness(t *testing.T) {
 			}
 			return size == 3
 		}, in.id+" counts three instances")
+	}
+}
+
+// TestClusterSignalsAreTimely: a change made on one instance reaches the
+// person's event streams on the other two within 100 ms at the 99th
+// percentile. Each change (a machine renamed) is made on each instance in
+// turn; the lag is its arrival on another instance's stream less its
+// arrival on the stream of the instance that made it.
+func TestClusterSignalsAreTimely(t *testing.T) {
+	c := startCluster(t, 3)
+	person := c.env().Person(t, "ada@example.com")
+	var m struct {
+		Machine struct{ ID string } `json:"machine"`
+	}
+	person.MustJSON("POST", "/api/machines", map[string]string{"name": "laptop"}, 201, &m)
+	streams := make([]*events, len(c.inst))
+	clients := make([]*servertest.Client, len(c.inst))
+	for i, in := range c.inst {
+		streams[i] = c.stream(t, person, in)
+		clients[i] = c.pinned(person, in)
+	}
+	const rounds = 150
+	var lags []time.Duration
+	for r := range rounds {
+		from := r % len(c.inst)
+		name := fmt.Sprintf("laptop-%03d", r)
+		clients[from].MustJSON("PATCH", "/api/machines/"+m.Machine.ID, map[string]string{"name": name}, 200, nil)
+		at := streams[from].when(t, `"`+name+`"`)
+		for i := range c.inst {
+			if i != from {
+				lags = append(lags, streams[i].when(t, `"`+name+`"`).Sub(at))
+			}
+		}
+	}
+	slices.Sort(lags)
+	p50, p99 := lags[len(lags)/2], lags[len(lags)*99/100]
+	t.Logf("signal lag between instances over %d deliveries: p50 %v, p99 %v, max %v", len(lags), p50, p99, lags[len(lags)-1])
+	if p99 > 100*time.Millisecond {
+		t.Fatalf("a change on one instance reached the others in %v at p99; want under 100 ms", p99)
 	}
 }
