@@ -42,13 +42,13 @@ const (
 
 // instance is one `tabbridge serve` process of a cluster.
 type instance struct {
-	c      *cluster
+	c        *cluster
 	id       string // its --instance-id, also its name in haproxy
 	addr     string // where it listens: the address haproxy reaches it at
 	internal string // its internal listener: the address the other instances reach it at
-	logf   string // its log file
-	cmd    *exec.Cmd
-	exited chan struct{}
+	logf     string // its log file
+	cmd      *exec.Cmd
+	exited   chan struct{}
 }
 
 // cluster is three instances of the real server binary on one fresh
