@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -119,7 +120,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		if t.Failed() {
 			for _, in := range c.inst {
 				b, _ := os.ReadFile(in.logf)
-				t.Logf("== %s's log (last 6 KiB)\n%s", in.id, tail(string(b), 6<<10))
+				t.Logf("== %s's log (last 6 KiB)\n%s", in.id, tail(string(b), 8<<10))
 			}
 		}
 	})
@@ -162,7 +163,7 @@ func (in *instance) start() {
 		"--internal-address", in.internal,
 		"--heartbeat", clusterHeartbeat.String(),
 		"--dead-after", clusterDeadAfter.String(),
-		"--log-level", "info")
+		"--log-level", logLevel())
 	in.cmd.Env = append(os.Environ(), "TABBRIDGE_TEST_POSTGRES=")
 	in.cmd.Stdout, in.cmd.Stderr = logf, logf
 	if err := in.cmd.Start(); err != nil {
@@ -186,6 +187,14 @@ func (in *instance) start() {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, in.id+" ready")
+}
+
+// logLevel is the instances' log level: debug with TABBRIDGE_TEST_LOG set.
+func logLevel() string {
+	if os.Getenv("TABBRIDGE_TEST_LOG") != "" {
+		return "debug"
+	}
+	return "info"
 }
 
 // kill ends the instance with SIGKILL: nothing of it runs after, no
@@ -284,8 +293,9 @@ backend instances
 	return b.String()
 }
 
-// waitBalanced waits until haproxy sends a pinned request to the instance
-// (up) or no longer does (down: it answers 503 for a pin to a server down).
+// waitBalanced waits until haproxy sends a request pinned to the instance
+// there (up), or no longer does (down: haproxy ignores a pin to a server it
+// took down and balances the request among the others).
 func (c *cluster) waitBalanced(in *instance, up bool) {
 	c.t.Helper()
 	testutil.Eventually(c.t, testutil.WaitLong, func() bool {
@@ -293,10 +303,14 @@ func (c *cluster) waitBalanced(in *instance, up bool) {
 		req.Header.Set(pinHeader, in.id)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return !up
+			return false
 		}
-		resp.Body.Close()
-		return (resp.StatusCode == http.StatusOK) == up
+		defer resp.Body.Close()
+		var out struct {
+			Instance string `json:"instance"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return (resp.StatusCode == http.StatusOK && out.Instance == in.id) == up
 	}, fmt.Sprintf("haproxy sees %s up=%v", in.id, up))
 }
 
@@ -393,6 +407,16 @@ func (p headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // token; pinned to in when in is not nil, round-robin otherwise.
 func (c *cluster) agent(t *testing.T, token string, in *instance) *mcp.ClientSession {
 	t.Helper()
+	cs, err := c.connectAgent(token, in)
+	if err != nil {
+		t.Fatalf("mcp connect through haproxy: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// connectAgent is agent without the test: the caller closes the session.
+func (c *cluster) connectAgent(token string, in *instance) (*mcp.ClientSession, error) {
 	h := http.Header{"Authorization": {"Bearer " + token}}
 	if in != nil {
 		h.Set(pinHeader, in.id)
@@ -402,12 +426,7 @@ func (c *cluster) agent(t *testing.T, token string, in *instance) *mcp.ClientSes
 		HTTPClient: &http.Client{Transport: headerTransport{h, http.DefaultTransport}}, MaxRetries: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, transport, nil)
-	if err != nil {
-		t.Fatalf("mcp connect through haproxy: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return client.Connect(ctx, transport, nil)
 }
 
 // events is a person's live event stream at one instance: each data line
