@@ -261,6 +261,16 @@ func TestCluster(t *testing.T) {
 		run(t, inbox, "the person reads why",
 			chromedp.Poll[chromedp.Void](`document.body.innerText.includes("the server instance the agent's call went through stopped")`))
 		stream.when(t, `"`+req.ID+`"`) // the watcher's stream, on another instance, stayed open and heard of it
+		// The audit log shows the call the killed instance was running for its agent as interrupted
+		// as soon as its death is noticed, not once no call could still be running (minutes).
+		testutil.Eventually(t, testutil.WaitMedium, func() bool {
+			for _, a := range w.audit("addItem") {
+				if a.Outcome == "interrupted" {
+					return true
+				}
+			}
+			return false
+		}, "the killed instance's running call interrupted in the audit log")
 
 		moved := cw.browserHolder(victim.id)
 		w.waitOnline(agent, "search")
