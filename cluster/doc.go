@@ -1,5 +1,5 @@
 // Package cluster lets several Tabbridge server instances share one
-// database. It owns two things and nothing else:
+// database. It owns three things and nothing else:
 //
 //   - the instance registry (registry.go): each instance's row (id, internal
 //     address, started, heartbeat), renewed every Heartbeat; an instance whose
@@ -9,7 +9,10 @@
 //   - the signal bus (bus.go, pgbus.go): small messages to every instance,
 //     over PostgreSQL LISTEN/NOTIFY, or in process on SQLite, where one
 //     instance is the only supported mode.
+//   - the internal transport's client (peer.go): authenticated requests and
+//     WebSockets from one instance to another's internal listener, for what
+//     does not fit a signal.
 //
-// It knows nothing of HTTP, approvals or browsers: the server says what a
+// It knows nothing of routes, approvals or browsers: the server says what a
 // dead instance's leftovers are and what each signal means.
 package cluster

@@ -27,9 +27,10 @@ package cluster
 //
 // Requests have deadlines: Do uses ctx's, and PeerOptions.Timeout when ctx
 // has none. A peer that is not in the registry, or whose heartbeat is older
-// than DeadAfter, is refused with ErrPeerGone before anything is sent; a
-// peer that dies mid-request fails the request at once (the TCP connection
-// resets or closes) with an error that wraps ErrPeerGone.
+// than DeadAfter, is refused with ErrPeerGone before anything is sent, as
+// is one that refuses the connection (both also wrap ErrNotSent); a peer
+// that dies mid-request fails the request at once (the TCP connection
+// resets or closes) with an error that wraps ErrPeerGone only.
 
 import (
 	"bytes"
@@ -56,6 +57,11 @@ import (
 // ErrPeerGone means the instance asked for is not alive in the registry, or
 // it went away while it was being asked.
 var ErrPeerGone = errors.New("cluster: the other instance is gone")
+
+// ErrNotSent marks an ErrPeerGone where nothing reached the other instance
+// (it was not alive in the registry, or refused the connection): the caller
+// may send elsewhere.
+var ErrNotSent = errors.New("cluster: nothing was sent")
 
 // HeaderRequestID carries a request's id across instances, so the logs of a
 // forwarded call on both follow one id.
@@ -193,7 +199,7 @@ func (p *Peers) baseURL(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("instance %s: %w", id, ErrPeerGone)
+		return "", fmt.Errorf("instance %s: %w (%w)", id, ErrPeerGone, ErrNotSent)
 	}
 	return "http://" + addr, nil
 }
@@ -233,9 +239,14 @@ func (p *Peers) Do(ctx context.Context, id string, req *http.Request) (*http.Res
 	}
 	resp, err := p.client.Do(out)
 	if err != nil {
+		ended := ctx.Err() != nil // before cancel, which would end it
 		cancel()
-		if ctx.Err() == nil {
+		if !ended {
 			p.Forget(id)
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				return nil, fmt.Errorf("instance %s: %w (%w: %v)", id, ErrPeerGone, ErrNotSent, err)
+			}
 			return nil, fmt.Errorf("instance %s: %w (%v)", id, ErrPeerGone, err)
 		}
 		return nil, err

@@ -59,6 +59,7 @@ func (s *Server) subscribe() {
 	}
 	s.bus.Subscribe(topicHello, from(func(cluster.Message) { s.othersSeen() }))
 	s.subscribeDirectory()
+	s.subscribePeople()
 	s.bus.Subscribe(topicCache, from(func(m cluster.Message) {
 		if string(m.Data) == cacheAskAll {
 			s.gate.ForgetAskAll()

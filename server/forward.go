@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -37,13 +38,23 @@ func (f forwarder) Online(userID string) bool {
 }
 
 // Invoke runs inv in the person's browser on whichever instance holds it.
+// An instance that cannot be reached (nothing was sent: it died, and the
+// directory has not heard yet) is dropped and the call routed once more.
 func (f forwarder) Invoke(ctx context.Context, userID string, inv sitetools.Invocation) (json.RawMessage, error) {
-	instance, targets := f.route(ctx, userID, inv)
-	if instance == "" {
-		return f.s.hub.Invoke(ctx, userID, inv)
+	local := inv.Targets
+	for attempt := 0; ; attempt++ {
+		inv.Targets = local
+		instance, targets := f.route(ctx, userID, inv)
+		if instance == "" {
+			return f.s.hub.Invoke(ctx, userID, inv)
+		}
+		inv.Targets = targets
+		res, err := f.forward(ctx, instance, userID, inv)
+		if attempt == 0 && errors.Is(err, cluster.ErrNotSent) {
+			continue
+		}
+		return res, err
 	}
-	inv.Targets = targets
-	return f.forward(ctx, instance, userID, inv)
 }
 
 // route returns the instance to run inv on ("" for this one) and its
@@ -121,7 +132,7 @@ type invokeOut struct {
 }
 
 type invokeError struct {
-	Kind    string `json:"kind"` // offline, browser_gone, page_gone, timeout, too_large, busy, page, other
+	Kind    string `json:"kind"` // offline, browser_gone, page_gone, timeout, too_large, busy, page, stopping, other
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 	N       int    `json:"n,omitempty"` // too_large: the size; busy: the limit
@@ -132,6 +143,7 @@ type invokeError struct {
 // the other instance answers "timeout" itself, within forwardMargin.
 func (f forwarder) forward(ctx context.Context, instance, userID string, inv sitetools.Invocation) (json.RawMessage, error) {
 	start := time.Now()
+	f.s.opts.Logger.Debug("call forwarded", "instance", instance, "call", inv.ID, "request_id", cluster.RequestID(ctx))
 	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), inv.Deadline.Add(forwardMargin))
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -154,7 +166,7 @@ func (f forwarder) forward(ctx context.Context, instance, userID string, inv sit
 		if errors.Is(err, cluster.ErrPeerGone) {
 			f.s.dir.drop(instance)
 		}
-		return nil, sitetools.ErrInstanceGone
+		return nil, fmt.Errorf("%w (%w)", sitetools.ErrInstanceGone, err)
 	}
 	if out.Error != nil {
 		return nil, out.Error.err()
@@ -203,6 +215,8 @@ func (e *invokeError) err() error {
 		return sitetools.ErrPageGone
 	case "timeout":
 		return sitetools.ErrTimeout
+	case "stopping":
+		return sitetools.ErrInstanceGone
 	}
 	return errors.New("the other instance: " + e.Message)
 }
@@ -217,11 +231,16 @@ func (s *Server) internalInvoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inv := in.Invocation
+	if s.ctx.Err() != nil { // shutting down: the caller's call goes to no browser here
+		writeJSON(w, invokeOut{Error: &invokeError{Kind: "stopping"}})
+		return
+	}
 	// This instance's own targets are the freshest: the caller's came from
 	// a snapshot of them.
 	if t := s.catalog.Targets(in.User, inv.Site, inv.Tool); len(t) > 0 {
 		inv.Targets = t
 	}
+	s.internalLog(r.Context()).Debug("forwarded call", "call", inv.ID, "site", inv.Site, "tool", inv.Tool)
 	ctx, cancel := context.WithDeadline(r.Context(), inv.Deadline)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // shutting down: the call ends now, and says so
@@ -233,8 +252,9 @@ func (s *Server) internalInvoke(w http.ResponseWriter, r *http.Request) {
 	if err != nil && r.Context().Err() != nil {
 		return // the caller is gone: nobody reads an answer
 	}
-	if err != nil && s.ctx.Err() != nil {
-		err = sitetools.ErrBrowserGone // this instance is stopping: its browsers reconnect elsewhere
+	if err != nil && s.ctx.Err() != nil { // stopping: its browsers reconnect elsewhere
+		writeJSON(w, invokeOut{Error: &invokeError{Kind: "stopping"}})
+		return
 	}
 	if err != nil {
 		writeJSON(w, invokeOut{Error: errorOf(err)})
@@ -258,4 +278,5 @@ func (s *Server) forwardRoutes() {
 	s.HandleInternal("POST /internal/v1/targets", http.HandlerFunc(s.internalTargets))
 	s.HandleInternal("POST /internal/v1/directory", http.HandlerFunc(s.internalDirectory))
 	s.HandleInternal("/internal/v1/mcp", http.HandlerFunc(s.internalMCP))
+	s.HandleInternal("POST /internal/v1/browsers", http.HandlerFunc(s.internalBrowsers))
 }

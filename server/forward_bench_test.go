@@ -3,7 +3,10 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +61,7 @@ func BenchmarkForwardedCall(b *testing.B) {
 	}
 	onB := people[1]
 	direct, forwarded := envs[1].MCP(b, onB.token, nil), envs[0].MCP(b, onB.token, nil)
+	proxied := sessionElsewhere(b, envs[1], envs[0], onB.token)
 	// Wait until A routes to B (its directory has B's tab).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -72,16 +76,28 @@ func BenchmarkForwardedCall(b *testing.B) {
 	for range 100 { // warm up
 		call(direct)
 		call(forwarded)
+		call(proxied)
 	}
 	b.ResetTimer()
 	d := make([]time.Duration, 0, b.N)
 	f := make([]time.Duration, 0, b.N)
+	p := make([]time.Duration, 0, b.N)
 	for range b.N {
 		d = append(d, call(direct))
 		f = append(f, call(forwarded))
+		p = append(p, call(proxied))
 	}
 	b.StopTimer()
+	for i, env := range envs[:2] {
+		_, body := env.NewClient(b).Do("GET", "/metrics", nil)
+		if !strings.Contains(string(body), `tabbridge_forwarded_calls_total{result="ok"}`) == (i == 0) {
+			b.Fatalf("instance %d forwarded calls: %v, want only A", i, i != 0)
+		}
+	}
 	d50, d99 := percentile(d, 0.50), percentile(d, 0.99)
+	p50, p99 := percentile(p, 0.50), percentile(p, 0.99)
+	b.ReportMetric(float64((p50 - d50).Microseconds()), "session-elsewhere-added-p50-µs")
+	b.ReportMetric(float64((p99 - d99).Microseconds()), "session-elsewhere-added-p99-µs")
 	f50, f99 := percentile(f, 0.50), percentile(f, 0.99)
 	b.ReportMetric(float64(d50.Microseconds()), "direct-p50-µs")
 	b.ReportMetric(float64(d99.Microseconds()), "direct-p99-µs")
@@ -89,8 +105,51 @@ func BenchmarkForwardedCall(b *testing.B) {
 	b.ReportMetric(float64(f99.Microseconds()), "fwd-p99-µs")
 	b.ReportMetric(float64((f50 - d50).Microseconds()), "added-p50-µs")
 	b.ReportMetric(float64((f99 - d99).Microseconds()), "added-p99-µs")
+	// CPU per call (agents, instances and browsers all in this process) is
+	// steadier than wall time on a loaded machine: each kind on its own.
+	cpuOf := func(cs *mcp.ClientSession) float64 {
+		const n = 300
+		c0 := cpuTime()
+		for range n {
+			call(cs)
+		}
+		return float64(((cpuTime() - c0) / n).Microseconds())
+	}
+	b.ReportMetric(cpuOf(direct), "direct-cpu-µs/call")
+	b.ReportMetric(cpuOf(forwarded), "fwd-cpu-µs/call")
+	b.ReportMetric(cpuOf(proxied), "session-elsewhere-cpu-µs/call")
 	b.ReportMetric(spreadThroughput(b, envs, people, call, 0), "direct-calls/s")
 	b.ReportMetric(spreadThroughput(b, envs, people, call, 1), "fwd-calls/s")
+}
+
+// sessionElsewhere connects an MCP client whose session is on owner (its
+// initialize went there) and whose every later request goes to via, which
+// proxies them: a balancer that moved the client after it connected.
+func sessionElsewhere(b *testing.B, owner, via *servertest.Env, token string) *mcp.ClientSession {
+	rr := &roundRobin{hosts: []string{owner.URL}, token: token}
+	client := mcp.NewClient(&mcp.Implementation{Name: "elsewhere", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: owner.URL + "/mcp", HTTPClient: &http.Client{Transport: &moveAfterFirst{rr: rr, to: via.URL}}, MaxRetries: -1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// moveAfterFirst sends the first request through rr and every later one to to.
+type moveAfterFirst struct {
+	rr    *roundRobin
+	to    string
+	moved atomic.Bool
+}
+
+func (m *moveAfterFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !m.moved.Swap(true) {
+		return m.rr.RoundTrip(r)
+	}
+	return (&roundRobin{hosts: []string{m.to}, token: m.rr.token}).RoundTrip(r)
 }
 
 // spreadThroughput runs 8 agents per person for two seconds, each on the

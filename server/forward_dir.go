@@ -82,12 +82,13 @@ func (d *directory) apply(instance string, e dirEntry) bool {
 	if old, ok := d.entries[k]; ok && old.Seq >= e.Seq {
 		return false
 	}
+	// An empty entry stays as a tombstone (its sequence number refuses an
+	// older snapshot's entry arriving after it), out of the person's index.
+	d.entries[k] = e
 	if e.Tabs == 0 && e.Browsers == 0 {
-		delete(d.entries, k)
 		delete(d.byUser[e.User], k)
 		return true
 	}
-	d.entries[k] = e
 	if d.byUser[e.User] == nil {
 		d.byUser[e.User] = map[dirKey]bool{}
 	}
@@ -222,7 +223,7 @@ func clipTitle(t string) string {
 
 // siteChanged tells the others a site's documents here changed.
 func (s *Server) siteChanged(user, origin string, announced bool) {
-	if !s.multi() {
+	if !s.multi() || s.ctx.Err() != nil { // stopping: dir.gone said it all
 		return
 	}
 	s.signalJSON(topicDir, s.siteEntry(s.catalog.Summary(user, origin), announced))
@@ -232,7 +233,7 @@ func (s *Server) siteChanged(user, origin string, announced bool) {
 // browser count here for the others.
 func (s *Server) onHubChange(uid string, ch bridge.Change) {
 	s.hubChanged(uid, ch)
-	if s.multi() && (ch.Kind == bridge.ChangeConnected || ch.Kind == bridge.ChangeDisconnected) {
+	if s.multi() && s.ctx.Err() == nil && (ch.Kind == bridge.ChangeConnected || ch.Kind == bridge.ChangeDisconnected) {
 		s.signalJSON(topicDir, dirEntry{User: uid, Seq: s.dir.seq.Add(1), Browsers: len(s.hub.Connected(uid))})
 	}
 }

@@ -1,5 +1,7 @@
 package server
 
+import "github.com/tabbridge/tabbridge/sitetools"
+
 // KillInternal cuts this instance's internal listener and every connection
 // on it at once, as the process dying would (the tests cannot kill their
 // own process).
@@ -8,3 +10,6 @@ func (s *Server) KillInternal() {
 		s.in.srv.Close()
 	}
 }
+
+// Catalog is the server's catalog of live documents.
+func (s *Server) Catalog() *sitetools.Catalog { return s.catalog }

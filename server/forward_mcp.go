@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -72,8 +74,18 @@ func (s *Server) forwardMCP(c *fiber.Ctx) error {
 	rid, _ := c.Locals(localRequestID).(string)
 	ctx, cancel := context.WithTimeout(cluster.WithRequestID(context.Background(), rid), s.proxyLimit(c.Method()))
 	stop := context.AfterFunc(s.ctx, cancel)
+	// The client going away closes the forwarded request, which the owner
+	// takes as its client going away (watchRequest).
+	conn := c.Context().Conn()
+	watch, watching := watchConn(conn, cancel)
+	unwatch := func() {
+		if watching {
+			watch.stop()
+		}
+	}
 	resp, err := s.proxyMCP(ctx, c, owner)
 	if err != nil {
+		unwatch()
 		stop()
 		cancel()
 		s.logFor(c).Warn("forward an MCP request to the instance of its session", "instance", owner, "err", err)
@@ -91,6 +103,7 @@ func (s *Server) forwardMCP(c *fiber.Ctx) error {
 		}
 	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		defer unwatch()
 		defer stop()
 		defer cancel()
 		defer resp.Body.Close()
@@ -101,8 +114,13 @@ func (s *Server) forwardMCP(c *fiber.Ctx) error {
 		return c.Send(body)
 	}
 	// A stream: each event goes on as it comes. It ends with the other
-	// instance's stream, or at the first write the client no longer takes.
+	// instance's stream, or when the client goes away (the watch, resumed
+	// while the stream is written: fasthttp reads nothing meanwhile).
+	unwatch()
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		if watch, ok := watchConn(conn, cancel); ok {
+			defer watch.stop()
+		}
 		defer stop()
 		defer cancel()
 		defer resp.Body.Close()
@@ -162,5 +180,59 @@ func (s *Server) internalMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
 	r.Header.Del(headerForwardedAuth)
-	s.mcpHTTP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), localAgent, id)))
+	ctx := context.WithValue(r.Context(), localAgent, id)
+	ctx = context.WithValue(ctx, forwardedHangup{}, r.Context().Done())
+	s.mcpHTTP.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// forwardedHangup keys, in a forwarded MCP request's context, the channel
+// closed when the instance that forwarded it closed the request: its
+// client went away (forwardMCP watches the client's connection there).
+type forwardedHangup struct{}
+
+// stopper is a watch that can be stopped.
+type stopper interface{ stop() }
+
+// watchRequest watches for the client behind an MCP request going away:
+// its connection, or for a forwarded request the forwarding instance's
+// hang-up. false: it cannot be watched.
+func watchRequest(r *http.Request, onGone func()) (stopper, bool) {
+	if ch, ok := r.Context().Value(forwardedHangup{}).(<-chan struct{}); ok {
+		return watchChan(ch, onGone), true
+	}
+	cg, ok := r.Context().(interface{ Conn() net.Conn })
+	if !ok || cg.Conn() == nil {
+		return nil, false
+	}
+	w, ok := watchConn(cg.Conn(), onGone)
+	if !ok {
+		return nil, false
+	}
+	return w, true
+}
+
+// chanWatch calls onGone once when ch closes, unless stopped first.
+type chanWatch struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+func watchChan(ch <-chan struct{}, onGone func()) *chanWatch {
+	w := &chanWatch{done: make(chan struct{})}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		select {
+		case <-ch:
+			onGone()
+		case <-w.done:
+		}
+	}()
+	return w
+}
+
+func (w *chanWatch) stop() {
+	w.once.Do(func() { close(w.done) })
+	w.wg.Wait()
 }

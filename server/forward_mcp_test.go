@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
@@ -117,4 +118,45 @@ func TestMCPSessionOfAnotherInstance(t *testing.T) {
 	if status, body := sessionPost(t, w.a, w.token, sid, `{"jsonrpc":"2.0","id":10,"method":"tools/list"}`); status != 404 {
 		t.Fatalf("B's session once B stopped: %d %s, want 404", status, body)
 	}
+}
+
+// TestAgentGoneThroughAnotherInstance: an agent whose request for B's
+// session went through A, and who goes away without cancelling (closes
+// its connection, as real clients do on their own timeout), withdraws its
+// approval request as on one instance.
+func TestAgentGoneThroughAnotherInstance(t *testing.T) {
+	w := newSpread(t, func(_ int, o *server.Options) { o.ApprovalGrace = 100 * time.Millisecond })
+	announceOn(t, w.brB, "d1", time.Now())
+	sid := w.b.MCP(t, w.token, nil).ID()
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"callSiteTool","arguments":{"site":"` + shop +
+		`","tool":"buy","taskId":"` + w.task + `","arguments":{"item":"tea"}}}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", w.a.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+w.token)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	var pending struct {
+		Approvals []pendingView `json:"approvals"`
+	}
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
+		w.onC.MustJSON("GET", "/api/approvals", nil, 200, &pending)
+		return len(pending.Approvals) == 1
+	}, "the write never asked the person")
+	hangUp()
+	<-done
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
+		w.onC.MustJSON("GET", "/api/approvals", nil, 200, &pending)
+		return len(pending.Approvals) == 0
+	}, "the request of an agent gone through A still waits for the person")
 }

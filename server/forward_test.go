@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/sitetools"
+	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
 // spread is three instances on one database: the agent on A, the person's
@@ -235,4 +238,183 @@ func TestForwardedCallToAKilledInstanceFailsAtOnce(t *testing.T) {
 		t.Fatalf("the call ended %v after the kill", d)
 	}
 	_ = context.Background
+}
+
+// TestNewInstanceLearnsWhereTabsAre: a tab announced while its instance
+// was alone (no signal sent) is known to an instance started later, which
+// pulled the directory before serving: its agent lists and calls it.
+func TestNewInstanceLearnsWhereTabsAre(t *testing.T) {
+	url := storetest.FreshPostgres(t)
+	a := instanceOn(t, url, nil)
+	person := a.Person(t, "alice@example.com")
+	ws := person.Workspace("Shopping")
+	token := person.AgentToken(ws, "laptop")
+	person.MustJSON("POST", "/api/sites", map[string]string{"origin": shop, "workspaceId": ws}, 201, nil)
+	br, _ := extBrowser(t, a, person, "browser-a")
+	announceOn(t, br, "d1", time.Now())
+	b := instanceOn(t, url, nil)
+	agent := b.MCP(t, token, nil)
+	var out struct{ Sites []sitetools.SiteListing }
+	servertest.Structured(t, servertest.CallTool(t, agent, "listSiteTools", map[string]any{}), &out)
+	if len(out.Sites) != 1 || out.Sites[0].OpenTabs != 1 || !out.Sites[0].Online {
+		t.Fatalf("listing on B, started after the tab opened on A: %+v", out.Sites)
+	}
+	ch, cancel := callAsync(agent, "callSiteTool", search("tea"))
+	defer cancel()
+	m, err := br.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Result(m.ID, "tea")
+	if res := awaitCall(t, ch); servertest.ResultText(res) != "tea" {
+		t.Fatalf("call from B: %q", servertest.ResultText(res))
+	}
+}
+
+// TestBrowsersInstanceStopsGracefully: the instance holding the browser
+// shuts down mid-call (a rolling restart): the call fails at once with a
+// clear error, the others stop routing there, and once the browser has
+// reconnected to another instance the agent's next call runs there.
+func TestBrowsersInstanceStopsGracefully(t *testing.T) {
+	w := newSpread(t, nil)
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ch, cancel := callAsync(w.agent, "callSiteTool", search("slow"))
+	defer cancel()
+	if _, err := w.brB.Expect("call", testutil.WaitShort); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitShort)
+		defer cancel()
+		w.b.Server.Shutdown(ctx)
+	}()
+	wantError(t, awaitCall(t, ch), "instance", "reconnects")
+	w.waitOpen(t, 0)
+	brC, _ := extBrowser(t, w.c, w.onC, "browser-b") // the extension redials through the balancer
+	announceOn(t, brC, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ch, cancel = callAsync(w.agent, "callSiteTool", search("tea"))
+	defer cancel()
+	m, err := brC.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brC.Result(m.ID, "tea")
+	if res := awaitCall(t, ch); servertest.ResultText(res) != "tea" {
+		t.Fatalf("after the browser moved to C: %q", servertest.ResultText(res))
+	}
+}
+
+// TestSharingReachesBrowsersOnOtherInstances: a site shared through C
+// reaches the person's browser held by B (which announces only shared
+// sites); unsharing it through C removes its tab from the agent's view.
+func TestSharingReachesBrowsersOnOtherInstances(t *testing.T) {
+	w := newSpread(t, nil)
+	const other = "https://books.example"
+	var site struct {
+		Site struct{ ID string } `json:"site"`
+	}
+	w.onC.MustJSON("POST", "/api/sites", map[string]string{"origin": other, "workspaceId": w.ws}, 201, &site)
+	for {
+		m, err := w.brB.Expect("sites", testutil.WaitShort)
+		if err != nil {
+			t.Fatalf("the browser on B never heard of the site shared on C: %v", err)
+		}
+		if len(m.SharedSites) == 2 {
+			break
+		}
+	}
+	m, err := w.brB.Announce(bridgetest.Doc{ID: "b1", Origin: other, URL: other + "/", Title: "Books", Tools: shopTools}, testutil.WaitShort)
+	if err != nil || m.Type != "tools.accepted" {
+		t.Fatalf("announce the newly shared site on B: %+v %v", m, err)
+	}
+	w.onC.MustJSON("DELETE", "/api/sites/"+site.Site.ID, nil, 204, nil)
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
+		return w.b.Server.Hub() != nil && len(w.b.Server.Catalog().Candidates(userID(t, w.a, "alice@example.com"), other, "search")) == 0
+	}, "B kept the tab of a site unshared on C")
+}
+
+// TestPagesSeeBrowsersOnOtherInstances: the person's pages served by C show
+// the browser B holds as connected, with its open site.
+func TestPagesSeeBrowsersOnOtherInstances(t *testing.T) {
+	w := newSpread(t, nil)
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	var browsers struct {
+		Browsers []struct {
+			ID        string `json:"id"`
+			Connected bool   `json:"connected"`
+		} `json:"browsers"`
+	}
+	w.onC.MustJSON("GET", "/api/browsers", nil, 200, &browsers)
+	if len(browsers.Browsers) != 1 || !browsers.Browsers[0].Connected {
+		t.Fatalf("browsers as C shows them: %+v", browsers)
+	}
+	var sites struct {
+		Sites []struct {
+			OpenIn []struct {
+				BrowserID string `json:"browserId"`
+				Tabs      int    `json:"tabs"`
+			} `json:"openIn"`
+		} `json:"sites"`
+	}
+	w.onC.MustJSON("GET", "/api/sites", nil, 200, &sites)
+	if len(sites.Sites) != 1 || len(sites.Sites[0].OpenIn) != 1 || sites.Sites[0].OpenIn[0].BrowserID != "browser-b" {
+		t.Fatalf("sites as C shows them: %+v", sites)
+	}
+}
+
+// TestForwardedCallLogsOneRequestID: the log lines of a forwarded call on
+// the instance it arrived at and on the one that ran it share its request id.
+func TestForwardedCallLogsOneRequestID(t *testing.T) {
+	logs := []*syncBuffer{{}, {}, {}}
+	w := newSpread(t, func(i int, o *server.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ch, cancel := callAsync(w.agent, "callSiteTool", search("tea"))
+	defer cancel()
+	m, _ := w.brB.Expect("call", testutil.WaitShort)
+	w.brB.Result(m.ID, "tea")
+	awaitCall(t, ch)
+	id := regexp.MustCompile(`msg="call forwarded" .*request_id=(\S+)`).FindStringSubmatch(logs[0].String())
+	if id == nil || id[1] == "" {
+		t.Fatalf("A logged no forwarded call with a request id:\n%s", logs[0].String())
+	}
+	if !strings.Contains(logs[1].String(), "request_id="+id[1]) || !strings.Contains(logs[1].String(), `msg="forwarded call"`) {
+		t.Fatalf("B's log lacks request id %s:\n%s", id[1], logs[1].String())
+	}
+}
+
+// TestCallRoutedPastAnUnreachableInstance: the instance holding the most
+// recently used tab cannot be reached (it died; the directory has not
+// heard yet): a new call, which reached nobody, goes to the next tab.
+func TestCallRoutedPastAnUnreachableInstance(t *testing.T) {
+	w := newSpread(t, nil)
+	brA, _ := extBrowser(t, w.a, w.person, "browser-a")
+	now := time.Now()
+	announceOn(t, brA, "da", now.Add(-time.Minute))
+	announceOn(t, w.brB, "db", now)
+	w.waitOpen(t, 2)
+	ch, cancel := callAsync(w.agent, "callSiteTool", search("x")) // A now has B's targets cached
+	defer cancel()
+	m, err := w.brB.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.brB.Result(m.ID, "db")
+	awaitCall(t, ch)
+	w.b.Server.KillInternal()
+	ch, cancel = callAsync(w.agent, "callSiteTool", search("x"))
+	defer cancel()
+	m, err = brA.Expect("call", testutil.WaitShort)
+	if err != nil || m.DocumentID != "da" {
+		t.Fatalf("call past the unreachable B: %+v %v", m, err)
+	}
+	brA.Result(m.ID, "da")
+	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "da" {
+		t.Fatalf("result %q", servertest.ResultText(res))
+	}
 }

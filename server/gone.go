@@ -111,11 +111,7 @@ func (g *goneWatches) watch(r *http.Request, tokenID string, cancelAbandoned fun
 	sid := tokenID + "\x00" + r.Header.Get("Mcp-Session-Id")
 	g.noteCancels(sid, msgs, cancelAbandoned)
 	pw := &postWatch{gone: make(chan struct{})}
-	cg, ok := r.Context().(interface{ Conn() net.Conn })
-	if !ok || cg.Conn() == nil {
-		return func() {}
-	}
-	w, ok := watchConn(cg.Conn(), func() { close(pw.gone) })
+	w, ok := watchRequest(r, func() { close(pw.gone) })
 	if !ok {
 		return func() {}
 	}

@@ -26,20 +26,30 @@ func instances(t testing.TB, n int, tweak func(i int, o *server.Options)) []*ser
 	url := storetest.FreshPostgres(t)
 	out := make([]*servertest.Env, n)
 	for i := range out {
-		db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		out[i] = servertest.Start(t, storetest.SQLite, func(o *server.Options) {
-			o.DB = db
-			o.InternalAddress = "127.0.0.1:0"
+		out[i] = instanceOn(t, url, func(o *server.Options) {
 			if tweak != nil {
 				tweak(i, o)
 			}
 		})
 	}
 	return out
+}
+
+// instanceOn starts one more instance on the database at url.
+func instanceOn(t testing.TB, url string, tweak func(o *server.Options)) *servertest.Env {
+	t.Helper()
+	db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return servertest.Start(t, storetest.SQLite, func(o *server.Options) {
+		o.DB = db
+		o.InternalAddress = "127.0.0.1:0"
+		if tweak != nil {
+			tweak(o)
+		}
+	})
 }
 
 // TestInternalTransport: an instance reaches another's internal listener

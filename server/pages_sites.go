@@ -83,7 +83,7 @@ func (s *Server) sitesView(c *fiber.Ctx) (view, error) {
 		sites[i] = sitePage{siteView: v, Online: len(v.OpenIn) > 0}
 	}
 	return view{Title: "Sites", Nav: "sites", Src: "/sites", User: s.pageUser(c),
-		Data: fiber.Map{"Sites": sites, "Workspaces": ws, "Browsers": len(s.hub.Connected(uid))}}, nil
+		Data: fiber.Map{"Sites": sites, "Workspaces": ws, "Browsers": len(s.hub.Connected(uid)) + s.dir.browsers(uid)}}, nil
 }
 
 func (s *Server) pageSites(c *fiber.Ctx) error {
@@ -199,7 +199,7 @@ func (s *Server) browsersView(c *fiber.Ctx) (view, error) {
 		return view{}, err
 	}
 	live := map[string]bridge.BrowserInfo{}
-	for _, b := range s.hub.Connected(uid) {
+	for _, b := range s.connectedEverywhere(c.UserContext(), uid) {
 		live[b.BrowserID] = b
 	}
 	out := make([]browserPage, len(rows))

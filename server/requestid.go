@@ -23,6 +23,7 @@ func (s *Server) requestID(c *fiber.Ctx) error {
 	}
 	c.Locals(localRequestID, id)
 	c.Set(headerRequestID, id)
+	c.Request().Header.Set(headerRequestID, id) // for handlers behind the adaptor (MCP), and forwarded calls
 	return c.Next()
 }
 

@@ -221,18 +221,20 @@ func New(opts Options) (*Server, error) {
 	s.metrics = newMetrics()
 	s.dir = newDirectory()
 	s.bus = s.newBus()
-	if err := s.listenInternal(); err != nil {
-		return nil, err
-	}
-	s.registry = cluster.New(cluster.Options{DB: opts.DB, ID: s.id, Address: s.opts.InternalAddress, Heartbeat: opts.Heartbeat,
-		DeadAfter: opts.DeadAfter, Single: !opts.DB.Postgres || opts.SingleInstance, OnDead: s.onInstanceDead, Logger: opts.Logger})
-	s.relay = relay.New(s.relayOptions())
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}
 	if s.oauth, err = s.newOAuth(); err != nil {
 		return nil, err
 	}
+	// From here on nothing fails before startCluster, which closes the
+	// internal listener if it fails.
+	if err := s.listenInternal(); err != nil {
+		return nil, err
+	}
+	s.registry = cluster.New(cluster.Options{DB: opts.DB, ID: s.id, Address: s.opts.InternalAddress, Heartbeat: opts.Heartbeat,
+		DeadAfter: opts.DeadAfter, Single: !opts.DB.Postgres || opts.SingleInstance, OnDead: s.onInstanceDead, Logger: opts.Logger})
+	s.relay = relay.New(s.relayOptions())
 	s.gate = approvals.New(approvals.Options{DB: opts.DB, Window: opts.ApprovalWindow, Grace: opts.ApprovalGrace, Notify: s.onApproval, Logger: opts.Logger,
 		MaxPending: opts.ApprovalMaxPending, MaxPendingBytes: opts.ApprovalMaxPendingBytes,
 		InstanceID: s.id, Settled: func(id string) { s.signal(topicSettled, []byte(id)) }, Trusted: s.bus.Healthy})
@@ -393,6 +395,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdownOnce.Do(func() {
 		s.cancel()
+		s.signal(topicDirGone, nil) // the others stop routing calls here; the browsers here reconnect elsewhere
 		s.gate.Close()
 		s.endToolCalls(ctx)
 		s.relay.Close() // hijacked sockets are not tracked by Fiber
@@ -409,7 +412,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.closeInternal(ctx)
 		s.wg.Wait()
-		s.signal(topicDirGone, nil) // the browsers here reconnect elsewhere
 		if rerr := s.registry.Close(ctx); rerr != nil {
 			s.opts.Logger.Warn("mark instance stopped", "err", rerr)
 		}

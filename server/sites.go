@@ -17,6 +17,7 @@ import (
 // theirs. The change itself has succeeded; a failed push is logged, and the
 // browsers catch up on their next connect.
 func (s *Server) pushSites(c *fiber.Ctx, uid string) {
+	s.sitesChanged(uid) // and to those the other instances hold (forward_people.go)
 	if err := s.hub.PushSites(c.UserContext(), uid); err != nil {
 		s.opts.Logger.Warn("push shared sites", "user", uid, "err", err)
 	}
@@ -57,7 +58,7 @@ func (s *Server) siteViews(c *fiber.Ctx, uid string) ([]siteView, error) {
 	if err != nil {
 		return nil, err
 	}
-	browsers := s.hub.Connected(uid)
+	browsers := s.connectedEverywhere(c.UserContext(), uid)
 	out := make([]siteView, len(rows))
 	for i, r := range rows {
 		out[i] = siteView{SharedSite: r, OpenIn: s.openIn(uid, r.Origin, browsers), Tools: []sitetools.ToolSummary{}}
@@ -229,7 +230,7 @@ func (s *Server) getBrowsers(c *fiber.Ctx) error {
 		return err
 	}
 	live := map[string]bridge.BrowserInfo{}
-	for _, b := range s.hub.Connected(uid) {
+	for _, b := range s.connectedEverywhere(c.UserContext(), uid) {
 		live[b.BrowserID] = b
 	}
 	out := make([]browserView, len(rows))
@@ -271,6 +272,7 @@ func (s *Server) renameBrowser(c *fiber.Ctx, uid, id, rawName string) (*store.Br
 		return nil, err
 	}
 	s.hub.Rename(uid, b.BrowserID, b.Name)
+	s.browserRenamed(uid, b.BrowserID, b.Name)
 	s.publish(uid, evBrowserRenamed, fiber.Map{"browser": fiber.Map{"id": b.BrowserID, "name": b.Name}})
 	return b, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/cluster"
 	"github.com/tabbridge/tabbridge/sitetools"
 )
 
@@ -184,6 +185,9 @@ func (s *Server) mcpCallSiteTool(ctx context.Context, req *mcp.CallToolRequest) 
 	}
 	ctx, cancel := s.callContext(ctx, req)
 	defer cancel()
+	if req.Extra != nil { // a forwarded call carries the id of the request that brought it
+		ctx = cluster.WithRequestID(ctx, req.Extra.Header.Get(headerRequestID))
+	}
 	defer s.progress(ctx, req)()
 	res, err := s.ops.Call(ctx, a, sitetools.CallRequest{Site: in.Site, Tool: in.Tool, Arguments: in.Arguments, TaskID: in.TaskID})
 	if err != nil {
