@@ -386,9 +386,6 @@ func (c *cluster) pinned(person *servertest.Client, in *instance) *servertest.Cl
 	return other
 }
 
-// ctx is a context for a harness step.
-func (c *cluster) ctx() context.Context { return c.t.Context() }
-
 // headerTransport adds headers to every request.
 type headerTransport struct {
 	h    http.Header
