@@ -149,6 +149,22 @@ func TestCluster(t *testing.T) {
 		t.Logf("agent at %s, browser at %s, person at %s", agentAt.id, holder.id, personAt.id)
 	})
 
+	t.Run("the TypeScript SDK client calls through round-robin", func(t *testing.T) {
+		w.enter(t)
+		// Each of its requests may reach another instance than the one holding its MCP session,
+		// and another again than the one holding the browser.
+		got := tsCalls(t, c.URL, w.token, []map[string]any{
+			{"name": "listSiteTools", "arguments": map[string]any{}},
+			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": "ts"}}},
+			{"name": "callSiteTool", "arguments": map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": "ts again"}}},
+		})
+		for i, r := range got {
+			if r.IsError {
+				t.Fatalf("call %d of the TypeScript client through haproxy failed: %+v", i, r)
+			}
+		}
+	})
+
 	t.Run("live events reach the person's page on every instance", func(t *testing.T) {
 		w.enter(t)
 		var m struct {
@@ -206,6 +222,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("an instance killed mid-traffic", func(t *testing.T) {
 		w.enter(t)
+		w.agent = c.agent(w.root, w.token, nil) // the last one's session may have been on the killed instance
 		w.waitOnline(w.agent, "search")
 		victim := cw.browserHolder()
 		caller := c.other(victim)
