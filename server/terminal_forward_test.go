@@ -169,9 +169,14 @@ func TestViewerForwardedToTheDaemonsInstance(t *testing.T) {
 			Online bool
 		}
 	}
-	r.onB.MustJSON("GET", "/api/machines", nil, 200, &ms)
-	if len(ms.Machines) != 1 || !ms.Machines[0].Online {
-		t.Fatalf("b lists the machine as %+v; want it online (its daemon is on a)", ms.Machines)
+	testutil.Eventually(t, testutil.WaitShort, func() bool { // a records the link just after the daemon is up
+		r.onB.MustJSON("GET", "/api/machines", nil, 200, &ms)
+		return len(ms.Machines) == 1 && ms.Machines[0].Online
+	}, "b lists the machine online (its daemon is on a)")
+	var renamed struct{ Machine struct{ Online bool } }
+	r.onB.MustJSON("PATCH", "/api/machines/"+r.machine, map[string]string{"name": "laptop 2"}, 200, &renamed)
+	if !renamed.Machine.Online {
+		t.Fatal("renamed on b, the machine whose daemon is on a reads offline")
 	}
 	id := r.start(80, 24, "keys")
 	v := r.viewerOnB(id, false, false)

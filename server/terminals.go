@@ -103,7 +103,9 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "machine")
 	}
-	return c.JSON(fiber.Map{"machine": s.machineView(*m)})
+	v := s.machineView(*m)
+	v.Online = v.Online || s.onlineElsewhere(c.UserContext(), m.UserID)[m.ID]
+	return c.JSON(fiber.Map{"machine": v})
 }
 
 // deleteMachine revokes the machine's token and closes its socket at once.
