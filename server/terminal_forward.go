@@ -282,9 +282,9 @@ func (s *Server) onlineElsewhere(ctx context.Context, userID string) map[string]
 func (s *Server) forwardViewer(ctx context.Context, g viewerGrant, browser *websocket.Conn) error {
 	s.termFwd.wg.Add(1)
 	defer s.termFwd.wg.Done()
-	f := &viewerForward{s: s, g: g, browser: browser, up: make(chan frame, 64), gone: make(chan struct{})}
+	f := &viewerForward{s: s, g: g, browser: browser, up: make(chan frame, 64), gone: make(chan struct{}), quit: make(chan struct{})}
 	go f.readBrowser()
-	defer func() { _ = browser.Close(); <-f.gone }()
+	defer func() { close(f.quit); _ = browser.Close(); <-f.gone }()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -307,6 +307,7 @@ type viewerForward struct {
 	browser *websocket.Conn
 	up      chan frame    // from the browser, for the holder
 	gone    chan struct{} // closed when the browser's socket fails
+	quit    chan struct{} // closed when the forward ends: nobody reads up any more
 }
 
 // readBrowser reads the viewer's frames for the holder until its socket
@@ -325,7 +326,7 @@ func (f *viewerForward) readBrowser() {
 		extend()
 		select {
 		case f.up <- frame{typ, p}:
-		case <-f.gone:
+		case <-f.quit:
 			return
 		}
 	}

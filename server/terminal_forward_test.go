@@ -202,6 +202,16 @@ func TestViewerForwardedToTheDaemonsInstance(t *testing.T) {
 		t.Fatalf("the viewer at b saw exit %d at offset %d; want 3 after all 20000 bytes", *st.ExitCode, st.ExitOffset)
 	}
 	r.sameScreen(ev, end)
+
+	// Revoking the machine on b ends both viewers there: the session is gone.
+	r.onB.MustJSON("DELETE", "/api/machines/"+r.machine, nil, 204, nil)
+	for _, vw := range []*relaytest.Viewer{v, ev} {
+		select {
+		case <-vw.Done():
+		case <-time.After(testutil.WaitMedium):
+			t.Fatal("revoking the machine did not end a forwarded viewer")
+		}
+	}
 }
 
 // TestForwardedViewerBackpressure: through the forward, a viewer that does
