@@ -33,8 +33,14 @@ type forwarder struct{ s *Server }
 const forwardMargin = 2 * time.Second
 
 // Online reports whether a browser of the person is connected to any instance.
+// A person whose browsers are reconnecting (their instance went away
+// moments ago) counts as online: the call waits for them (Invoke).
 func (f forwarder) Online(userID string) bool {
-	return f.s.hub.Online(userID) || f.s.dir.browsers(userID) > 0
+	if f.s.hub.Online(userID) || f.s.dir.browsers(userID) > 0 {
+		return true
+	}
+	until, _ := f.s.dir.reconnecting(userID)
+	return !until.IsZero()
 }
 
 // Invoke runs inv in the person's browser on whichever instance holds it.
@@ -45,6 +51,11 @@ func (f forwarder) Invoke(ctx context.Context, userID string, inv sitetools.Invo
 	for attempt := 0; ; attempt++ {
 		inv.Targets = local
 		instance, targets := f.route(ctx, userID, inv)
+		if instance == "" && !f.s.hub.Online(userID) && f.awaitBrowser(ctx, userID) {
+			inv.Targets = f.s.catalog.Targets(userID, inv.Site, inv.Tool)
+			local = inv.Targets
+			instance, targets = f.route(ctx, userID, inv)
+		}
 		if instance == "" {
 			return f.s.hub.Invoke(ctx, userID, inv)
 		}
@@ -54,6 +65,30 @@ func (f forwarder) Invoke(ctx context.Context, userID string, inv sitetools.Invo
 			continue
 		}
 		return res, err
+	}
+}
+
+// awaitBrowser waits, while the person's browsers are reconnecting after
+// their instance went away (a rolling restart), until one is connected
+// again somewhere; false when none is, or is not expected.
+func (f forwarder) awaitBrowser(ctx context.Context, userID string) bool {
+	for {
+		until, wake := f.s.dir.reconnecting(userID)
+		if f.s.hub.Online(userID) || f.s.dir.browsers(userID) > 0 {
+			return true
+		}
+		if until.IsZero() {
+			return false
+		}
+		t := time.NewTimer(time.Until(until))
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+		t.Stop()
 	}
 }
 

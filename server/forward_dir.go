@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/cluster"
@@ -64,10 +65,16 @@ type directory struct {
 	entries map[dirKey]dirEntry
 	byUser  map[string]map[dirKey]bool // user → their keys
 	targets map[targetsKey]cachedTargets
+	// moved is when an instance holding browsers of the person went away:
+	// they are reconnecting elsewhere. wake is closed (and replaced) at
+	// every change a waiting call may be waiting for.
+	moved map[string]time.Time
+	wake  chan struct{}
 }
 
 func newDirectory() *directory {
-	d := &directory{entries: map[dirKey]dirEntry{}, byUser: map[string]map[dirKey]bool{}, targets: map[targetsKey]cachedTargets{}}
+	d := &directory{entries: map[dirKey]dirEntry{}, byUser: map[string]map[dirKey]bool{}, targets: map[targetsKey]cachedTargets{},
+		moved: map[string]time.Time{}, wake: make(chan struct{})}
 	// Sequence numbers start at the clock, so a restart with the same id
 	// never issues numbers its previous run already did.
 	d.seq.Store(uint64(time.Now().UnixNano()))
@@ -82,6 +89,7 @@ func (d *directory) apply(instance string, e dirEntry) bool {
 	if old, ok := d.entries[k]; ok && old.Seq >= e.Seq {
 		return false
 	}
+	defer d.wakeLocked()
 	// An empty entry stays as a tombstone (its sequence number refuses an
 	// older snapshot's entry arriving after it), out of the person's index.
 	d.entries[k] = e
@@ -100,8 +108,11 @@ func (d *directory) apply(instance string, e dirEntry) bool {
 func (d *directory) drop(instance string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for k := range d.entries {
+	for k, e := range d.entries {
 		if k.instance == instance {
+			if k.origin == "" && e.Browsers > 0 {
+				d.moved[k.user] = time.Now()
+			}
 			delete(d.entries, k)
 			delete(d.byUser[k.user], k)
 		}
@@ -111,6 +122,40 @@ func (d *directory) drop(instance string) {
 			delete(d.targets, k)
 		}
 	}
+}
+
+func (d *directory) wakeLocked() {
+	close(d.wake)
+	d.wake = make(chan struct{})
+}
+
+// changed wakes the calls waiting for a browser (one connected here).
+func (d *directory) changed() {
+	d.mu.Lock()
+	d.wakeLocked()
+	d.mu.Unlock()
+}
+
+// reconnectWindow is how long after an instance holding a person's
+// browsers went away a call waits for one of them to connect again
+// elsewhere (the extension redials after 1 s, then backs off).
+const reconnectWindow = 10 * time.Second
+
+// reconnecting reports until when the person's browsers may be reconnecting
+// (zero when they are not), and the channel closed at the next change.
+func (d *directory) reconnecting(user string) (time.Time, <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.moved[user]
+	if !ok {
+		return time.Time{}, d.wake
+	}
+	until := at.Add(reconnectWindow)
+	if time.Now().After(until) {
+		delete(d.moved, user)
+		return time.Time{}, d.wake
+	}
+	return until, d.wake
 }
 
 // keep forgets the entries of every instance not in living.
@@ -214,11 +259,17 @@ func (s *Server) siteEntry(sum sitetools.LiveSummary, announced bool) dirEntry {
 	return e
 }
 
+// clipTitle keeps a signal small: a title's first 200 bytes, cut at a
+// character boundary.
 func clipTitle(t string) string {
-	if len(t) > 200 {
-		return t[:200]
+	if len(t) <= 200 {
+		return t
 	}
-	return t
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut]
 }
 
 // siteChanged tells the others a site's documents here changed.
@@ -233,6 +284,7 @@ func (s *Server) siteChanged(user, origin string, announced bool) {
 // browser count here for the others.
 func (s *Server) onHubChange(uid string, ch bridge.Change) {
 	s.hubChanged(uid, ch)
+	s.dir.changed()
 	if s.multi() && s.ctx.Err() == nil && (ch.Kind == bridge.ChangeConnected || ch.Kind == bridge.ChangeDisconnected) {
 		s.signalJSON(topicDir, dirEntry{User: uid, Seq: s.dir.seq.Add(1), Browsers: len(s.hub.Connected(uid))})
 	}

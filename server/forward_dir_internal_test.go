@@ -1,6 +1,10 @@
 package server
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 // TestDirectoryAppliesNewestFirst: entries apply by sequence number, so a
 // snapshot taken before a change and arriving after it changes nothing,
@@ -29,5 +33,16 @@ func TestDirectoryAppliesNewestFirst(t *testing.T) {
 	d.keep(map[string]bool{"c": true})
 	if n := d.browsers("u"); n != 2 {
 		t.Fatalf("after b died: browsers %d, want 2", n)
+	}
+}
+
+func TestClipTitleKeepsCharactersWhole(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes
+	got := clipTitle(long)
+	if len(got) > 200 || !utf8.ValidString(got) || len(got) != 200 {
+		t.Fatalf("clipped to %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	if clipTitle("Shop") != "Shop" {
+		t.Fatal("a short title changed")
 	}
 }

@@ -160,3 +160,38 @@ func TestAgentGoneThroughAnotherInstance(t *testing.T) {
 		return len(pending.Approvals) == 0
 	}, "the request of an agent gone through A still waits for the person")
 }
+
+// TestProgressThroughAnotherInstance: a call on B's session whose request
+// went through A gets B's progress notifications as they are sent (the
+// proxied answer streams), not all at the end.
+func TestProgressThroughAnotherInstance(t *testing.T) {
+	w := newSpread(t, func(_ int, o *server.Options) { o.ProgressInterval = 50 * time.Millisecond })
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	progress := make(chan struct{}, 100)
+	client := mcp.NewClient(&mcp.Implementation{Name: "moved", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress <- struct{}{} }})
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitMedium)
+	defer cancel()
+	moved := &moveAfterFirst{rr: &roundRobin{hosts: []string{w.b.URL}, token: w.token}, to: w.a.URL}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: w.b.URL + "/mcp", HTTPClient: &http.Client{Transport: moved}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "callSiteTool", Arguments: search("slow")}
+	params.SetProgressToken("p-1")
+	out := make(chan callOut, 1)
+	go func() { res, err := cs.CallTool(ctx, params); out <- callOut{res, err} }()
+	m, err := w.brB.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // while the page still works
+		testutil.RequireReceive(t, testutil.WaitShort, progress)
+	}
+	w.brB.Result(m.ID, "done")
+	if res := awaitCall(t, out); servertest.ResultText(res) != "done" {
+		t.Fatalf("result %q", servertest.ResultText(res))
+	}
+}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -237,7 +238,6 @@ func TestForwardedCallToAKilledInstanceFailsAtOnce(t *testing.T) {
 	if d := time.Since(killed); d > 2*time.Second {
 		t.Fatalf("the call ended %v after the kill", d)
 	}
-	_ = context.Background
 }
 
 // TestNewInstanceLearnsWhereTabsAre: a tab announced while its instance
@@ -415,6 +415,36 @@ func TestCallRoutedPastAnUnreachableInstance(t *testing.T) {
 	}
 	brA.Result(m.ID, "da")
 	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "da" {
+		t.Fatalf("result %q", servertest.ResultText(res))
+	}
+}
+
+// TestCallWaitsForABrowserMovingInstances: in a rolling restart the
+// instance holding the browser stops; a call that arrives before the
+// browser has reconnected elsewhere waits for it instead of failing, and
+// runs once it is back (here on C).
+func TestCallWaitsForABrowserMovingInstances(t *testing.T) {
+	w := newSpread(t, nil)
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitShort)
+	defer cancel()
+	w.b.Server.Shutdown(ctx)
+	w.waitOpen(t, 0)
+	ch, stop := callAsync(w.agent, "callSiteTool", search("tea"))
+	defer stop()
+	brC, _ := extBrowser(t, w.c, w.onC, "browser-b")
+	// The call may reach the browser as soon as it is connected, before or
+	// after its page has announced again: the announcement is sent without
+	// waiting for its answer.
+	brC.Send(map[string]any{"type": "tools.announce", "id": "a-d1", "documentId": "d1", "origin": shop, "url": shop + "/d1",
+		"title": "Shop d1", "tabId": 7, "lastUsed": time.Now().UnixMilli(), "tools": json.RawMessage(shopTools)})
+	m, err := brC.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatalf("the waiting call never reached the browser back on C: %v", err)
+	}
+	brC.Result(m.ID, "tea")
+	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "tea" {
 		t.Fatalf("result %q", servertest.ResultText(res))
 	}
 }
