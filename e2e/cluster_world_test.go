@@ -369,9 +369,9 @@ func TestCluster(t *testing.T) {
 		if len(lost) > 0 {
 			t.Fatalf("calls lost silently: %v", lost)
 		}
-		for text := range failed {
-			if strings.TrimSpace(strings.TrimPrefix(text, "protocol: ")) == "" {
-				t.Fatalf("a call failed without saying why (%d times)", failed[text])
+		for text, n := range failed {
+			if strings.TrimSpace(strings.TrimPrefix(text, "protocol: ")) == "" || strings.Contains(text, "Something went wrong") {
+				t.Fatalf("a call failed without saying what happened (%d times): %q", n, text)
 			}
 		}
 	})
