@@ -74,6 +74,7 @@ func (s *Server) subscribe() {
 			return
 		}
 		s.live.Publish(ev.User, live.Event{Type: ev.Type, Data: ev.Data})
+		s.machineLinkedElsewhere(ev) // terminal_forward.go
 	}))
 	s.bus.Subscribe(topicSettled, from(func(m cluster.Message) { go s.gate.Settled(string(m.Data)) }))
 	s.bus.Subscribe(topicSignout, from(func(m cluster.Message) { s.signins.endLocal(string(m.Data)) }))

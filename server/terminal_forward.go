@@ -151,6 +151,15 @@ type remoteSession struct {
 // session may be there.
 func (s *Server) findSession(ctx context.Context, userID, id string) (remoteSession, error) {
 	if v, err := s.relay.Session(userID, id); err == nil {
+		if v.Online || !s.multi() {
+			return remoteSession{SessionView: v, holder: s.id}, nil
+		}
+		// Kept offline here since its daemon left: it may be on another instance now.
+		if h, err := s.machineHolder(ctx, userID, v.MachineID); err == nil && h != "" && h != s.id {
+			if rv, err := s.peerSession(ctx, h, userID, id); err == nil {
+				return remoteSession{SessionView: rv, holder: h}, nil
+			}
+		}
 		return remoteSession{SessionView: v, holder: s.id}, nil
 	}
 	if !s.multi() {
@@ -521,4 +530,23 @@ func (f *viewerForward) close(code int, text string) error {
 	case <-t.C:
 	}
 	return nil
+}
+
+// machineLinkedElsewhere hears another instance's machine.online: the hub
+// here forgets the sessions it kept offline since that daemon left, so their
+// viewers dial again and are forwarded to the new holder instead of waiting
+// here for a daemon that will not come back to this instance.
+func (s *Server) machineLinkedElsewhere(ev liveSignal) {
+	if ev.Type != relay.EventMachineOnline {
+		return
+	}
+	var d struct {
+		Machine struct {
+			ID string `json:"id"`
+		} `json:"machine"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil || d.Machine.ID == "" {
+		return
+	}
+	s.relay.Forget(d.Machine.ID)
 }
