@@ -260,3 +260,26 @@ func closeConn(c *websocket.Conn) {
 	}
 	_ = c.Close()
 }
+
+// Forget drops the sessions of a machine whose daemon is not linked here
+// (another server instance now holds it), ending their viewers, which dial
+// again; nothing is emitted, since the sessions live on elsewhere. A linked
+// machine is left alone.
+func (h *Hub) Forget(machineID string) {
+	h.mu.Lock()
+	if h.links[machineID] != nil {
+		h.mu.Unlock()
+		return
+	}
+	var gone []*session
+	for id, s := range h.sessions {
+		if s.machineID == machineID {
+			gone = append(gone, s)
+			delete(h.sessions, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range gone {
+		s.end()
+	}
+}

@@ -74,6 +74,7 @@ func (s *Server) subscribe() {
 			return
 		}
 		s.live.Publish(ev.User, live.Event{Type: ev.Type, Data: ev.Data})
+		s.machineLinkedElsewhere(ev) // terminal_forward.go
 	}))
 	s.bus.Subscribe(topicSettled, from(func(m cluster.Message) { go s.gate.Settled(string(m.Data)) }))
 	s.bus.Subscribe(topicSignout, from(func(m cluster.Message) { s.signins.endLocal(string(m.Data)) }))
@@ -145,6 +146,9 @@ func (s *Server) resync() {
 func (s *Server) startCluster() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if s.multi() {
+		s.opts.DB.SetInstance(s.id) // its running calls name it: a death interrupts them at once
+	}
 	if err := s.bus.Start(ctx); err != nil {
 		return fmt.Errorf("new server: %w", err)
 	}
@@ -203,6 +207,11 @@ func (s *Server) onInstanceDead(ctx context.Context, id string, links []cluster.
 		return err
 	} else if n > 0 {
 		s.opts.Logger.Info("withdrew the approval requests of a dead instance", "instance", id, "count", n)
+	}
+	if n, err := s.opts.DB.InterruptInstance(ctx, id); err != nil {
+		return err
+	} else if n > 0 {
+		s.opts.Logger.Info("marked the calls a dead instance left running as interrupted", "instance", id, "count", n)
 	}
 	for _, l := range links {
 		switch l.Kind {

@@ -33,8 +33,11 @@ func (s *Server) machinesView(c *fiber.Ctx) (view, error) {
 		return view{}, err
 	}
 	rows := make([]machineRow, 0, len(ms))
+	elsewhere := s.onlineElsewhere(c.UserContext(), userID(c)) // terminal_forward.go
 	for _, m := range ms {
-		rows = append(rows, machineRow{s.machineView(m), s.relay.Sessions(m.ID)})
+		v := s.machineView(m)
+		v.Online = v.Online || elsewhere[m.ID]
+		rows = append(rows, machineRow{v, s.machineSessions(c.UserContext(), m.UserID, m.ID)})
 	}
 	return view{Title: "Machines", Nav: "machines", Src: "/machines", User: s.pageUser(c),
 		Data: fiber.Map{"Machines": rows, "Notice": ifQuery(c, "revoked",
@@ -124,7 +127,7 @@ const terminalCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'un
 // pageTerminal shows one of the person's sessions live; its script asks for
 // a viewer ticket and dials the viewer socket.
 func (s *Server) pageTerminal(c *fiber.Ctx) error {
-	sess, err := s.relay.Session(userID(c), c.Params("id"))
+	sess, err := s.findSession(c.UserContext(), userID(c), c.Params("id")) // here or on the instance holding its daemon
 	if err != nil {
 		return notFound("session")
 	}
@@ -139,7 +142,7 @@ func (s *Server) pageTerminal(c *fiber.Ctx) error {
 	// one, app.js swaps only the nav (its Inbox count) and ignores a failed
 	// fetch.
 	if err := s.render(c, http.StatusOK, "session", view{Title: title, Nav: "machines",
-		User: s.pageUser(c), Data: fiber.Map{"Session": sess, "Machine": m, "Command": title}}); err != nil {
+		User: s.pageUser(c), Data: fiber.Map{"Session": sess.SessionView, "Machine": m, "Command": title}}); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentSecurityPolicy, terminalCSP+s.frameAncestors())

@@ -187,6 +187,8 @@ type Server struct {
 	// othersAt is the unix nanos of the last signal from another instance
 	// (cluster.go, alone).
 	othersAt atomic.Int64
+	// termFwd tracks viewers forwarded to other instances (terminal_forward.go).
+	termFwd termForwards
 
 	shutdownOnce sync.Once
 	// listening guards listeners and closed: a Shutdown that comes before Serve (a
@@ -267,6 +269,7 @@ func New(opts Options) (*Server, error) {
 	})
 	s.routes()
 	s.internalRoutes()
+	s.terminalRoutes()
 	s.serveInternal()
 	s.registerGauges()
 	if s.multi() {
@@ -396,6 +399,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.gate.Close()
 		s.endToolCalls(ctx)
 		s.relay.Close() // hijacked sockets are not tracked by Fiber
+		s.termFwd.wg.Wait()
 		s.listening.Lock()
 		s.closed = true
 		listeners := s.listeners

@@ -25,6 +25,9 @@ const (
 type viewerGrant struct {
 	userID, family, sessionID string // family: the sign-in that asked for the ticket
 	watchOnly                 bool
+	// holder is the instance holding the session's daemon, machineID its
+	// machine (terminal_forward.go): another instance's viewer is forwarded.
+	holder, machineID string
 }
 
 // Viewer ticket subjects are "<session id>:watch" or "<session id>:type".
@@ -60,8 +63,11 @@ func (s *Server) getMachines(c *fiber.Ctx) error {
 		return err
 	}
 	out := make([]machineView, 0, len(ms))
+	elsewhere := s.onlineElsewhere(c.UserContext(), userID(c))
 	for _, m := range ms {
-		out = append(out, s.machineView(m))
+		v := s.machineView(m)
+		v.Online = v.Online || elsewhere[m.ID]
+		out = append(out, v)
 	}
 	return c.JSON(fiber.Map{"machines": out})
 }
@@ -97,7 +103,9 @@ func (s *Server) patchMachine(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "machine")
 	}
-	return c.JSON(fiber.Map{"machine": s.machineView(*m)})
+	v := s.machineView(*m)
+	v.Online = v.Online || s.onlineElsewhere(c.UserContext(), m.UserID)[m.ID]
+	return c.JSON(fiber.Map{"machine": v})
 }
 
 // deleteMachine revokes the machine's token and closes its socket at once.
@@ -126,7 +134,7 @@ func (s *Server) getMachineSessions(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "machine")
 	}
-	return c.JSON(fiber.Map{"sessions": s.relay.Sessions(m.ID)})
+	return c.JSON(fiber.Map{"sessions": s.machineSessions(c.UserContext(), m.UserID, m.ID)})
 }
 
 type viewerTicketBody struct {
@@ -140,7 +148,7 @@ func (s *Server) postViewerTicket(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	sess, err := s.relay.Session(userID(c), c.Params("id"))
+	sess, err := s.findSession(c.UserContext(), userID(c), c.Params("id"))
 	if err != nil {
 		return notFound("session")
 	}
@@ -240,10 +248,12 @@ func (s *Server) viewerGate(c *fiber.Ctx) error {
 	}
 	redeemed()
 	sid, mode, _ := strings.Cut(t.Subject, ":")
-	if _, err := s.relay.Session(t.UserID, sid); err != nil {
+	sess, err := s.findSession(c.UserContext(), t.UserID, sid)
+	if err != nil {
 		return notFound("session")
 	}
-	c.Locals(localViewer, viewerGrant{userID: t.UserID, family: t.FamilyID, sessionID: sid, watchOnly: mode != modeType})
+	c.Locals(localViewer, viewerGrant{userID: t.UserID, family: t.FamilyID, sessionID: sid, watchOnly: mode != modeType,
+		holder: sess.holder, machineID: sess.MachineID})
 	return c.Next()
 }
 
@@ -251,6 +261,11 @@ func (s *Server) viewerSocket(conn *websocket.Conn) {
 	g, _ := conn.Locals(localViewer).(viewerGrant)
 	ctx, stop := s.signins.follow(context.Background(), g.family) // signing out ends the viewer
 	defer stop()
-	err := s.relay.ServeViewer(ctx, g.userID, g.sessionID, g.watchOnly, conn.Conn)
+	var err error
+	if g.holder != s.id {
+		err = s.forwardViewer(ctx, g, conn.Conn)
+	} else {
+		err = s.relay.ServeViewer(ctx, g.userID, g.sessionID, g.watchOnly, conn.Conn)
+	}
 	s.opts.Logger.Debug("viewer socket closed", "session", g.sessionID, "err", err)
 }

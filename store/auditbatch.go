@@ -247,11 +247,11 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 		if hold != nil {
 			hold()
 		}
-		return writeRows(tx, ready)
+		return writeRows(tx, ready, w.store.instanceID())
 	})
 	for _, it := range ready {
 		if err != nil && it.entry != nil {
-			it.done(writeRows(w.db, []*auditItem{it}))
+			it.done(writeRows(w.db, []*auditItem{it}, w.store.instanceID()))
 			continue
 		}
 		it.done(nil)
@@ -276,7 +276,7 @@ func (w *auditWriter) writeNow(ctx context.Context, it *auditItem) error {
 	if err := w.makeRow(ctx, it); err != nil {
 		return err
 	}
-	return writeRows(w.db.WithContext(ctx), []*auditItem{it})
+	return writeRows(w.db.WithContext(ctx), []*auditItem{it}, w.store.instanceID())
 }
 
 // writeRows writes the rows of items (made by makeRow) in a few statements
@@ -287,7 +287,7 @@ func (w *auditWriter) writeNow(ctx context.Context, it *auditItem) error {
 // move inserts before it deletes, so that outside a transaction a crash in
 // between leaves the call recorded (InterruptRunning drops the running
 // copy).
-func writeRows(tx *gorm.DB, items []*auditItem) error {
+func writeRows(tx *gorm.DB, items []*auditItem, instance string) error {
 	var running, refused, ended []*auditRow
 	for _, it := range items {
 		switch {
@@ -304,6 +304,9 @@ func writeRows(tx *gorm.DB, items []*auditItem) error {
 		if err := tx.Table("audit_running").Create(running).Error; err != nil {
 			return fmt.Errorf("append audit: %w", err)
 		}
+		if err := markInstance(tx, running, instance); err != nil {
+			return fmt.Errorf("append audit: %w", err)
+		}
 	}
 	if len(refused) > 0 {
 		if err := tx.Table("audit_log").Create(refused).Error; err != nil {
@@ -316,6 +319,19 @@ func writeRows(tx *gorm.DB, items []*auditItem) error {
 		}
 	}
 	return nil
+}
+
+// markInstance records which instance runs the calls just begun (the shared
+// row type is audit_log's, which has no such column).
+func markInstance(tx *gorm.DB, running []*auditRow, instance string) error {
+	if instance == "" {
+		return nil
+	}
+	ids := make([][]byte, len(running))
+	for i, r := range running {
+		ids[i] = r.ID
+	}
+	return tx.Exec("UPDATE audit_running SET instance_id = ? WHERE id IN ?", instance, ids).Error
 }
 
 // moveEnded moves the rows of ended calls still in audit_running into

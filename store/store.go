@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -74,6 +75,9 @@ type DB struct {
 	url       string      // the PostgreSQL URL; static
 
 	audit *auditWriter // group commits of the audit log; static after Open
+	// instance is the server instance whose calls this pool begins, recorded
+	// on each running call (SetInstance; instances.go).
+	instance atomic.Pointer[string]
 }
 
 // Open connects and applies every pending migration before returning.
