@@ -2,13 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // AuditFlushInterval is how long a completed call's row may wait before it
@@ -29,8 +26,9 @@ const auditBatchMax = 128
 // an idle writer commits that batch itself (so a lone call pays no hand-off),
 // and a goroutine takes over only while rows keep coming.
 type auditWriter struct {
-	db    *gorm.DB // the store's pool, without prepared statements; static
-	store *DB      // whose names the rows use (rowOf); static
+	db    *sql.DB     // the store's pool; static
+	stmts *auditStmts // the writer's statements; static
+	store *DB         // whose names the rows use (rowOf); static
 
 	mu sync.Mutex // guards the fields below
 	// queue holds the rows waiting for the next transaction, in order.
@@ -60,22 +58,12 @@ type auditItem struct {
 	row *auditRow
 }
 
-// newAuditWriter writes through conn, the store's own connection pool, but
-// without gorm's prepared-statement cache: a statement cached while one
-// goroutine prepares it outside a transaction makes a transaction that
-// meets it wait for that preparation, which on SQLite's single connection
-// waits for the transaction — a deadlock; and a statement prepared inside a
-// transaction is closed with it. (PostgreSQL's driver caches statements per
-// connection by itself.)
-func newAuditWriter(db *DB, conn gorm.Dialector, cfg *gorm.Config) error {
-	c := *cfg
-	c.PrepareStmt = false
-	g, err := gorm.Open(conn, &c)
-	if err != nil {
-		return fmt.Errorf("open audit writer: %w", err)
-	}
-	db.audit = &auditWriter{db: g, store: db}
-	return nil
+// newAuditWriter writes through sqlDB, the store's own connection pool, in
+// SQL of its own rather than through gorm, whose building of each statement
+// was a sixth of what a lone call allocated and about a tenth of its CPU on
+// SQLite (docs/BENCHMARKS.md, "Call path at the floor").
+func newAuditWriter(db *DB, sqlDB *sql.DB) {
+	db.audit = &auditWriter{db: sqlDB, stmts: newAuditStmts(db.Postgres), store: db}
 }
 
 // begin queues e's insert into audit_running and returns once it is
@@ -243,19 +231,38 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 		}
 		ready = append(ready, it)
 	}
-	err := w.db.Transaction(func(tx *gorm.DB) error {
+	err := w.inTx(func(tx *sql.Tx) error {
 		if hold != nil {
 			hold()
 		}
-		return writeRows(tx, ready)
+		return w.stmts.write(tx, ready)
 	})
 	for _, it := range ready {
 		if err != nil && it.entry != nil {
-			it.done(writeRows(w.db, []*auditItem{it}))
+			it.done(w.writeAlone(context.Background(), it))
 			continue
 		}
 		it.done(nil)
 	}
+}
+
+// inTx runs write in one transaction, committed if it returns nil.
+func (w *auditWriter) inTx(write func(*sql.Tx) error) error {
+	tx, err := w.db.Begin()
+	if err != nil {
+		return err
+	}
+	if err := write(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// writeAlone writes one made row in a transaction of its own.
+func (w *auditWriter) writeAlone(ctx context.Context, it *auditItem) error {
+	items := []*auditItem{it}
+	return w.inTx(func(tx *sql.Tx) error { return w.stmts.write(tx, items) })
 }
 
 // makeRow gives it its stored row, adding the names it is the first to use.
@@ -276,69 +283,5 @@ func (w *auditWriter) writeNow(ctx context.Context, it *auditItem) error {
 	if err := w.makeRow(ctx, it); err != nil {
 		return err
 	}
-	return writeRows(w.db.WithContext(ctx), []*auditItem{it})
-}
-
-// writeRows writes the rows of items (made by makeRow) in a few statements
-// however many there are: the begun calls in one insert into audit_running,
-// the calls refused before they began in one insert into audit_log, and
-// the completions as one move from audit_running to audit_log of those
-// still running there (a row InterruptRunning ended is left as it is). The
-// move inserts before it deletes, so that outside a transaction a crash in
-// between leaves the call recorded (InterruptRunning drops the running
-// copy).
-func writeRows(tx *gorm.DB, items []*auditItem) error {
-	var running, refused, ended []*auditRow
-	for _, it := range items {
-		switch {
-		case it.row == nil:
-		case it.update:
-			ended = append(ended, it.row)
-		case it.entry.Outcome == OutcomeRunning:
-			running = append(running, it.row)
-		default:
-			refused = append(refused, it.row)
-		}
-	}
-	if len(running) > 0 {
-		if err := tx.Table("audit_running").Create(running).Error; err != nil {
-			return fmt.Errorf("append audit: %w", err)
-		}
-	}
-	if len(refused) > 0 {
-		if err := tx.Table("audit_log").Create(refused).Error; err != nil {
-			return fmt.Errorf("append audit: %w", err)
-		}
-	}
-	if len(ended) > 0 {
-		if err := moveEnded(tx, ended); err != nil {
-			return fmt.Errorf("finish audit: %w", err)
-		}
-	}
-	return nil
-}
-
-// moveEnded moves the rows of ended calls still in audit_running into
-// audit_log, in three statements.
-func moveEnded(tx *gorm.DB, ended []*auditRow) error {
-	ids := make([][]byte, len(ended))
-	for i, r := range ended {
-		ids[i] = r.ID
-	}
-	var still [][]byte
-	if err := tx.Raw("SELECT id FROM audit_running WHERE id IN ?", ids).Scan(&still).Error; err != nil {
-		return err
-	}
-	if len(still) == 0 {
-		return nil
-	}
-	keep := make(map[string]bool, len(still))
-	for _, id := range still {
-		keep[string(id)] = true
-	}
-	rows := slices.DeleteFunc(slices.Clone(ended), func(r *auditRow) bool { return !keep[string(r.ID)] })
-	if err := tx.Table("audit_log").Clauses(clause.OnConflict{DoNothing: true}).Create(rows).Error; err != nil {
-		return err
-	}
-	return tx.Exec("DELETE FROM audit_running WHERE id IN ?", still).Error
+	return w.writeAlone(ctx, it)
 }
