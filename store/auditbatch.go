@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -36,8 +37,10 @@ type auditWriter struct {
 	// writing is true while one goroutine owns the commits; it takes
 	// every queued row before it lets go.
 	writing bool
-	// timer is armed while completions wait with nobody writing.
+	// timer writes the completions waiting; armed is set while it is
+	// due to fire.
 	timer  *time.Timer
+	armed  bool
 	closed bool
 	// hold, when set (tests), runs inside each transaction before its
 	// rows are written; queued, when set (tests), is told the queue's
@@ -51,6 +54,7 @@ type auditWriter struct {
 type auditItem struct {
 	entry  *AuditEntry
 	update bool // complete a begun row (else insert)
+	now    bool // a caller waits for it (a begin, a barrier)
 	done   func(error)
 	// row is entry's stored row, made by the writer before it opens the
 	// transaction (rowOf may add names); nil for a barrier or a row that
@@ -124,6 +128,7 @@ func (w *auditWriter) close() {
 	w.mu.Lock()
 	if w.timer != nil {
 		w.timer.Stop()
+		w.armed = false
 	}
 	w.mu.Unlock()
 }
@@ -144,6 +149,7 @@ func (w *auditWriter) enqueue(it *auditItem, now bool) bool {
 // when now is set (a caller waits), else after AuditFlushInterval. It is
 // called with mu held and releases it.
 func (w *auditWriter) pushLocked(it *auditItem, now bool) {
+	it.now = now
 	w.queue = append(w.queue, it)
 	if w.queued != nil {
 		w.queued(len(w.queue))
@@ -156,17 +162,26 @@ func (w *auditWriter) pushLocked(it *auditItem, now bool) {
 		w.mu.Unlock()
 		w.write(true)
 	default:
-		if w.timer == nil {
-			w.timer = time.AfterFunc(AuditFlushInterval, w.onTimer)
-		} else if len(w.queue) == 1 {
-			w.timer.Reset(AuditFlushInterval)
-		}
+		w.armLocked()
 		w.mu.Unlock()
 	}
 }
 
+// armLocked makes sure the timer will write what is queued, no later than
+// AuditFlushInterval from now.
+func (w *auditWriter) armLocked() {
+	switch {
+	case w.timer == nil:
+		w.timer = time.AfterFunc(AuditFlushInterval, w.onTimer)
+	case !w.armed:
+		w.timer.Reset(AuditFlushInterval)
+	}
+	w.armed = true
+}
+
 func (w *auditWriter) onTimer() {
 	w.mu.Lock()
+	w.armed = false // a writer at work sees it and writes what is left
 	if w.writing || len(w.queue) == 0 {
 		w.mu.Unlock()
 		return
@@ -178,31 +193,28 @@ func (w *auditWriter) onTimer() {
 
 // write commits batches while rows are queued. A caller that started it
 // (handOff) commits one batch — its own row is in it — and leaves any
-// further ones to a new goroutine, so it can get on with its call.
+// further ones to a new goroutine, so it can get on with its call. That
+// batch leaves out the completions whose timer is still due (unless a
+// barrier waits for them): a lone call's begin then commits its own row
+// only, not also the three statements of the last call's completion, which
+// the timer writes off the calls' path, together with the completions of
+// the calls that follow within the interval.
 func (w *auditWriter) write(handOff bool) {
 	for {
 		w.mu.Lock()
-		n := min(len(w.queue), auditBatchMax)
-		if n == 0 {
+		batch := w.takeLocked(handOff && w.armed)
+		if len(batch) == 0 {
 			w.writing = false
 			w.mu.Unlock()
 			return
-		}
-		batch := w.queue[:n:n]
-		w.queue = w.queue[n:]
-		if len(w.queue) == 0 {
-			w.queue = nil
-			if w.timer != nil {
-				w.timer.Stop()
-			}
 		}
 		hold := w.hold
 		w.mu.Unlock()
 		w.commit(batch, hold)
 		if handOff {
 			w.mu.Lock()
-			if len(w.queue) == 0 {
-				w.writing = false
+			if len(w.queue) == 0 || (w.armed && !slices.ContainsFunc(w.queue, func(it *auditItem) bool { return it.now })) {
+				w.writing = false // the timer writes what is left
 				w.mu.Unlock()
 				return
 			}
@@ -211,6 +223,39 @@ func (w *auditWriter) write(handOff bool) {
 			return
 		}
 	}
+}
+
+// takeLocked takes the next batch from the queue: up to auditBatchMax rows
+// in order, or with urgentOnly only those a caller waits for (all of them if
+// a barrier is queued, which waits for everything before it).
+func (w *auditWriter) takeLocked(urgentOnly bool) []*auditItem {
+	if urgentOnly && slices.ContainsFunc(w.queue, func(it *auditItem) bool { return it.entry == nil }) {
+		urgentOnly = false
+	}
+	var batch []*auditItem
+	if urgentOnly {
+		rest := w.queue[:0:0]
+		for _, it := range w.queue {
+			if it.now && len(batch) < auditBatchMax {
+				batch = append(batch, it)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		w.queue = rest
+	} else {
+		n := min(len(w.queue), auditBatchMax)
+		batch = w.queue[:n:n]
+		w.queue = w.queue[n:]
+	}
+	if len(w.queue) == 0 {
+		w.queue = nil
+		if w.timer != nil {
+			w.timer.Stop()
+			w.armed = false
+		}
+	}
+	return batch
 }
 
 // commit writes batch in one transaction. The rows' names are interned
