@@ -39,8 +39,22 @@ const gcFloorPercent = 100
 // returned stop is called (which leaves the last percentage in force).
 // most must be at least 100 and headroom positive.
 func TuneGC(most int, headroom int64) (stop func()) {
-	t := &gcTuner{most: most, headroom: headroom}
-	t.sample = []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var mu sync.Mutex
+	return tuneGC(most, headroom, func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		rtmetrics.Read(sample)
+		if sample[0].Value.Kind() != rtmetrics.KindUint64 {
+			return 0
+		}
+		return int64(sample[0].Value.Uint64())
+	})
+}
+
+// tuneGC is TuneGC reading the heap in use from live.
+func tuneGC(most int, headroom int64, live func() int64) (stop func()) {
+	t := &gcTuner{most: most, headroom: headroom, live: live}
 	t.set(t.percentFor(t.live()))
 	t.arm()
 	return func() { t.stopped.Store(true) }
@@ -49,12 +63,12 @@ func TuneGC(most int, headroom int64) (stop func()) {
 // gcTuner re-arms itself with a cleanup on a fresh object each cycle: the
 // runtime runs the cleanup once a collection has found the object dead.
 type gcTuner struct {
-	most     int   // static
-	headroom int64 // static
+	most     int          // static
+	headroom int64        // static
+	live     func() int64 // the heap in use, in bytes; static
 	stopped  atomic.Bool
 
-	mu      sync.Mutex // guards sample and percent (cleanups run one at a time, but stop and tests read)
-	sample  []rtmetrics.Sample
+	mu      sync.Mutex // guards percent
 	percent int
 }
 
@@ -70,16 +84,6 @@ func (t *gcTuner) tick() {
 	}
 	t.set(t.percentFor(t.live()))
 	t.arm()
-}
-
-func (t *gcTuner) live() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	rtmetrics.Read(t.sample)
-	if t.sample[0].Value.Kind() != rtmetrics.KindUint64 {
-		return 0
-	}
-	return int64(t.sample[0].Value.Uint64())
 }
 
 // percentFor is the percentage that lets a heap of live bytes grow by the

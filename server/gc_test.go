@@ -3,6 +3,7 @@ package server_test
 import (
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tabbridge/tabbridge/server"
@@ -39,32 +40,26 @@ func TestTuneGC(t *testing.T) {
 	}
 	stop()
 
-	stop = server.TuneGC(400, 32<<20)
+	var live atomic.Int64
+	live.Store(8 << 20)
+	stop = server.TuneGCWith(400, 64<<20, live.Load)
 	defer stop()
-	runtime.GC()
-	small := gcPercent()
-	if small <= 100 {
-		t.Fatalf("percent %d with a test's heap and 32 MiB of headroom, want above 100", small)
-	}
-	big := make([]byte, 160<<20) // the heap in use is now five times the headroom
-	for i := range big {
-		big[i] = 1
-	}
-	if !collectUntil(func() bool { return gcPercent() == 100 }) {
-		t.Fatalf("percent %d with 160 MiB in use and 32 MiB of headroom, want 100", gcPercent())
-	}
-	runtime.KeepAlive(big)
-	big = nil
-	if !collectUntil(func() bool { return gcPercent() > 100 }) {
-		t.Fatalf("percent %d once the 160 MiB are free, want above 100 again (%d before)", gcPercent(), small)
+	for _, c := range []struct {
+		live int64
+		want int
+	}{{32 << 20, 200}, {1 << 30, 100}, {20 << 20, 320}, {1 << 20, 400}} {
+		live.Store(c.live)
+		if !collectUntil(func() bool { return gcPercent() == c.want }) {
+			t.Fatalf("percent %d with %d MiB in use and 64 MiB of headroom, want %d", gcPercent(), c.live>>20, c.want)
+		}
 	}
 	stop()
 	runtime.GC()
-	debug.SetGCPercent(300)
+	live.Store(32 << 20)
 	for i := 0; i < 5; i++ {
 		runtime.GC()
 	}
-	if p := gcPercent(); p != 300 {
-		t.Fatalf("percent %d after stop, want what was set (300)", p)
+	if p := gcPercent(); p != 400 {
+		t.Fatalf("percent %d after stop, want the last one set (400)", p)
 	}
 }
