@@ -39,8 +39,11 @@ type auditWriter struct {
 	writing bool
 	// timer writes the completions waiting; armed is set while it is
 	// due to fire.
-	timer  *time.Timer
-	armed  bool
+	timer *time.Timer
+	armed bool
+	// every is how long a completion may wait (AuditFlushInterval; tests
+	// set it longer).
+	every  time.Duration
 	closed bool
 	// hold, when set (tests), runs inside each transaction before its
 	// rows are written; queued, when set (tests), is told the queue's
@@ -67,7 +70,7 @@ type auditItem struct {
 // was a sixth of what a lone call allocated and about a tenth of its CPU on
 // SQLite (docs/BENCHMARKS.md, "Call path at the floor").
 func newAuditWriter(db *DB, sqlDB *sql.DB) {
-	db.audit = &auditWriter{db: sqlDB, stmts: newAuditStmts(db.Postgres), store: db}
+	db.audit = &auditWriter{db: sqlDB, stmts: newAuditStmts(db.Postgres), store: db, every: AuditFlushInterval}
 }
 
 // begin queues e's insert into audit_running and returns once it is
@@ -172,9 +175,9 @@ func (w *auditWriter) pushLocked(it *auditItem, now bool) {
 func (w *auditWriter) armLocked() {
 	switch {
 	case w.timer == nil:
-		w.timer = time.AfterFunc(AuditFlushInterval, w.onTimer)
+		w.timer = time.AfterFunc(w.every, w.onTimer)
 	case !w.armed:
-		w.timer.Reset(AuditFlushInterval)
+		w.timer.Reset(w.every)
 	}
 	w.armed = true
 }
