@@ -74,7 +74,7 @@ type gcTuner struct {
 
 // gcSentinel holds a pointer so it is never packed with other small objects
 // (whose liveness would keep its cleanup from running).
-type gcSentinel struct{ _ *int }
+type gcSentinel struct{ p *int; _ [8]byte }
 
 func (t *gcTuner) arm() {
 	runtime.AddCleanup(&gcSentinel{}, func(t *gcTuner) { t.tick() }, t)
