@@ -68,13 +68,15 @@ type gcTuner struct {
 	live     func() int64 // the heap in use, in bytes; static
 	stopped  atomic.Bool
 
-	mu      sync.Mutex // guards percent
-	percent int
+	mu sync.Mutex // orders the settings of concurrent cleanups
 }
 
 // gcSentinel holds a pointer so it is never packed with other small objects
 // (whose liveness would keep its cleanup from running).
-type gcSentinel struct{ p *int; _ [8]byte }
+type gcSentinel struct {
+	p *int
+	_ [8]byte
+}
 
 func (t *gcTuner) arm() {
 	runtime.AddCleanup(&gcSentinel{}, func(t *gcTuner) { t.tick() }, t)
@@ -97,11 +99,10 @@ func (t *gcTuner) percentFor(live int64) int {
 	return min(t.most, max(gcFloorPercent, int(t.headroom*100/live)))
 }
 
+// set sets p every time, not only when it changed: an earlier setting
+// changed by someone else is then put right at the next collection.
 func (t *gcTuner) set(p int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p != t.percent {
-		t.percent = p
-		debug.SetGCPercent(p)
-	}
+	debug.SetGCPercent(p)
 }

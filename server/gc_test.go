@@ -3,20 +3,31 @@ package server_test
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 )
 
-// gcPercent reads the collector's percentage.
-func gcPercent() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+// gcPercent reads the collector's percentage (without setting it, which
+// would race with the tuner).
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
 
-// collectUntil runs collections until ok holds (the tuner's cleanup runs
-// after the collection that found its object dead), or gives up.
+// collectUntil runs collections until ok holds (the tuner's cleanup runs,
+// on the runtime's cleanup goroutine, after the collection that found its
+// object dead), or gives up after testutil.WaitShort.
 func collectUntil(ok func() bool) bool {
-	for i := 0; i < 200 && !ok(); i++ {
+	deadline := time.Now().Add(testutil.WaitShort)
+	for !ok() && time.Now().Before(deadline) {
 		runtime.GC()
+		runtime.Gosched() // let the cleanup goroutine run
 	}
 	return ok()
 }
