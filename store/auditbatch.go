@@ -199,7 +199,7 @@ func (w *auditWriter) onTimer() {
 // further ones to a new goroutine, so it can get on with its call. That
 // batch leaves out the completions whose timer is still due (unless a
 // barrier waits for them): a lone call's begin then commits its own row
-// only, not also the three statements of the last call's completion, which
+// only, not also the two statements of the last call's completion, which
 // the timer writes off the calls' path, together with the completions of
 // the calls that follow within the interval.
 func (w *auditWriter) write(handOff bool) {

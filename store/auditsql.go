@@ -26,9 +26,8 @@ func (r *auditRow) values(into []any) []any {
 const (
 	sqlInsertRunning = iota // INSERT INTO audit_running … n rows
 	sqlInsertLog            // INSERT INTO audit_log … n rows (calls refused before they began)
-	sqlSelectRunning        // SELECT id FROM audit_running WHERE id IN (n ids)
+	sqlTakeRunning          // DELETE FROM audit_running WHERE id IN (n ids) RETURNING id
 	sqlMoveLog              // INSERT INTO audit_log … n rows, ON CONFLICT DO NOTHING
-	sqlDeleteRunning        // DELETE FROM audit_running WHERE id IN (n ids)
 	sqlKinds
 )
 
@@ -102,14 +101,10 @@ func (s *auditStmts) text(kind, n int) string {
 		if kind == sqlMoveLog {
 			b.WriteString(" ON CONFLICT DO NOTHING")
 		}
-	case sqlSelectRunning:
-		b.WriteString("SELECT id FROM audit_running WHERE id IN (")
-		list(n)
-		b.WriteByte(')')
-	case sqlDeleteRunning:
+	case sqlTakeRunning:
 		b.WriteString("DELETE FROM audit_running WHERE id IN (")
 		list(n)
-		b.WriteByte(')')
+		b.WriteString(") RETURNING id")
 	}
 	return b.String()
 }
@@ -172,7 +167,13 @@ func (s *auditStmts) insert(tx *sql.Tx, kind int, rows []*auditRow) error {
 }
 
 // moveEnded moves the rows of ended calls still in audit_running into
-// audit_log, in three statements.
+// audit_log, in two statements: it takes them out of audit_running, and
+// inserts those it took. Taking first makes the first statement of a batch
+// of completions a write: on SQLite a transaction that read first (the
+// select of an earlier version) and then writes fails at once with
+// SQLITE_BUSY_SNAPSHOT when another connection (another instance on the
+// same file) wrote in between, where a first write waits its busy timeout.
+// Inside the transaction the order does not matter to a crash.
 func (s *auditStmts) moveEnded(tx *sql.Tx, ended []*auditRow) error {
 	if len(ended) == 0 {
 		return nil
@@ -181,7 +182,7 @@ func (s *auditStmts) moveEnded(tx *sql.Tx, ended []*auditRow) error {
 	for i, r := range ended {
 		ids[i] = r.ID
 	}
-	rs, err := s.query(tx, sqlSelectRunning, len(ids), ids)
+	rs, err := s.query(tx, sqlTakeRunning, len(ids), ids)
 	if err != nil {
 		return err
 	}
@@ -205,14 +206,9 @@ func (s *auditStmts) moveEnded(tx *sql.Tx, ended []*auditRow) error {
 		rows = slices.DeleteFunc(slices.Clone(ended), func(r *auditRow) bool { return !keep[string(r.ID)] })
 	}
 	args := make([]any, 0, len(rows)*auditColumnCount)
-	still := make([]any, 0, len(rows))
 	for _, r := range rows {
 		args = r.values(args)
-		still = append(still, r.ID)
 	}
-	if _, err := s.exec(tx, sqlMoveLog, len(rows), args); err != nil {
-		return err
-	}
-	_, err = s.exec(tx, sqlDeleteRunning, len(still), still)
+	_, err = s.exec(tx, sqlMoveLog, len(rows), args)
 	return err
 }
