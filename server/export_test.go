@@ -43,3 +43,6 @@ func (s *Server) UserIDForTest(t testing.TB, email string) string {
 
 // BrowserLabel is browserLabel, for its table test.
 var BrowserLabel = browserLabel
+
+// TuneGCWith is TuneGC reading the heap in use from live.
+var TuneGCWith = tuneGC

@@ -82,11 +82,15 @@ func echoClient(b *testing.B, url string) (roundTrip func() time.Duration) {
 }
 
 // shippedGC sets the collector as `tabbridge serve` does by default, unless
-// GOGC or GOMEMLIMIT is set (to compare settings), for the benchmark's life.
+// GOGC or GOMEMLIMIT is set (to compare settings; TABBRIDGE_GC_HEADROOM=off
+// for a fixed percentage), for the benchmark's life.
 func shippedGC(b *testing.B) {
 	if os.Getenv("GOGC") == "" {
 		prev := debug.SetGCPercent(server.DefaultGCPercent)
 		b.Cleanup(func() { debug.SetGCPercent(prev) })
+		if os.Getenv("TABBRIDGE_GC_HEADROOM") != "off" {
+			b.Cleanup(server.TuneGC(server.DefaultGCPercent, server.DefaultGCHeadroom))
+		}
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		prev := debug.SetMemoryLimit(server.DefaultMemoryLimit)

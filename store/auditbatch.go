@@ -2,13 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // AuditFlushInterval is how long a completed call's row may wait before it
@@ -29,8 +27,9 @@ const auditBatchMax = 128
 // an idle writer commits that batch itself (so a lone call pays no hand-off),
 // and a goroutine takes over only while rows keep coming.
 type auditWriter struct {
-	db    *gorm.DB // the store's pool, without prepared statements; static
-	store *DB      // whose names the rows use (rowOf); static
+	db    *sql.DB     // the store's pool; static
+	stmts *auditStmts // the writer's statements; static
+	store *DB         // whose names the rows use (rowOf); static
 
 	mu sync.Mutex // guards the fields below
 	// queue holds the rows waiting for the next transaction, in order.
@@ -38,8 +37,13 @@ type auditWriter struct {
 	// writing is true while one goroutine owns the commits; it takes
 	// every queued row before it lets go.
 	writing bool
-	// timer is armed while completions wait with nobody writing.
-	timer  *time.Timer
+	// timer writes the completions waiting; armed is set while it is
+	// due to fire.
+	timer *time.Timer
+	armed bool
+	// every is how long a completion may wait (AuditFlushInterval; tests
+	// set it longer).
+	every  time.Duration
 	closed bool
 	// hold, when set (tests), runs inside each transaction before its
 	// rows are written; queued, when set (tests), is told the queue's
@@ -53,6 +57,7 @@ type auditWriter struct {
 type auditItem struct {
 	entry  *AuditEntry
 	update bool // complete a begun row (else insert)
+	now    bool // a caller waits for it (a begin, a barrier)
 	done   func(error)
 	// row is entry's stored row, made by the writer before it opens the
 	// transaction (rowOf may add names); nil for a barrier or a row that
@@ -60,22 +65,12 @@ type auditItem struct {
 	row *auditRow
 }
 
-// newAuditWriter writes through conn, the store's own connection pool, but
-// without gorm's prepared-statement cache: a statement cached while one
-// goroutine prepares it outside a transaction makes a transaction that
-// meets it wait for that preparation, which on SQLite's single connection
-// waits for the transaction — a deadlock; and a statement prepared inside a
-// transaction is closed with it. (PostgreSQL's driver caches statements per
-// connection by itself.)
-func newAuditWriter(db *DB, conn gorm.Dialector, cfg *gorm.Config) error {
-	c := *cfg
-	c.PrepareStmt = false
-	g, err := gorm.Open(conn, &c)
-	if err != nil {
-		return fmt.Errorf("open audit writer: %w", err)
-	}
-	db.audit = &auditWriter{db: g, store: db}
-	return nil
+// newAuditWriter writes through sqlDB, the store's own connection pool, in
+// SQL of its own rather than through gorm, whose building of each statement
+// was a sixth of what a lone call allocated and about a tenth of its CPU on
+// SQLite (docs/BENCHMARKS.md, "Call path at the floor").
+func newAuditWriter(db *DB, sqlDB *sql.DB) {
+	db.audit = &auditWriter{db: sqlDB, stmts: newAuditStmts(db.Postgres), store: db, every: AuditFlushInterval}
 }
 
 // begin queues e's insert into audit_running and returns once it is
@@ -136,6 +131,7 @@ func (w *auditWriter) close() {
 	w.mu.Lock()
 	if w.timer != nil {
 		w.timer.Stop()
+		w.armed = false
 	}
 	w.mu.Unlock()
 }
@@ -156,6 +152,7 @@ func (w *auditWriter) enqueue(it *auditItem, now bool) bool {
 // when now is set (a caller waits), else after AuditFlushInterval. It is
 // called with mu held and releases it.
 func (w *auditWriter) pushLocked(it *auditItem, now bool) {
+	it.now = now
 	w.queue = append(w.queue, it)
 	if w.queued != nil {
 		w.queued(len(w.queue))
@@ -168,17 +165,26 @@ func (w *auditWriter) pushLocked(it *auditItem, now bool) {
 		w.mu.Unlock()
 		w.write(true)
 	default:
-		if w.timer == nil {
-			w.timer = time.AfterFunc(AuditFlushInterval, w.onTimer)
-		} else if len(w.queue) == 1 {
-			w.timer.Reset(AuditFlushInterval)
-		}
+		w.armLocked()
 		w.mu.Unlock()
 	}
 }
 
+// armLocked makes sure the timer will write what is queued, no later than
+// AuditFlushInterval from now.
+func (w *auditWriter) armLocked() {
+	switch {
+	case w.timer == nil:
+		w.timer = time.AfterFunc(w.every, w.onTimer)
+	case !w.armed:
+		w.timer.Reset(w.every)
+	}
+	w.armed = true
+}
+
 func (w *auditWriter) onTimer() {
 	w.mu.Lock()
+	w.armed = false // a writer at work sees it and writes what is left
 	if w.writing || len(w.queue) == 0 {
 		w.mu.Unlock()
 		return
@@ -190,31 +196,28 @@ func (w *auditWriter) onTimer() {
 
 // write commits batches while rows are queued. A caller that started it
 // (handOff) commits one batch — its own row is in it — and leaves any
-// further ones to a new goroutine, so it can get on with its call.
+// further ones to a new goroutine, so it can get on with its call. That
+// batch leaves out the completions whose timer is still due (unless a
+// barrier waits for them): a lone call's begin then commits its own row
+// only, not also the two statements of the last call's completion, which
+// the timer writes off the calls' path, together with the completions of
+// the calls that follow within the interval.
 func (w *auditWriter) write(handOff bool) {
 	for {
 		w.mu.Lock()
-		n := min(len(w.queue), auditBatchMax)
-		if n == 0 {
+		batch := w.takeLocked(handOff && w.armed)
+		if len(batch) == 0 {
 			w.writing = false
 			w.mu.Unlock()
 			return
-		}
-		batch := w.queue[:n:n]
-		w.queue = w.queue[n:]
-		if len(w.queue) == 0 {
-			w.queue = nil
-			if w.timer != nil {
-				w.timer.Stop()
-			}
 		}
 		hold := w.hold
 		w.mu.Unlock()
 		w.commit(batch, hold)
 		if handOff {
 			w.mu.Lock()
-			if len(w.queue) == 0 {
-				w.writing = false
+			if len(w.queue) == 0 || (w.armed && !slices.ContainsFunc(w.queue, func(it *auditItem) bool { return it.now })) {
+				w.writing = false // the timer writes what is left
 				w.mu.Unlock()
 				return
 			}
@@ -223,6 +226,39 @@ func (w *auditWriter) write(handOff bool) {
 			return
 		}
 	}
+}
+
+// takeLocked takes the next batch from the queue: up to auditBatchMax rows
+// in order, or with urgentOnly only those a caller waits for (all of them if
+// a barrier is queued, which waits for everything before it).
+func (w *auditWriter) takeLocked(urgentOnly bool) []*auditItem {
+	if urgentOnly && slices.ContainsFunc(w.queue, func(it *auditItem) bool { return it.entry == nil }) {
+		urgentOnly = false
+	}
+	var batch []*auditItem
+	if urgentOnly {
+		rest := w.queue[:0:0]
+		for _, it := range w.queue {
+			if it.now && len(batch) < auditBatchMax {
+				batch = append(batch, it)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		w.queue = rest
+	} else {
+		n := min(len(w.queue), auditBatchMax)
+		batch = w.queue[:n:n]
+		w.queue = w.queue[n:]
+	}
+	if len(w.queue) == 0 {
+		w.queue = nil
+		if w.timer != nil {
+			w.timer.Stop()
+			w.armed = false
+		}
+	}
+	return batch
 }
 
 // commit writes batch in one transaction. The rows' names are interned
@@ -243,19 +279,38 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 		}
 		ready = append(ready, it)
 	}
-	err := w.db.Transaction(func(tx *gorm.DB) error {
+	err := w.inTx(func(tx *sql.Tx) error {
 		if hold != nil {
 			hold()
 		}
-		return writeRows(tx, ready, w.store.instanceID())
+		return w.stmts.write(tx, ready, w.store.instanceID())
 	})
 	for _, it := range ready {
 		if err != nil && it.entry != nil {
-			it.done(writeRows(w.db, []*auditItem{it}, w.store.instanceID()))
+			it.done(w.writeAlone(context.Background(), it))
 			continue
 		}
 		it.done(nil)
 	}
+}
+
+// inTx runs write in one transaction, committed if it returns nil.
+func (w *auditWriter) inTx(write func(*sql.Tx) error) error {
+	tx, err := w.db.Begin()
+	if err != nil {
+		return err
+	}
+	if err := write(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// writeAlone writes one made row in a transaction of its own.
+func (w *auditWriter) writeAlone(ctx context.Context, it *auditItem) error {
+	items := []*auditItem{it}
+	return w.inTx(func(tx *sql.Tx) error { return w.stmts.write(tx, items, w.store.instanceID()) })
 }
 
 // makeRow gives it its stored row, adding the names it is the first to use.
@@ -276,85 +331,5 @@ func (w *auditWriter) writeNow(ctx context.Context, it *auditItem) error {
 	if err := w.makeRow(ctx, it); err != nil {
 		return err
 	}
-	return writeRows(w.db.WithContext(ctx), []*auditItem{it}, w.store.instanceID())
-}
-
-// writeRows writes the rows of items (made by makeRow) in a few statements
-// however many there are: the begun calls in one insert into audit_running,
-// the calls refused before they began in one insert into audit_log, and
-// the completions as one move from audit_running to audit_log of those
-// still running there (a row InterruptRunning ended is left as it is). The
-// move inserts before it deletes, so that outside a transaction a crash in
-// between leaves the call recorded (InterruptRunning drops the running
-// copy).
-func writeRows(tx *gorm.DB, items []*auditItem, instance string) error {
-	var running, refused, ended []*auditRow
-	for _, it := range items {
-		switch {
-		case it.row == nil:
-		case it.update:
-			ended = append(ended, it.row)
-		case it.entry.Outcome == OutcomeRunning:
-			running = append(running, it.row)
-		default:
-			refused = append(refused, it.row)
-		}
-	}
-	if len(running) > 0 {
-		if err := tx.Table("audit_running").Create(running).Error; err != nil {
-			return fmt.Errorf("append audit: %w", err)
-		}
-		if err := markInstance(tx, running, instance); err != nil {
-			return fmt.Errorf("append audit: %w", err)
-		}
-	}
-	if len(refused) > 0 {
-		if err := tx.Table("audit_log").Create(refused).Error; err != nil {
-			return fmt.Errorf("append audit: %w", err)
-		}
-	}
-	if len(ended) > 0 {
-		if err := moveEnded(tx, ended); err != nil {
-			return fmt.Errorf("finish audit: %w", err)
-		}
-	}
-	return nil
-}
-
-// markInstance records which instance runs the calls just begun (the shared
-// row type is audit_log's, which has no such column).
-func markInstance(tx *gorm.DB, running []*auditRow, instance string) error {
-	if instance == "" {
-		return nil
-	}
-	ids := make([][]byte, len(running))
-	for i, r := range running {
-		ids[i] = r.ID
-	}
-	return tx.Exec("UPDATE audit_running SET instance_id = ? WHERE id IN ?", instance, ids).Error
-}
-
-// moveEnded moves the rows of ended calls still in audit_running into
-// audit_log, in three statements.
-func moveEnded(tx *gorm.DB, ended []*auditRow) error {
-	ids := make([][]byte, len(ended))
-	for i, r := range ended {
-		ids[i] = r.ID
-	}
-	var still [][]byte
-	if err := tx.Raw("SELECT id FROM audit_running WHERE id IN ?", ids).Scan(&still).Error; err != nil {
-		return err
-	}
-	if len(still) == 0 {
-		return nil
-	}
-	keep := make(map[string]bool, len(still))
-	for _, id := range still {
-		keep[string(id)] = true
-	}
-	rows := slices.DeleteFunc(slices.Clone(ended), func(r *auditRow) bool { return !keep[string(r.ID)] })
-	if err := tx.Table("audit_log").Clauses(clause.OnConflict{DoNothing: true}).Create(rows).Error; err != nil {
-		return err
-	}
-	return tx.Exec("DELETE FROM audit_running WHERE id IN ?", still).Error
+	return w.writeAlone(ctx, it)
 }

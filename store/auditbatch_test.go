@@ -174,6 +174,36 @@ func TestCompletionsAreWrittenOffTheCallsPath(t *testing.T) {
 	})
 }
 
+// TestALoneBeginLeavesTheLastCompletionToItsTimer: a begin with nothing
+// else waiting commits its own row only; the completion queued before it
+// (its timer still due) is not written in the begin's transaction, but by
+// the timer or the next read of the log.
+func TestALoneBeginLeavesTheLastCompletionToItsTimer(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		db.SetAuditFlushInterval(time.Hour)
+		u, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
+		a := &store.AuditEntry{UserID: u.ID, Tool: "a", Decision: "none"}
+		if err := db.BeginAudit(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		a.Outcome = "ok"
+		db.CompleteAudit(a, nil)
+		if err := db.BeginAudit(ctx, &store.AuditEntry{UserID: u.ID, Tool: "b", Decision: "none"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(t, db, u.ID); got["a"] != store.OutcomeRunning || got["b"] != store.OutcomeRunning {
+			t.Fatalf("rows right after b's begin: %v; want a still running (its completion waits for its timer) and b running", got)
+		}
+		if err := db.FlushAudit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(t, db, u.ID)["a"]; got != "ok" {
+			t.Fatalf("a reads %q after a flush; want ok", got)
+		}
+	})
+}
+
 // TestCleanShutdownLosesNoCompletion: after a burst of concurrent calls and
 // a clean shutdown (Close) every call reads completed on the next start —
 // none running, none interrupted.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -31,6 +32,14 @@ func (db *DB) HoldAudit(hold func()) {
 func (db *DB) OnAuditQueued(queued func(n int)) {
 	db.audit.mu.Lock()
 	db.audit.queued = queued
+	db.audit.mu.Unlock()
+}
+
+// SetAuditFlushInterval sets how long a completion may wait for its
+// commit (AuditFlushInterval); set it before the first completion.
+func (db *DB) SetAuditFlushInterval(d time.Duration) {
+	db.audit.mu.Lock()
+	db.audit.every = d
 	db.audit.mu.Unlock()
 }
 

@@ -123,9 +123,7 @@ func connect(opts Options) (*DB, error) {
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		db := newDB(g, true, opts.DatabaseURL)
-		if err := newAuditWriter(db, postgres.New(postgres.Config{Conn: sqlDB}), cfg); err != nil {
-			return nil, err
-		}
+		newAuditWriter(db, sqlDB)
 		return db, nil
 	}
 	if opts.DatabaseURL != "" {
@@ -163,9 +161,7 @@ func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
 	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
 	sqlDB.SetMaxOpenConns(1)
 	db := newDB(g, false, "")
-	if err := newAuditWriter(db, &sqlite.Dialector{Conn: sqlDB}, cfg); err != nil {
-		return nil, err
-	}
+	newAuditWriter(db, sqlDB)
 	return db, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -262,6 +263,19 @@ func serveMode(t *testing.T, mode string, ln net.Listener) func() {
 		app.Get("/ws/extension", websocket.New(echo, websocket.Config{ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: &sync.Pool{}}))
 		go app.Listener(ln)
 		return func() { app.Shutdown() }
+	}
+	// The collector as `tabbridge serve` ships it, unless GOGC or GOMEMLIMIT
+	// is set to compare others (TABBRIDGE_GC_HEADROOM=off: the percentage
+	// fixed): what it lets the heap grow to between collections is resident
+	// memory too.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(server.DefaultGCPercent)
+		if os.Getenv("TABBRIDGE_GC_HEADROOM") != "off" {
+			server.TuneGC(server.DefaultGCPercent, server.DefaultGCHeadroom) // for the process's life
+		}
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(server.DefaultMemoryLimit)
 	}
 	db, err := store.Open(context.Background(), store.Options{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

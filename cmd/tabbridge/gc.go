@@ -15,6 +15,7 @@ import (
 // The garbage collector's shipped settings; see server.DefaultGCPercent.
 const (
 	defaultGCPercent   = server.DefaultGCPercent
+	defaultGCHeadroom  = server.DefaultGCHeadroom
 	defaultMemoryLimit = server.DefaultMemoryLimit
 )
 
@@ -23,6 +24,10 @@ type gcConfig struct {
 	// percent is passed to debug.SetGCPercent; -1 turns the proportional
 	// trigger off (then only the memory limit starts a collection).
 	percent int
+	// headroom, when above 0 with a percent above 100, makes percent a
+	// most: after each collection the percentage is set so the heap may
+	// grow by headroom bytes, within [100, percent] (server.TuneGC).
+	headroom int64
 	// limit is passed to debug.SetMemoryLimit, in bytes; math.MaxInt64 is none.
 	limit int64
 	// keepPercent, keepLimit leave Go's own setting in place: the operator
@@ -37,9 +42,14 @@ type gcConfig struct {
 func gcFlags(fs *flag.FlagSet, getenv func(string) string, c *gcConfig) func() error {
 	percent := strings.TrimSpace(getenv("TABBRIDGE_GC_PERCENT"))
 	limit := strings.TrimSpace(getenv("TABBRIDGE_MEMORY_LIMIT"))
-	var percentSet, limitSet bool
+	headroom := strings.TrimSpace(getenv("TABBRIDGE_GC_HEADROOM"))
+	var percentSet, limitSet, headroomSet bool
 	fs.Func("gc-percent", fmt.Sprintf("garbage collection target: heap growth in percent between collections, or off (TABBRIDGE_GC_PERCENT; else GOGC; default %d)", defaultGCPercent), func(v string) error {
 		percent, percentSet = v, true
+		return nil
+	})
+	fs.Func("gc-headroom", "most the heap grows by between collections, such as 64MiB, within 100 % and --gc-percent of the heap in use; off keeps --gc-percent fixed (TABBRIDGE_GC_HEADROOM; default 64MiB)", func(v string) error {
+		headroom, headroomSet = v, true
 		return nil
 	})
 	fs.Func("memory-limit", "soft memory limit of the Go runtime, such as 512MiB or 2GiB, or off (TABBRIDGE_MEMORY_LIMIT; else GOMEMLIMIT; default 1GiB)", func(v string) error {
@@ -64,6 +74,19 @@ func gcFlags(fs *flag.FlagSet, getenv func(string) string, c *gcConfig) func() e
 			c.keepPercent = true
 		default:
 			c.percent = defaultGCPercent
+		}
+		switch {
+		case c.keepPercent:
+		case headroom != "":
+			h, err := parseMemoryLimit(headroom)
+			if err != nil {
+				return fmt.Errorf("%s%q: %w", name(headroomSet, "gc-headroom", "TABBRIDGE_GC_HEADROOM"), headroom, err)
+			}
+			if h != math.MaxInt64 {
+				c.headroom = h
+			}
+		default:
+			c.headroom = defaultGCHeadroom
 		}
 		switch {
 		case limit != "":
@@ -117,14 +140,21 @@ func parseMemoryLimit(v string) (int64, error) {
 	return n << shift, nil
 }
 
-// apply sets the collector; what Go's own variables set is left alone.
-func (c gcConfig) apply() {
-	if !c.keepPercent {
+// apply sets the collector; what Go's own variables set is left alone. The
+// returned stop ends the tuning of the percentage (--gc-headroom).
+func (c gcConfig) apply() (stop func()) {
+	stop = func() {}
+	switch {
+	case c.keepPercent:
+	case c.percent > 100 && c.headroom > 0:
+		stop = server.TuneGC(c.percent, c.headroom)
+	default:
 		debug.SetGCPercent(c.percent)
 	}
 	if !c.keepLimit {
 		debug.SetMemoryLimit(c.limit)
 	}
+	return stop
 }
 
 // String says how the collector is set, for the start-up log.
@@ -142,5 +172,9 @@ func (c gcConfig) String() string {
 			limit = strconv.FormatInt(c.limit>>20, 10) + "MiB"
 		}
 	}
-	return "gc-percent=" + percent + " memory-limit=" + limit
+	headroom := "off"
+	if c.headroom > 0 && c.percent > 100 && !c.keepPercent {
+		headroom = strconv.FormatInt(c.headroom>>20, 10) + "MiB"
+	}
+	return "gc-percent=" + percent + " gc-headroom=" + headroom + " memory-limit=" + limit
 }

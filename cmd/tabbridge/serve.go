@@ -273,7 +273,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	cfg.gc.apply()
+	defer cfg.gc.apply()()
 	key, err := cfg.signingKey()
 	if err != nil {
 		return err
