@@ -219,8 +219,11 @@ func TestViewerForwardedToTheDaemonsInstance(t *testing.T) {
 // replaced by a redraw, while a fast viewer on the same forward gets every
 // byte; both end on the daemon's exact screen.
 func TestForwardedViewerBackpressure(t *testing.T) {
-	r := newForwardRig(t, func(o *server.Options) { o.Relay.ViewerQueue, o.Relay.ViewerLag = 2<<20, time.Minute })
-	id := r.start(120, 40, "burst", "3000000")
+	// The fast viewer feeds its own emulator behind one more hop than on one
+	// instance, so its queue gets 4 MiB of room (a loaded machine had it lag
+	// past 2 MiB); the slow one stops reading and overflows it with 6 MB.
+	r := newForwardRig(t, func(o *server.Options) { o.Relay.ViewerQueue, o.Relay.ViewerLag = 4<<20, time.Minute })
+	id := r.start(120, 40, "burst", "6000000")
 	slow := r.viewerOnB(id, false, true)
 	fast := r.viewerOnB(id, true, false)
 	r.waitDaemon(id, "BURST READY")
