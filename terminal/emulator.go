@@ -77,7 +77,7 @@ type Emulator struct {
 // NewEmulator starts an emulator of cols×rows with about HistoryLines of
 // scrollback. Close it to end its goroutines.
 func NewEmulator(cols, rows int) *Emulator {
-	t := newTerm(max(cols, 1), max(rows, 1))
+	t := newTerm(max(cols, minCols), max(rows, 1))
 	e := &Emulator{
 		work:     make(chan func(*term)),
 		quit:     make(chan struct{}),

@@ -96,7 +96,7 @@ func (t *term) paintScreen(b *bytes.Buffer, buf *buffer) {
 // placed by column (CHA), which also keeps a zero-width character from
 // joining the one before it.
 func (t *term) writeLine(b *bytes.Buffer, l *line) {
-	end := len(l.cells)
+	end := min(len(l.cells), t.cols) // an alternate-screen line keeps cells past a narrower screen
 	for end > 0 && l.cells[end-1] == (cell{width: 1}) {
 		end--
 	}
@@ -192,9 +192,10 @@ func writeCUP(b *bytes.Buffer, y, x int) {
 // writeTabs restores tab stops that differ from every-8-columns.
 func (t *term) writeTabs(b *bytes.Buffer) {
 	buf := t.buf
+	tabs := buf.tabs[:min(len(buf.tabs), t.cols)]
 	same := true
-	for x := range buf.tabs {
-		if buf.tabs[x] != (x > 0 && x%8 == 0) {
+	for x := range tabs {
+		if tabs[x] != (x > 0 && x%8 == 0) {
 			same = false
 			break
 		}
@@ -203,7 +204,7 @@ func (t *term) writeTabs(b *bytes.Buffer) {
 		return
 	}
 	b.WriteString("\x1b[3g")
-	for x, set := range buf.tabs {
+	for x, set := range tabs {
 		if set {
 			writeCUP(b, 0, x)
 			b.WriteString("\x1bH")

@@ -38,7 +38,7 @@ type observed struct {
 func rowString(t *term, b *buffer, y int) string {
 	var s strings.Builder
 	l := b.row(y)
-	for x, c := range l.cells {
+	for x, c := range l.cells[:min(len(l.cells), t.cols)] { // an alternate line may be longer than the screen
 		p := t.styles.pens[c.style]
 		p.link = 0
 		text := l.text(x)

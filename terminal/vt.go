@@ -211,15 +211,11 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 		b.row(b.y).deleteCells(b.x, x.or1(0), t.eraseCell())
 	case 'S':
 		for range x.or1(0) {
-			l := b.rotate(b.top, b.bottom, true)
-			l.fill(t.eraseCell())
-			l.wrapped = false
+			b.rotate(b.top, b.bottom, true).reset(b.cols, t.eraseCell())
 		}
 	case 'T':
 		for range x.or1(0) {
-			l := b.rotate(b.top, b.bottom, false)
-			l.fill(cell{width: 1})
-			l.wrapped = false
+			b.rotate(b.top, b.bottom, false).reset(b.cols, cell{width: 1})
 		}
 	case 'X':
 		t.restrictCursor(t.cols - 1)
@@ -237,7 +233,7 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 	case 'g':
 		switch x.get(0) {
 		case 0:
-			if b.x < t.cols {
+			if b.x < len(b.tabs) {
 				b.tabs[b.x] = false
 			}
 		case 3:
@@ -504,9 +500,7 @@ func (t *term) insertLines(n int, insert bool) {
 		return
 	}
 	for range n {
-		l := b.rotate(b.y, b.bottom, !insert)
-		l.fill(t.eraseCell())
-		l.wrapped = false
+		b.rotate(b.y, b.bottom, !insert).reset(b.cols, t.eraseCell())
 	}
 	b.x = 0
 }
