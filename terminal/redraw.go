@@ -116,7 +116,6 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 			p := t.styles.pens[c.style]
 			writeSGRDiff(b, cur, p, t.links)
 			cur, curID = p, c.style
-			reposition = false
 		}
 		if reposition || c.width == 0 {
 			// after a character of another width, or before one that
@@ -124,6 +123,11 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
 		}
 		switch {
+		case c.width == 2 && cutWide(l, x, t.cols):
+			// a wide character a resize cut (and a wider one left without
+			// its second half): no sequence writes one, so it is redrawn as
+			// a blank of its style
+			b.WriteByte(' ')
 		case c.comb:
 			b.WriteString(l.comb[x])
 		case c.r == 0:
@@ -133,6 +137,13 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 		}
 		reposition = c.width != 1 || c.r >= 0x80
 	}
+}
+
+// cutWide reports whether the wide character at x has lost its second
+// half: a resize cut it at the margin (it stays there, or stands before an
+// empty cell once the screen widens again).
+func cutWide(l *line, x, cols int) bool {
+	return x+1 >= min(len(l.cells), cols) || l.cells[x+1].width != 0
 }
 
 // writeSaved sets buf's saved cursor: position, pen and charset, saved
@@ -175,6 +186,8 @@ func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin, ascii
 	}
 	c := l.cells[last]
 	switch {
+	case c.width == 2 && cutWide(l, last, t.cols): // as in writeLine
+		b.WriteByte(' ')
 	case c.comb:
 		b.WriteString(l.comb[last])
 	case c.r == 0:

@@ -241,7 +241,7 @@ func newLineLengths(group []*line, oldCols, cols int) []int {
 			srcLine++
 		}
 		n := cols
-		if group[srcLine].widthAt(srcCol-1) == 2 {
+		if srcLine < len(group) && group[srcLine].widthAt(srcCol-1) == 2 {
 			srcCol--
 			n--
 		}

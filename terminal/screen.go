@@ -226,13 +226,25 @@ func (l *line) trimmedLength() int {
 // order, read as it is then (so a copy within a line can read what it has
 // just written, as xterm.js does).
 func (l *line) copyCells(src *line, srcCol, destCol, n int, reverse bool) {
+	one := func(i int) {
+		// out of range, a typed array reads zeros (an empty zero-width
+		// cell) and drops writes: a wide character cut at the end of a
+		// line counts a cell past it
+		if d := destCol + i; d >= 0 && d < len(l.cells) {
+			var c cell
+			if s := srcCol + i; s >= 0 && s < len(src.cells) {
+				c = src.cells[s]
+			}
+			l.cells[d] = c
+		}
+	}
 	if reverse {
 		for i := n - 1; i >= 0; i-- {
-			l.cells[destCol+i] = src.cells[srcCol+i]
+			one(i)
 		}
 	} else {
 		for i := 0; i < n; i++ {
-			l.cells[destCol+i] = src.cells[srcCol+i]
+			one(i)
 		}
 	}
 	if len(src.comb) == 0 {
@@ -315,7 +327,7 @@ func newBuffer(cols, rows, scrollback int) *buffer {
 
 // clear is xterm.js's Buffer.clear: no lines, cursor home, full region.
 func (b *buffer) clear() {
-	b.ring, b.start, b.n = nil, 0, 0
+	b.ring, b.start, b.n, b.max = nil, 0, 0, b.rows+b.scrollback
 	b.x, b.y, b.top, b.bottom = 0, 0, 0, b.rows-1
 	b.setupTabs()
 }

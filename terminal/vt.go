@@ -450,8 +450,10 @@ func (t *term) eraseInDisplay(p int) {
 		}
 	case 1:
 		t.eraseInRow(b.y, 0, b.x+1, true)
-		if b.x+1 >= t.cols && b.y+1 < t.rows {
-			b.row(b.y + 1).wrapped = false
+		if b.x+1 >= t.cols && b.y+1 < b.n {
+			// xterm.js unwraps line y+1 counted from the oldest line, not
+			// the screen row below (InputHandler.eraseInDisplay): the same
+			b.at(b.y + 1).wrapped = false
 		}
 		for y := b.y - 1; y >= 0; y-- {
 			t.resetRow(y)
