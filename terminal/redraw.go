@@ -146,9 +146,20 @@ func cutWide(l *line, x, cols int) bool {
 	return x+1 >= min(len(l.cells), cols) || l.cells[x+1].width != 0
 }
 
+// savedAbove reports whether the normal buffer's saved cursor is on a
+// history line: history() saves it there, and the redraw leaves it.
+func (t *term) savedAbove() bool {
+	n := t.normal
+	return n.savedY < n.ybase() && n.savedY >= 0
+}
+
 // writeSaved sets buf's saved cursor: position, pen and charset, saved
-// with DECSC.
+// with DECSC; the normal buffer's only when it is on the screen (history()
+// saves one above it).
 func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
+	if buf == t.normal && t.savedAbove() {
+		return
+	}
 	y := buf.savedY - buf.ybase()
 	y = min(max(y, 0), t.rows-1)
 	t.writeCursor(b, buf, buf.savedX, y, false, true)
@@ -380,7 +391,23 @@ func colorSGR(base int, c color) string {
 // ended by CRLF.
 func (t *term) history() []byte {
 	var b bytes.Buffer
-	for _, l := range t.historyLines() {
+	n := t.normal
+	for i, l := range t.historyLines() {
+		if i == n.savedY && t.savedAbove() {
+			// the saved cursor scrolled off the top: save it on its own
+			// line as the history passes it (DECRC clamps it to row 0,
+			// but ED 3 or a taller screen brings the line back)
+			b.WriteString("\x1b[" + strconv.Itoa(min(n.savedX, t.cols-1)+1) + "G\x1b[0m")
+			writeSGR(&b, n.savedPen, nil)
+			if n.savedX >= t.cols {
+				b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
+			}
+			cs := n.savedCS
+			if cs == 0 {
+				cs = 'B'
+			}
+			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m\x1b[2K\r")
+		}
 		t.writeLine(&b, l)
 		b.WriteString("\x1b[0m\x1b]8;;\x07\r\n")
 	}

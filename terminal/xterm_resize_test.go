@@ -399,3 +399,27 @@ func TestResizeMatchesXtermGenerated(t *testing.T) {
 		t.Errorf("%d of %d generated streams with resizes differ from xterm.js", failed, n)
 	}
 }
+
+// TestSavedCursorAboveScreenMatchesXterm checks a saved cursor that
+// scrolled into history: after ED 3 (history dropped) a DECRC finds its line
+// again, in xterm.js fed the program's bytes and in xterm.js fed our attach
+// payload alike (the payload saves it as its history passes the line).
+func TestSavedCursorAboveScreenMatchesXterm(t *testing.T) {
+	const then = "\x1b[3J\x1b8Z"
+	var cases []xtermCase
+	streams := []string{
+		"a\r\nb\x1b[5G\x1b[31m\x1b7\x1b[0m\r\n" + strings.Repeat("line\r\n", 12),
+		"\x1b(0\x1b[1;33m" + strings.Repeat("x", 20) + "\x1b7\x1b(B\x1b[0m" + strings.Repeat("\r\nmore", 9),
+		strings.Repeat("top\r\n", 3) + "\x1b[10G\x1b7" + strings.Repeat("\r\n", 30) + "end",
+	}
+	for _, s := range streams {
+		cases = append(cases, xtermCase{Cols: 20, Rows: 6, Streams: [][]byte{
+			[]byte(s + then), append(attachPayload(t, 20, 6, []byte(s)), then...),
+		}})
+	}
+	for i, d := range runXterm(t, cases) {
+		if diff := diffStates(d[0].Before, d[1].Before); len(diff) > 0 {
+			t.Errorf("stream %d: after ED 3 and DECRC the attached terminal differs:\n%s", i, strings.Join(diff, "\n"))
+		}
+	}
+}
