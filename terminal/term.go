@@ -131,16 +131,18 @@ func (t *term) write(p []byte) {
 			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
 				j++
 			}
+			t.stream.u8len = 0 // a character cut short by ASCII vanishes (streamState.feed)
 			t.printASCII(p[i:j])
 			i = j
 			continue
 		}
 		if (b == '\n' || b == '\r') && t.stream.p.State() == parser.GroundState {
+			t.stream.u8len = 0
 			t.execute(b)
 			i++
 			continue
 		}
-		t.stream.advance(b)
+		t.stream.feed(b, nil)
 		i++
 	}
 }

@@ -43,6 +43,8 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		"partial region":  "1\r\n2\r\n3\r\n4\r\n5\r\n6\x1b[2;4r\x1b[4;1H\n\n\nx",
 		"bold faint":      "\x1b[01m00000000000\x1b7\x1b[0m\x1b[2m",
 		"c1 then emoji":   "0\x8d🏽0",
+		"broken utf-8":    "\xe6\x1b[31m~W\x1b[m\xa5 ok \xf0\x9f\x98 x \xed\xa0\x80 y \xef\xbb\xbf z \xc0\xaf \xff\xbf!",
+		"lone c1 st":      "\x1b]2;title\x9cmore\x07after",
 	} {
 		add(name, 20, 6, []byte(s))
 	}

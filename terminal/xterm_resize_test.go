@@ -1,8 +1,12 @@
 package terminal
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -421,5 +425,52 @@ func TestSavedCursorAboveScreenMatchesXterm(t *testing.T) {
 		if diff := diffStates(d[0].Before, d[1].Before); len(diff) > 0 {
 			t.Errorf("stream %d: after ED 3 and DECRC the attached terminal differs:\n%s", i, strings.Join(diff, "\n"))
 		}
+	}
+}
+
+// recordedResize is one file of testdata/xterm/resize: a real program's
+// output between resizes, and the resizes (TestRecordXtermResizeCorpus).
+type recordedResize struct {
+	Cols  int        `json:"cols"`
+	Rows  int        `json:"rows"`
+	Steps []wireStep `json:"steps"`
+}
+
+// TestResizeMatchesXtermRecorded compares the recorded programs that were
+// resized (a shell printing long lines, ls, vim) with xterm.js after every
+// step.
+func TestResizeMatchesXtermRecorded(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "xterm", "resize", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no recorded resize corpus in testdata/xterm/resize")
+	}
+	var names []string
+	var cols, rows []int
+	var streams [][]xtermStep
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r recordedResize
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		var steps []xtermStep
+		for _, s := range r.Steps {
+			if s.R != nil {
+				steps = append(steps, xtermStep{Cols: s.R[0], Rows: s.R[1]})
+				continue
+			}
+			data, err := base64.StdEncoding.DecodeString(s.W)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			steps = append(steps, xtermStep{Data: data})
+		}
+		names, cols, rows, streams = append(names, filepath.Base(f)), append(cols, r.Cols), append(rows, r.Rows), append(streams, steps)
+	}
+	if failed := compareSteppedWithXterm(t, names, cols, rows, streams); failed > 0 {
+		t.Errorf("%d of %d recorded streams with resizes differ from xterm.js", failed, len(streams))
 	}
 }
