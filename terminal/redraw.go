@@ -26,6 +26,9 @@ func (t *term) redraw() []byte {
 		t.writeCursor(&b, t.normal, t.normal.x, t.normal.y, false, true)
 		b.WriteString("\x1b[0m\x1b(B\x0f\x1b[?47h")
 	}
+	if !t.altActive() {
+		t.writeInactiveAltSaved(&b)
+	}
 	t.paintScreen(&b, t.buf)
 	t.writeTabs(&b)
 	t.writeSaved(&b, t.buf)
@@ -46,6 +49,15 @@ func (t *term) redraw() []byte {
 		// one: do the same, then put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
 		b.WriteString("\x1b8")
+		t.placeCursor(&b, buf, false)
+		b.WriteString("\x1b[0m")
+		writeSGR(&b, t.pen, t.links)
+	} else if t.cs != t.charsets[t.gl] && !t.altActive() && t.cs == t.alt.savedCS {
+		// A DECRC on the alternate screen left its saved set in use after
+		// the program left it: DECRC there (its saved cursor is written
+		// above), leave, and put the cursor and pen back.
+		t.writeCharsets(&b, t.charsets[t.gl])
+		b.WriteString("\x1b[?47h\x1b8\x1b[?47l")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
 		writeSGR(&b, t.pen, t.links)
@@ -170,6 +182,30 @@ func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
 	if temp {
 		t.writeCharsets(b, t.charsets[t.gl])
 	}
+}
+
+// writeInactiveAltSaved sets the saved cursor of the alternate buffer
+// while the normal one is shown (xterm.js keeps it when the program leaves
+// the alternate screen, and a DECRC after entering again finds it): enter,
+// save, leave — the alternate screen is empty and cleared again on leaving.
+func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
+	a := t.alt
+	if a.savedX == 0 && a.savedY == 0 && a.savedPen == (pen{}) && a.savedCS == 0 {
+		return
+	}
+	b.WriteString("\x1b[?47h")
+	writeCUP(b, min(max(a.savedY, 0), t.rows-1), min(a.savedX, t.cols-1))
+	b.WriteString("\x1b[0m")
+	writeSGR(b, a.savedPen, nil)
+	if a.savedX >= t.cols {
+		b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
+	}
+	temp := t.writeCharsets(b, a.savedCS)
+	b.WriteString("\x1b7")
+	if temp {
+		t.writeCharsets(b, t.charsets[t.gl])
+	}
+	b.WriteString("\x1b[0m\x1b[?47l")
 }
 
 // writeCursor moves to (x, y); x == cols, a pending wrap, is reached by

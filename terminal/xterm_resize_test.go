@@ -407,14 +407,19 @@ func TestResizeMatchesXtermGenerated(t *testing.T) {
 // TestSavedCursorAboveScreenMatchesXterm checks a saved cursor that
 // scrolled into history: after ED 3 (history dropped) a DECRC finds its line
 // again, in xterm.js fed the program's bytes and in xterm.js fed our attach
-// payload alike (the payload saves it as its history passes the line).
+// payload alike (the payload saves it as its history passes the line); and
+// the alternate screen's saved cursor, which a DECRC finds after entering
+// it again.
 func TestSavedCursorAboveScreenMatchesXterm(t *testing.T) {
-	const then = "\x1b[3J\x1b8Z"
+	const then = "\x1b[3J\x1b8Z\x1b[?47h\x1b8Y"
 	var cases []xtermCase
 	streams := []string{
 		"a\r\nb\x1b[5G\x1b[31m\x1b7\x1b[0m\r\n" + strings.Repeat("line\r\n", 12),
 		"\x1b(0\x1b[1;33m" + strings.Repeat("x", 20) + "\x1b7\x1b(B\x1b[0m" + strings.Repeat("\r\nmore", 9),
 		strings.Repeat("top\r\n", 3) + "\x1b[10G\x1b7" + strings.Repeat("\r\n", 30) + "end",
+		// and the alternate screen's, kept after leaving it
+		"\x1b[?47h\x1b[3;7H\x1b[32m\x1b7\x1b[0m\x1b[?47lmain" + strings.Repeat("\r\n", 9),
+		"\x1b[?1049h\x1b[2;20Hxyz\x1b[1;20Hw\x1b7\x1b[?1049l",
 	}
 	for _, s := range streams {
 		cases = append(cases, xtermCase{Cols: 20, Rows: 6, Streams: [][]byte{
