@@ -142,7 +142,12 @@ func (t *term) write(p []byte) {
 			i++
 			continue
 		}
-		t.stream.feed(b, nil)
+		if b < 0x80 { // escape sequences: no character can be pending past one
+			t.stream.u8len = 0
+			t.stream.advance(b)
+		} else {
+			t.stream.feed(b, nil)
+		}
 		i++
 	}
 }
