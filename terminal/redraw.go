@@ -118,9 +118,15 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 	for x := 0; x < end; x++ {
 		c := l.cells[x]
 		if c.width == 0 && c.r == 0 && !c.comb {
-			// the second half of a wide character, or one ICH split off
-			// its first half (that one stays a blank: no sequence but the
-			// same ICH makes it), so the next cell is placed by column
+			// the second half of a wide character, or one without its
+			// first: made as ICH makes it where it can be, else left
+			// blank; the next cell is placed by column
+			if t.splitHalf(b, l, x) {
+				cur, curID = t.styles.pens[l.cells[x-2].style], l.cells[x-2].style
+				if l.cells[x-2].width == 0 {
+					cur, curID = t.styles.pens[l.cells[x-3].style], l.cells[x-3].style
+				}
+			}
 			reposition = true
 			continue
 		}
@@ -134,21 +140,68 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 			// must not join the character before it
 			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
 		}
-		switch {
-		case c.width == 2 && cutWide(l, x, t.cols):
-			// a wide character a resize cut (and a wider one left without
-			// its second half): no sequence writes one, so it is redrawn as
-			// a blank of its style
-			b.WriteByte(' ')
-		case c.comb:
-			b.WriteString(l.comb[x])
-		case c.r == 0:
-			b.WriteByte(' ')
-		default:
-			b.WriteRune(c.r)
-		}
+		t.writeCellText(b, l, x)
 		reposition = c.width != 1 || c.r >= 0x80
 	}
+}
+
+// writeCellText writes the character of cell x.
+func (t *term) writeCellText(b *bytes.Buffer, l *line, x int) {
+	c := l.cells[x]
+	switch {
+	case c.width == 2 && cutWide(l, x, t.cols):
+		// a wide character a resize cut (and a wider one left without
+		// its second half): no sequence writes one, so it is redrawn as
+		// a blank of its style
+		b.WriteByte(' ')
+	case c.comb:
+		b.WriteString(l.comb[x])
+	case c.r == 0:
+		b.WriteByte(' ')
+	default:
+		b.WriteRune(c.r)
+	}
+}
+
+// canSplit reports whether splitHalf can make the half at x: it follows an
+// erased cell, which follows no other such half.
+func (t *term) canSplit(l *line, x int) bool {
+	if x < 2 || l.cells[x-1].width != 1 || l.cells[x-1].r != 0 || l.cells[x-1].comb {
+		return false // a second half after its first, or one a resize left
+	}
+	if e := t.styles.pens[l.cells[x-1].style]; e != (pen{bg: e.bg}) {
+		return false // not an erased cell
+	}
+	if l.cells[x-2].width == 0 && (x-2 == 0 || l.cells[x-3].width != 2) {
+		return false // another split half
+	}
+	return true
+}
+
+// splitHalf makes the second half of a wide character without its first
+// at x the way ICH makes one, when the cell before it is an erased one (as
+// ICH leaves it): a wide character in its style at x-2, ICH at x-1 with
+// the erased cell's background (x-2 and x-1 become erased cells, the second
+// half moves to x), then the character at x-2 again. Cells from x on are
+// not painted yet. It reports whether it did (the pen is then x-2's
+// character's); a second half a resize left after a written cell cannot be
+// made so and stays blank (docs/DECISIONS.md).
+func (t *term) splitHalf(b *bytes.Buffer, l *line, x int) bool {
+	if !t.canSplit(l, x) {
+		return false
+	}
+	prev := x - 2
+	if l.cells[prev].width == 0 {
+		prev-- // the wide character that ends at x-2
+	}
+	b.WriteString("\x1b[" + strconv.Itoa(x-1) + "G\x1b[0m")
+	writeSGR(b, t.styles.pens[l.cells[x].style], t.links)
+	b.WriteString("一\x1b[" + strconv.Itoa(x) + "G\x1b[0m")
+	writeSGR(b, t.styles.pens[l.cells[x-1].style], nil)
+	b.WriteString("\x1b[@\x1b[" + strconv.Itoa(prev+1) + "G\x1b[0m\x1b]8;;\x07")
+	writeSGR(b, t.styles.pens[l.cells[prev].style], t.links)
+	t.writeCellText(b, l, prev)
+	return true
 }
 
 // cutWide reports whether the wide character at x has lost its second

@@ -41,13 +41,16 @@ func rowString(t *term, b *buffer, y int) string {
 	for x, c := range l.cells[:min(len(l.cells), t.cols)] { // an alternate line may be longer than the screen
 		// What no sequence can make is compared as the redraw makes it
 		// (docs/DECISIONS.md): a wide character without its second half
-		// as a blank of its style, a second half without its first as a
-		// default blank, a second half in its first half's style.
+		// as a blank of its style, a second half without its first (but
+		// one ICH made) as a default blank, a second half in its first
+		// half's style.
 		switch {
 		case c.width == 2 && cutWide(l, x, t.cols):
 			c = cell{width: 1, style: c.style}
-		case c.width == 0 && c.r == 0 && !c.comb && (x == 0 || l.cells[x-1].width != 2):
+		case c.width == 0 && c.r == 0 && !c.comb && (x == 0 || l.cells[x-1].width != 2) && !t.canSplit(l, x):
 			c = cell{width: 1}
+		case c.width == 0 && c.r == 0 && !c.comb && (x == 0 || l.cells[x-1].width != 2):
+			// made as ICH makes it (splitHalf)
 		case c.width == 0 && c.r == 0 && !c.comb:
 			c.style = l.cells[x-1].style
 		}

@@ -239,16 +239,17 @@ func secondHalfAsFirst(s xtermState) xtermState {
 }
 
 // orphanAsBlank turns the second half of a wide character left without its
-// first (ICH splits one so; a resize leaves one past the margin and shows
-// it again when the screen widens) into the default blank a redraw leaves:
-// no sequence but the same ICH makes one (docs/DECISIONS.md).
+// first into the default blank a redraw leaves, unless it stands after an
+// erased cell as ICH leaves one (the redraw makes those with an ICH): a
+// resize leaves one past the margin and shows it again when the screen
+// widens, after a written cell (docs/DECISIONS.md).
 func orphanAsBlank(s xtermState) xtermState {
 	fix := func(lines [][][]any) [][][]any {
 		out := make([][][]any, len(lines))
 		for y, l := range lines {
 			out[y] = l
 			for x, c := range l {
-				if c[0] == "" && c[1] == float64(0) && (x == 0 || l[x-1][1] != float64(2)) {
+				if c[0] == "" && c[1] == float64(0) && (x == 0 || l[x-1][1] != float64(2)) && !splitByICH(l, x) {
 					if &out[y][0] == &l[0] {
 						out[y] = append([][]any(nil), l...)
 					}
@@ -314,6 +315,19 @@ func modelLines(diff *[]string, name string, want, got [][][]any) {
 			*diff = append(*diff, fmt.Sprintf("%s line %d:\n  got  %s\n  want %s", name, y, cellsString(got[y]), cellsString(want[y])))
 		}
 	}
+}
+
+// splitByICH mirrors redraw.go's splitHalf in dump.js's cells: the half at
+// x stands after an erased cell (no text, no foreground, no attributes)
+// that does not itself follow another such half.
+func splitByICH(l [][]any, x int) bool {
+	if x < 2 || l[x-1][0] != "" || l[x-1][1] != float64(1) || l[x-1][2] != "" || l[x-1][4] != float64(0) {
+		return false
+	}
+	if l[x-2][1] == float64(0) && (x-2 == 0 || l[x-3][1] != float64(2)) {
+		return false
+	}
+	return true
 }
 
 func describeStep(s xtermStep) string {
