@@ -135,6 +135,22 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 			writeSGRDiff(b, cur, p, t.links)
 			cur, curID = p, c.style
 		}
+		if c.r == 0 && !c.comb && c.width == 1 && cur == (pen{bg: cur.bg}) {
+			// erased cells are erased again (ECH takes the background
+			// only), not written as spaces: to a reflow a cell with no
+			// text is not a space (trimmed lengths)
+			n := 1
+			for x+n < end && l.cells[x+n] == c {
+				n++
+			}
+			if reposition {
+				b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
+			}
+			b.WriteString("\x1b[" + strconv.Itoa(n) + "X")
+			x += n - 1
+			reposition = true // ECH leaves the cursor where it was
+			continue
+		}
 		if reposition || c.width == 0 {
 			// after a character of another width, or before one that
 			// must not join the character before it
@@ -199,8 +215,13 @@ func (t *term) splitHalf(b *bytes.Buffer, l *line, x int) bool {
 	b.WriteString("一\x1b[" + strconv.Itoa(x) + "G\x1b[0m")
 	writeSGR(b, t.styles.pens[l.cells[x-1].style], nil)
 	b.WriteString("\x1b[@\x1b[" + strconv.Itoa(prev+1) + "G\x1b[0m\x1b]8;;\x07")
-	writeSGR(b, t.styles.pens[l.cells[prev].style], t.links)
-	t.writeCellText(b, l, prev)
+	p := t.styles.pens[l.cells[prev].style]
+	writeSGR(b, p, t.links)
+	if c := l.cells[prev]; c.r == 0 && !c.comb && c.width == 1 && p == (pen{bg: p.bg}) {
+		b.WriteString("\x1b[X") // an erased cell, as writeLine erases one
+	} else {
+		t.writeCellText(b, l, prev)
+	}
 	return true
 }
 

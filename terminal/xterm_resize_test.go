@@ -194,6 +194,9 @@ func stepDiff(want, got xtermDump, m modelState) []string {
 	}
 	want.Before, want.After = unreachable(want.Before), unreachable(want.After)
 	diff = append(diff, diffStates(want.Before, got.Before)...)
+	if len(diff) == 0 {
+		diff = append(diff, textlessCells(want.Before, got.Before)...)
+	}
 	if !reflect.DeepEqual(want.Before.Wrapped, wrapped) {
 		diff = append(diff, fmt.Sprintf("soft-wrapped normal lines %v, want %v", wrapped, want.Before.Wrapped))
 	}
@@ -253,7 +256,7 @@ func orphanAsBlank(s xtermState) xtermState {
 					if &out[y][0] == &l[0] {
 						out[y] = append([][]any(nil), l...)
 					}
-					out[y][x] = []any{" ", float64(1), "", "", float64(0)}
+					out[y][x] = []any{"", float64(1), "", "", float64(0)}
 				}
 			}
 		}
@@ -328,6 +331,34 @@ func splitByICH(l [][]any, x int) bool {
 		return false
 	}
 	return true
+}
+
+// textlessCells checks that the payload left empty the cells xterm.js has
+// empty (diffStates counts an empty cell and a space alike): a reflow
+// counts only cells with text, so an erased cell written as a space would
+// split or join lines differently in a viewer that attached. Only empty
+// cells with a foreground or attributes are written as spaces (ECH makes
+// the background only), and the last column: a cursor or saved cursor at
+// a pending wrap is put there by writing its line's last cell.
+func textlessCells(want, got xtermState) []string {
+	var d []string
+	cols := want.Size[0]
+	check := func(name string, w, g [][][]any) {
+		for y := range min(len(w), len(g)) {
+			for x := range min(len(w[y]), len(g[y])) {
+				if x == cols-1 {
+					continue // a pending wrap (cursor, saved cursors) is reached by writing it
+				}
+				wc, gc := w[y][x], g[y][x]
+				if (wc[0] == "") != (gc[0] == "") && wc[1] == float64(1) && wc[2] == "" && wc[4] == float64(0) && len(d) < 3 {
+					d = append(d, fmt.Sprintf("%s line %d column %d: %q, want %q", name, y, x, gc[0], wc[0]))
+				}
+			}
+		}
+	}
+	check("normal", want.Normal, got.Normal)
+	check("alternate", want.Alternate, got.Alternate)
+	return d
 }
 
 func describeStep(s xtermStep) string {
