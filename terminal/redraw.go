@@ -98,24 +98,109 @@ func (t *term) paintScreen(b *bytes.Buffer, buf *buffer) {
 	for y := range t.rows {
 		writeCUP(b, y, 0)
 		b.WriteString("\x1b[2K")
-		t.writeLine(b, buf.row(y))
+		from := 0
+		if y > 0 && buf.row(y).wrapped {
+			// soft-wrapped from the row above, as xterm.js reflows it on a
+			// resize: made by a wrap (the first row's line above is history,
+			// which the redraw cannot reach)
+			b.WriteString("\x1b[?7h")
+			from = t.joinWrap(b, buf.row(y-1), buf.row(y), y-1)
+			b.WriteString("\x1b[?7l")
+		}
+		t.writeLineFrom(b, buf.row(y), from)
 		b.WriteString("\x1b[0m\x1b]8;;\x07")
 	}
+}
+
+// joinWrap ends line prev at a pending wrap and prints next's first cell,
+// which wraps: next is soft-wrapped, as the program's own output left it
+// (xterm.js's reflow joins such lines). It returns the column next goes on
+// from. Autowrap must be on; prev is screen row y, or the cursor's row when
+// y < 0 (the history, which scrolls).
+func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
+	move := func(x int) {
+		if y < 0 {
+			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
+		} else {
+			writeCUP(b, y, x)
+		}
+	}
+	cols := t.cols
+	last, first := prev.cells[cols-1], next.cells[0]
+	b.WriteString("\x1b[0m\x1b]8;;\x07")
+	if first.width == 2 && !cutWide(next, 0, cols) && last.r == 0 && !last.comb && last.width == 1 {
+		// a wide character that did not fit: printed in the last column it
+		// wraps and leaves that cell empty in its own style; a reflow left
+		// it empty in the default one, so it is erased again from below
+		move(cols - 1)
+		writeSGR(b, t.styles.pens[first.style], t.links)
+		t.writeCellText(b, next, 0)
+		if last.style != first.style && (y >= 0 || t.rows >= 2) { // the row above is on the screen
+			if e := t.styles.pens[last.style]; e == (pen{bg: e.bg}) {
+				b.WriteString("\x1b[0m\x1b]8;;\x07")
+				writeSGR(b, e, nil)
+				b.WriteString("\x1b[A\x1b[" + strconv.Itoa(cols) + "G\x1b[X\x1b[B")
+			}
+		}
+		return t.joined(b, 2)
+	}
+	x := cols - 1
+	if last.width == 0 && last.r == 0 && !last.comb && cols >= 2 && prev.cells[cols-2].width == 2 {
+		x-- // the wide character that ends the line
+	}
+	move(x)
+	writeSGR(b, t.styles.pens[prev.cells[x].style], t.links)
+	t.writeCellText(b, prev, x)
+	b.WriteString("\x1b[0m\x1b]8;;\x07")
+	p := t.styles.pens[first.style]
+	writeSGR(b, p, t.links)
+	switch {
+	case first.r == 0 && !first.comb:
+		b.WriteByte(' ')
+		if first.width == 1 && p == (pen{bg: p.bg}) {
+			b.WriteString("\x1b[1G\x1b[X") // erased again, as writeLine erases
+		}
+		return t.joined(b, 1)
+	case first.width == 2 && !cutWide(next, 0, cols):
+		t.writeCellText(b, next, 0)
+		return t.joined(b, 2)
+	}
+	t.writeCellText(b, next, 0)
+	return t.joined(b, 1)
+}
+
+// joined finishes joinWrap at column from: the wrap scrolled in (or found)
+// a line erased with the pen of the cell that wrapped; the rest of it is
+// erased with none (EL 0 away from column 0 keeps the wrap).
+func (t *term) joined(b *bytes.Buffer, from int) int {
+	if from >= t.cols { // the line is full: nothing is left to erase
+		b.WriteString("\x1b[0m\x1b]8;;\x07")
+		return from
+	}
+	b.WriteString("\x1b[" + strconv.Itoa(from+1) + "G\x1b[0m\x1b]8;;\x07\x1b[K")
+	return from
 }
 
 // writeLine writes a line's cells from column 0, leaving out trailing
 // default blanks; a cell after one that is not one ASCII character wide is
 // placed by column (CHA), which also keeps a zero-width character from
 // joining the one before it.
-func (t *term) writeLine(b *bytes.Buffer, l *line) {
+func (t *term) writeLine(b *bytes.Buffer, l *line) { t.writeLineFrom(b, l, 0) }
+
+// writeLineFrom is writeLine from column from (joinWrap wrote the cells
+// before it), after SGR 0.
+func (t *term) writeLineFrom(b *bytes.Buffer, l *line, from int) {
 	end := min(len(l.cells), t.cols) // an alternate-screen line keeps cells past a narrower screen
 	for end > 0 && l.cells[end-1] == (cell{width: 1}) {
 		end--
 	}
 	cur := pen{}
 	curID := uint16(0)
-	reposition := false
-	for x := 0; x < end; x++ {
+	reposition := from > 0
+	if from > 0 {
+		b.WriteString("\x1b[0m\x1b]8;;\x07")
+	}
+	for x := from; x < end; x++ {
 		c := l.cells[x]
 		if c.width == 0 && c.r == 0 && !c.comb {
 			// the second half of a wide character, or one without its
@@ -502,8 +587,10 @@ func colorSGR(base int, c color) string {
 func (t *term) history() []byte {
 	var b bytes.Buffer
 	n := t.normal
-	for i, l := range t.historyLines() {
-		if i == n.savedY && t.savedAbove() {
+	lines := t.historyLines()
+	from := 0
+	for i, l := range lines {
+		if i == n.savedY && t.savedAbove() && from == 0 {
 			// the saved cursor scrolled off the top: save it on its own
 			// line as the history passes it (DECRC clamps it to row 0,
 			// but ED 3 or a taller screen brings the line back)
@@ -518,8 +605,34 @@ func (t *term) history() []byte {
 			}
 			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m\x1b[2K\r")
 		}
-		t.writeLine(&b, l)
-		b.WriteString("\x1b[0m\x1b]8;;\x07\r\n")
+		t.writeLineFrom(&b, l, from)
+		b.WriteString("\x1b[0m\x1b]8;;\x07")
+		if i == n.savedY && t.savedAbove() && from > 0 {
+			// joined to the line before: saved once the line is written (a
+			// pending wrap by writing its last cell again, as writeCursor)
+			x := min(n.savedX, t.cols-1)
+			if c := l.cells[x]; n.savedX >= t.cols && c.width == 0 && c.r == 0 && !c.comb && x > 0 && l.cells[x-1].width == 2 {
+				x--
+			}
+			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
+			if n.savedX >= t.cols {
+				writeSGR(&b, t.styles.pens[l.cells[x].style], t.links)
+				t.writeCellText(&b, l, x)
+				b.WriteString("\x1b[0m\x1b]8;;\x07")
+			}
+			writeSGR(&b, n.savedPen, nil)
+			cs := n.savedCS
+			if cs == 0 {
+				cs = 'B'
+			}
+			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m")
+		}
+		if i+1 < len(lines) && lines[i+1].wrapped {
+			from = t.joinWrap(&b, l, lines[i+1], -1) // soft-wrapped, as xterm.js reflows it
+		} else {
+			b.WriteString("\r\n")
+			from = 0
+		}
 	}
 	return b.Bytes()
 }

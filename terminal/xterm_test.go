@@ -258,6 +258,9 @@ func compareWithXterm(t *testing.T, names []string, cols, rows []int, streams []
 		}
 		diff := diffStates(d[0].Before, d[1].Before)
 		if len(diff) == 0 {
+			diff = payloadWraps(d[0].Before, d[1].Before) // what a later resize reflows
+		}
+		if len(diff) == 0 {
 			diff = diffStates(d[0].After, d[1].After)
 			for j := range diff {
 				diff[j] = "after the probe: " + diff[j]
