@@ -46,6 +46,7 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		"broken utf-8":     "\xe6\x1b[31m~W\x1b[m\xa5 ok \xf0\x9f\x98 x \xed\xa0\x80 y \xef\xbb\xbf z \xc0\xaf \xff\xbf!",
 		"lone c1 st":       "\x1b]2;title\x9cmore\x07after",
 		"decrc then leave": "\x1b[?47h\x1b(0\x1b[2;3H\x1b7\x1b(B\x1b8\x1b[?47lqqq",
+		"sgr sub past six": "00000000000000000\x1b[48;1;0;0;:m\x1b[38;5;1;2:3:4:5mx\x1b[38;2;1;2;3:4:5mx",
 		"ich splits wide":  "ab日本cd\x1b[1;4H\x1b[@\r\n\x1b[31m日本語\x1b[44m\x1b[1;5H\x1b[2;5H\x1b[@x\r\n\x1b[0m😀✅z\x1b[3;4H\x1b[2@\x1b[3;2H\x1b[@",
 	} {
 		add(name, 20, 6, []byte(s))
