@@ -17,7 +17,9 @@ type Snapshot struct {
 	Cols, Rows int
 	Title      string
 	// History is the scrollback, oldest first, each line rendered with its
-	// styles and ended by CRLF.
+	// styles and ended by CRLF, or by a wrap into the next where the
+	// program's output wrapped it (so that a viewer reflows it on a resize
+	// as the emulator does); the last one always by CRLF.
 	History []byte
 	// Redraw reproduces the screen on a terminal of the same size.
 	Redraw []byte

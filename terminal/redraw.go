@@ -583,7 +583,8 @@ func colorSGR(base int, c color) string {
 }
 
 // history renders the normal buffer's history, oldest first, each line
-// ended by CRLF.
+// ended by CRLF or joined to the next by a wrap (joinWrap), the last by
+// CRLF.
 func (t *term) history() []byte {
 	var b bytes.Buffer
 	n := t.normal
