@@ -154,7 +154,7 @@ func (s *reflowState) reflowLarger() {
 		}
 		destLine, destCol := 0, wrappedTrimmed(group, 0, s.oldCols)
 		srcLine, srcCol := 1, 0
-		for srcLine < len(group) {
+		for srcLine < len(group) && destLine < len(group) {
 			srcTrim := wrappedTrimmed(group, srcLine, s.oldCols)
 			n := min(srcTrim-srcCol, s.cols-destCol)
 			group[destLine].copyCells(group[srcLine], srcCol, destCol, n, false)
@@ -169,11 +169,17 @@ func (s *reflowState) reflowLarger() {
 				srcCol = 0
 			}
 			// a wide character must not end a line: it moves to the next
-			if destCol == 0 && destLine != 0 && group[destLine-1].widthAt(s.cols-1) == 2 {
+			if destCol == 0 && destLine != 0 && destLine < len(group) && group[destLine-1].widthAt(s.cols-1) == 2 {
 				group[destLine].copyCells(group[destLine-1], s.cols-1, destCol, 1, false)
 				destCol++
 				group[destLine-1].set(s.cols-1, nullCell)
 			}
+		}
+		if destLine >= len(group) {
+			// xterm.js throws here (the run's last line is undefined) and
+			// the viewer is left half resized; the run is left as it is
+			y += len(group) - 1
+			continue
 		}
 		group[destLine].replaceCells(destCol, s.cols, nullCell)
 		count := 0

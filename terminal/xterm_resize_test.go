@@ -208,7 +208,7 @@ func stepDiff(want, got xtermDump, m modelState) []string {
 	if raw.Active == "alternate" && !reflect.DeepEqual(raw.AltWrapped, altWrapped) {
 		diff = append(diff, fmt.Sprintf("soft-wrapped alternate lines %v, want %v", altWrapped, raw.AltWrapped))
 	}
-	if len(diff) == 0 {
+	if len(diff) == 0 && !cutWideAtCursor(raw) {
 		for _, d := range diffStates(want.After, got.After) {
 			diff = append(diff, "after the probe: "+d)
 		}
@@ -431,6 +431,27 @@ func payloadWraps(want, got xtermState) []string {
 		}
 	}
 	return d
+}
+
+// cutWideAtCursor reports whether the cursor's line holds a wide
+// character without its second half: the probe written there can blank it
+// in xterm.js (it stands before the cursor) and not the blank the payload
+// wrote in its place, so the probe's result is not compared.
+func cutWideAtCursor(s xtermState) bool {
+	lines, y := s.Normal, s.Cursor[1]+s.Cursor[2]
+	if s.Active == "alternate" {
+		lines = s.Alternate
+	}
+	if y < 0 || y >= len(lines) {
+		return false
+	}
+	l := lines[y]
+	for x, c := range l {
+		if c[1] == float64(2) && (x+1 == len(l) || l[x+1][1] != float64(0)) {
+			return true
+		}
+	}
+	return false
 }
 
 func describeStep(s xtermStep) string {
