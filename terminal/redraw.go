@@ -155,6 +155,12 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 	p := t.styles.pens[first.style]
 	writeSGR(b, p, t.links)
 	switch {
+	case first.width == 0 && (first.r != 0 || first.comb):
+		// a zero-width character standing alone: at a pending wrap it
+		// would join the cell before, so a space wraps and it replaces it
+		b.WriteString(" \x1b[1G")
+		t.writeCellText(b, next, 0)
+		return t.joined(b, 1)
 	case first.r == 0 && !first.comb:
 		b.WriteByte(' ')
 		if first.width == 1 && p == (pen{bg: p.bg}) {
