@@ -43,11 +43,14 @@ func (c *Cutter) Scan(p []byte) (clear, ground int) {
 			for i+1 < len(p) && p[i+1] >= 0x20 && p[i+1] < 0x7f {
 				i++
 			}
+			c.s.u8len = 0 // as the emulator does (streamState.feed)
 			ground = i + 1
 			continue
 		}
-		_, action, keep := c.s.advance(b)
-		if !keep || !c.s.ground() {
+		var action parser.Action
+		fed := false
+		c.s.feed(b, func(_ byte, a parser.Action) { action, fed = a, true })
+		if !fed || c.s.holding() || !c.s.ground() {
 			continue
 		}
 		ground = i + 1

@@ -17,7 +17,9 @@ type Snapshot struct {
 	Cols, Rows int
 	Title      string
 	// History is the scrollback, oldest first, each line rendered with its
-	// styles and ended by CRLF.
+	// styles and ended by CRLF, or by a wrap into the next where the
+	// program's output wrapped it (so that a viewer reflows it on a resize
+	// as the emulator does); the last one always by CRLF.
 	History []byte
 	// Redraw reproduces the screen on a terminal of the same size.
 	Redraw []byte
@@ -77,7 +79,7 @@ type Emulator struct {
 // NewEmulator starts an emulator of cols×rows with about HistoryLines of
 // scrollback. Close it to end its goroutines.
 func NewEmulator(cols, rows int) *Emulator {
-	t := newTerm(max(cols, 1), max(rows, 1))
+	t := newTerm(max(cols, minCols), max(rows, 1))
 	e := &Emulator{
 		work:     make(chan func(*term)),
 		quit:     make(chan struct{}),

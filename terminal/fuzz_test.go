@@ -1,15 +1,22 @@
 package terminal
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
-// FuzzEmulatorRedraw feeds arbitrary output and checks that nothing panics
-// or hangs and that the redraw reproduces the screen in fresh and dirty
-// emulators.
+// FuzzEmulatorRedraw feeds arbitrary output, with resizes, and checks that
+// nothing panics or hangs and that the redraw reproduces the screen in
+// fresh and dirty emulators. A 0xFF byte (never in UTF-8) followed by two
+// bytes is a resize to 2+a%60 columns and 1+b%30 rows.
 func FuzzEmulatorRedraw(f *testing.F) {
 	for _, s := range []string{
 		spinnerStream()[:400], altScreenStream(), colourStream(), modesStream(), scrollRegionStream(),
 		"\x1b]0;" + claudeTitle + "\x07x", dirtyStream, "\x1b[6n\x1b[c", "\x1b#8", "\x1b[?69h\x1b[2;5s",
 		"\x1b[01m00000000000\x1b7\x1b[0m\x1b[2m", "0\x8d🏽0",
+		"0123456789012345678901234567890123456789\r\n日本語テキスト日本語テキスト日本語\xff\x07\x03abc\xff\x30\x05",
+		"\x1b[?1049h" + strings.Repeat("日x", 20) + "\xff\x05\x02\x1b[5P\xff\x20\x06",
 	} {
 		f.Add([]byte(s))
 	}
@@ -19,7 +26,19 @@ func FuzzEmulatorRedraw(f *testing.F) {
 		}
 		src := newTerm(20, 6)
 		defer src.close()
-		src.write(data)
+		for len(data) > 0 {
+			i := bytes.IndexByte(data, 0xFF)
+			if i < 0 {
+				src.write(data)
+				break
+			}
+			src.write(data[:i])
+			data = data[i+1:]
+			if len(data) >= 2 {
+				src.resize(2+int(data[0])%60, 1+int(data[1])%30)
+				data = data[2:]
+			}
+		}
 		checkRedraw(t, src)
 	})
 }

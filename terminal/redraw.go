@@ -26,6 +26,9 @@ func (t *term) redraw() []byte {
 		t.writeCursor(&b, t.normal, t.normal.x, t.normal.y, false, true)
 		b.WriteString("\x1b[0m\x1b(B\x0f\x1b[?47h")
 	}
+	if !t.altActive() {
+		t.writeInactiveAltSaved(&b)
+	}
 	t.paintScreen(&b, t.buf)
 	t.writeTabs(&b)
 	t.writeSaved(&b, t.buf)
@@ -46,6 +49,15 @@ func (t *term) redraw() []byte {
 		// one: do the same, then put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
 		b.WriteString("\x1b8")
+		t.placeCursor(&b, buf, false)
+		b.WriteString("\x1b[0m")
+		writeSGR(&b, t.pen, t.links)
+	} else if t.cs != t.charsets[t.gl] && !t.altActive() && t.cs == t.alt.savedCS {
+		// A DECRC on the alternate screen left its saved set in use after
+		// the program left it: DECRC there (its saved cursor is written
+		// above), leave, and put the cursor and pen back.
+		t.writeCharsets(&b, t.charsets[t.gl])
+		b.WriteString("\x1b[?47h\x1b8\x1b[?47l")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
 		writeSGR(&b, t.pen, t.links)
@@ -86,29 +98,126 @@ func (t *term) paintScreen(b *bytes.Buffer, buf *buffer) {
 	for y := range t.rows {
 		writeCUP(b, y, 0)
 		b.WriteString("\x1b[2K")
-		t.writeLine(b, buf.row(y))
+		from := 0
+		if y > 0 && buf.row(y).wrapped {
+			// soft-wrapped from the row above, as xterm.js reflows it on a
+			// resize: made by a wrap (the first row's line above is history,
+			// which the redraw cannot reach)
+			b.WriteString("\x1b[?7h")
+			from = t.joinWrap(b, buf.row(y-1), buf.row(y), y-1)
+			b.WriteString("\x1b[?7l")
+		}
+		t.writeLineFrom(b, buf.row(y), from)
 		b.WriteString("\x1b[0m\x1b]8;;\x07")
 	}
+}
+
+// joinWrap ends line prev at a pending wrap and prints next's first cell,
+// which wraps: next is soft-wrapped, as the program's own output left it
+// (xterm.js's reflow joins such lines). It returns the column next goes on
+// from. Autowrap must be on; prev is screen row y, or the cursor's row when
+// y < 0 (the history, which scrolls).
+func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
+	move := func(x int) {
+		if y < 0 {
+			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
+		} else {
+			writeCUP(b, y, x)
+		}
+	}
+	cols := t.cols
+	last, first := prev.cells[cols-1], next.cells[0]
+	b.WriteString("\x1b[0m\x1b]8;;\x07")
+	if first.width == 2 && !cutWide(next, 0, cols) && last.r == 0 && !last.comb && last.width == 1 {
+		// a wide character that did not fit: printed in the last column it
+		// wraps and leaves that cell empty in its own style; a reflow left
+		// it empty in the default one, so it is erased again from below
+		move(cols - 1)
+		writeSGR(b, t.styles.pens[first.style], t.links)
+		t.writeCellText(b, next, 0)
+		if last.style != first.style && (y >= 0 || t.rows >= 2) { // the row above is on the screen
+			if e := t.styles.pens[last.style]; e == (pen{bg: e.bg}) {
+				b.WriteString("\x1b[0m\x1b]8;;\x07")
+				writeSGR(b, e, nil)
+				b.WriteString("\x1b[A\x1b[" + strconv.Itoa(cols) + "G\x1b[X\x1b[B")
+			}
+		}
+		return t.joined(b, 2)
+	}
+	x := cols - 1
+	if last.width == 0 && last.r == 0 && !last.comb && cols >= 2 && prev.cells[cols-2].width == 2 {
+		x-- // the wide character that ends the line
+	}
+	move(x)
+	writeSGR(b, t.styles.pens[prev.cells[x].style], t.links)
+	t.writeCellText(b, prev, x)
+	b.WriteString("\x1b[0m\x1b]8;;\x07")
+	p := t.styles.pens[first.style]
+	writeSGR(b, p, t.links)
+	switch {
+	case first.width == 0 && (first.r != 0 || first.comb):
+		// a zero-width character standing alone: at a pending wrap it
+		// would join the cell before, so a space wraps and it replaces it
+		b.WriteString(" \x1b[1G")
+		t.writeCellText(b, next, 0)
+		return t.joined(b, 1)
+	case first.r == 0 && !first.comb:
+		b.WriteByte(' ')
+		if first.width == 1 && p == (pen{bg: p.bg}) {
+			b.WriteString("\x1b[1G\x1b[X") // erased again, as writeLine erases
+		}
+		return t.joined(b, 1)
+	case first.width == 2 && !cutWide(next, 0, cols):
+		t.writeCellText(b, next, 0)
+		return t.joined(b, 2)
+	}
+	t.writeCellText(b, next, 0)
+	return t.joined(b, 1)
+}
+
+// joined finishes joinWrap at column from: the wrap scrolled in (or found)
+// a line erased with the pen of the cell that wrapped; the rest of it is
+// erased with none (EL 0 away from column 0 keeps the wrap).
+func (t *term) joined(b *bytes.Buffer, from int) int {
+	if from >= t.cols { // the line is full: nothing is left to erase
+		b.WriteString("\x1b[0m\x1b]8;;\x07")
+		return from
+	}
+	b.WriteString("\x1b[" + strconv.Itoa(from+1) + "G\x1b[0m\x1b]8;;\x07\x1b[K")
+	return from
 }
 
 // writeLine writes a line's cells from column 0, leaving out trailing
 // default blanks; a cell after one that is not one ASCII character wide is
 // placed by column (CHA), which also keeps a zero-width character from
 // joining the one before it.
-func (t *term) writeLine(b *bytes.Buffer, l *line) {
-	end := len(l.cells)
+func (t *term) writeLine(b *bytes.Buffer, l *line) { t.writeLineFrom(b, l, 0) }
+
+// writeLineFrom is writeLine from column from (joinWrap wrote the cells
+// before it), after SGR 0.
+func (t *term) writeLineFrom(b *bytes.Buffer, l *line, from int) {
+	end := min(len(l.cells), t.cols) // an alternate-screen line keeps cells past a narrower screen
 	for end > 0 && l.cells[end-1] == (cell{width: 1}) {
 		end--
 	}
 	cur := pen{}
 	curID := uint16(0)
-	reposition := false
-	for x := 0; x < end; x++ {
+	reposition := from > 0
+	if from > 0 {
+		b.WriteString("\x1b[0m\x1b]8;;\x07")
+	}
+	for x := from; x < end; x++ {
 		c := l.cells[x]
 		if c.width == 0 && c.r == 0 && !c.comb {
-			// the second half of a wide character, or one ICH split off
-			// its first half (that one stays a blank: no sequence but the
-			// same ICH makes it), so the next cell is placed by column
+			// the second half of a wide character, or one without its
+			// first: made as ICH makes it where it can be, else left
+			// blank; the next cell is placed by column
+			if t.splitHalf(b, l, x) {
+				cur, curID = t.styles.pens[l.cells[x-2].style], l.cells[x-2].style
+				if l.cells[x-2].width == 0 {
+					cur, curID = t.styles.pens[l.cells[x-3].style], l.cells[x-3].style
+				}
+			}
 			reposition = true
 			continue
 		}
@@ -116,28 +225,118 @@ func (t *term) writeLine(b *bytes.Buffer, l *line) {
 			p := t.styles.pens[c.style]
 			writeSGRDiff(b, cur, p, t.links)
 			cur, curID = p, c.style
-			reposition = false
+		}
+		if c.r == 0 && !c.comb && c.width == 1 && cur == (pen{bg: cur.bg}) {
+			// erased cells are erased again (ECH takes the background
+			// only), not written as spaces: to a reflow a cell with no
+			// text is not a space (trimmed lengths)
+			n := 1
+			for x+n < end && l.cells[x+n] == c {
+				n++
+			}
+			if reposition {
+				b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
+			}
+			b.WriteString("\x1b[" + strconv.Itoa(n) + "X")
+			x += n - 1
+			reposition = true // ECH leaves the cursor where it was
+			continue
 		}
 		if reposition || c.width == 0 {
 			// after a character of another width, or before one that
 			// must not join the character before it
 			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
 		}
-		switch {
-		case c.comb:
-			b.WriteString(l.comb[x])
-		case c.r == 0:
-			b.WriteByte(' ')
-		default:
-			b.WriteRune(c.r)
-		}
+		t.writeCellText(b, l, x)
 		reposition = c.width != 1 || c.r >= 0x80
 	}
 }
 
+// writeCellText writes the character of cell x.
+func (t *term) writeCellText(b *bytes.Buffer, l *line, x int) {
+	c := l.cells[x]
+	switch {
+	case c.width == 2 && cutWide(l, x, t.cols):
+		// a wide character a resize cut (and a wider one left without
+		// its second half): no sequence writes one, so it is redrawn as
+		// a blank of its style
+		b.WriteByte(' ')
+	case c.comb:
+		b.WriteString(l.comb[x])
+	case c.r == 0:
+		b.WriteByte(' ')
+	default:
+		b.WriteRune(c.r)
+	}
+}
+
+// canSplit reports whether splitHalf can make the half at x: it follows an
+// erased cell, which follows no other such half.
+func (t *term) canSplit(l *line, x int) bool {
+	if x < 2 || l.cells[x-1].width != 1 || l.cells[x-1].r != 0 || l.cells[x-1].comb {
+		return false // a second half after its first, or one a resize left
+	}
+	if e := t.styles.pens[l.cells[x-1].style]; e != (pen{bg: e.bg}) {
+		return false // not an erased cell
+	}
+	if l.cells[x-2].width == 0 && (x-2 == 0 || l.cells[x-3].width != 2) {
+		return false // another split half
+	}
+	return true
+}
+
+// splitHalf makes the second half of a wide character without its first
+// at x the way ICH makes one, when the cell before it is an erased one (as
+// ICH leaves it): a wide character in its style at x-2, ICH at x-1 with
+// the erased cell's background (x-2 and x-1 become erased cells, the second
+// half moves to x), then the character at x-2 again. Cells from x on are
+// not painted yet. It reports whether it did (the pen is then x-2's
+// character's); a second half a resize left after a written cell cannot be
+// made so and stays blank (docs/DECISIONS.md).
+func (t *term) splitHalf(b *bytes.Buffer, l *line, x int) bool {
+	if !t.canSplit(l, x) {
+		return false
+	}
+	prev := x - 2
+	if l.cells[prev].width == 0 {
+		prev-- // the wide character that ends at x-2
+	}
+	b.WriteString("\x1b[" + strconv.Itoa(x-1) + "G\x1b[0m")
+	writeSGR(b, t.styles.pens[l.cells[x].style], t.links)
+	b.WriteString("一\x1b[" + strconv.Itoa(x) + "G\x1b[0m")
+	writeSGR(b, t.styles.pens[l.cells[x-1].style], nil)
+	b.WriteString("\x1b[@\x1b[" + strconv.Itoa(prev+1) + "G\x1b[0m\x1b]8;;\x07")
+	p := t.styles.pens[l.cells[prev].style]
+	writeSGR(b, p, t.links)
+	if c := l.cells[prev]; c.r == 0 && !c.comb && c.width == 1 && p == (pen{bg: p.bg}) {
+		b.WriteString("\x1b[X") // an erased cell, as writeLine erases one
+	} else {
+		t.writeCellText(b, l, prev)
+	}
+	return true
+}
+
+// cutWide reports whether the wide character at x has lost its second
+// half: a resize cut it at the margin (it stays there, or stands before an
+// empty cell once the screen widens again).
+func cutWide(l *line, x, cols int) bool {
+	return x+1 >= min(len(l.cells), cols) || l.cells[x+1].width != 0
+}
+
+// savedAbove reports whether the normal buffer's saved cursor is on a
+// history line: history() saves it there, and the redraw leaves it.
+func (t *term) savedAbove() bool {
+	n := t.normal
+	return n.savedY < n.ybase() && n.savedY >= 0
+}
+
 // writeSaved sets buf's saved cursor: position, pen and charset, saved
-// with DECSC.
+// with DECSC; the normal buffer's only when it is on the screen (history()
+// saves one above it).
 func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
+	if buf == t.normal && t.savedAbove() {
+		return
+	}
 	y := buf.savedY - buf.ybase()
 	y = min(max(y, 0), t.rows-1)
 	t.writeCursor(b, buf, buf.savedX, y, false, true)
@@ -148,6 +347,30 @@ func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
 	if temp {
 		t.writeCharsets(b, t.charsets[t.gl])
 	}
+}
+
+// writeInactiveAltSaved sets the saved cursor of the alternate buffer
+// while the normal one is shown (xterm.js keeps it when the program leaves
+// the alternate screen, and a DECRC after entering again finds it): enter,
+// save, leave — the alternate screen is empty and cleared again on leaving.
+func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
+	a := t.alt
+	if a.savedX == 0 && a.savedY == 0 && a.savedPen == (pen{}) && a.savedCS == 0 {
+		return
+	}
+	b.WriteString("\x1b[?47h")
+	writeCUP(b, min(max(a.savedY, 0), t.rows-1), min(a.savedX, t.cols-1))
+	b.WriteString("\x1b[0m")
+	writeSGR(b, a.savedPen, nil)
+	if a.savedX >= t.cols {
+		b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
+	}
+	temp := t.writeCharsets(b, a.savedCS)
+	b.WriteString("\x1b7")
+	if temp {
+		t.writeCharsets(b, t.charsets[t.gl])
+	}
+	b.WriteString("\x1b[0m\x1b[?47l")
 }
 
 // writeCursor moves to (x, y); x == cols, a pending wrap, is reached by
@@ -175,6 +398,8 @@ func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin, ascii
 	}
 	c := l.cells[last]
 	switch {
+	case c.width == 2 && cutWide(l, last, t.cols): // as in writeLine
+		b.WriteByte(' ')
 	case c.comb:
 		b.WriteString(l.comb[last])
 	case c.r == 0:
@@ -192,9 +417,10 @@ func writeCUP(b *bytes.Buffer, y, x int) {
 // writeTabs restores tab stops that differ from every-8-columns.
 func (t *term) writeTabs(b *bytes.Buffer) {
 	buf := t.buf
+	tabs := buf.tabs[:min(len(buf.tabs), t.cols)]
 	same := true
-	for x := range buf.tabs {
-		if buf.tabs[x] != (x > 0 && x%8 == 0) {
+	for x := range tabs {
+		if tabs[x] != (x > 0 && x%8 == 0) {
 			same = false
 			break
 		}
@@ -203,7 +429,7 @@ func (t *term) writeTabs(b *bytes.Buffer) {
 		return
 	}
 	b.WriteString("\x1b[3g")
-	for x, set := range buf.tabs {
+	for x, set := range tabs {
 		if set {
 			writeCUP(b, 0, x)
 			b.WriteString("\x1bH")
@@ -363,12 +589,57 @@ func colorSGR(base int, c color) string {
 }
 
 // history renders the normal buffer's history, oldest first, each line
-// ended by CRLF.
+// ended by CRLF or joined to the next by a wrap (joinWrap), the last by
+// CRLF.
 func (t *term) history() []byte {
 	var b bytes.Buffer
-	for _, l := range t.historyLines() {
-		t.writeLine(&b, l)
-		b.WriteString("\x1b[0m\x1b]8;;\x07\r\n")
+	n := t.normal
+	lines := t.historyLines()
+	from := 0
+	for i, l := range lines {
+		if i == n.savedY && t.savedAbove() && from == 0 {
+			// the saved cursor scrolled off the top: save it on its own
+			// line as the history passes it (DECRC clamps it to row 0,
+			// but ED 3 or a taller screen brings the line back)
+			b.WriteString("\x1b[" + strconv.Itoa(min(n.savedX, t.cols-1)+1) + "G\x1b[0m")
+			writeSGR(&b, n.savedPen, nil)
+			if n.savedX >= t.cols {
+				b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
+			}
+			cs := n.savedCS
+			if cs == 0 {
+				cs = 'B'
+			}
+			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m\x1b[2K\r")
+		}
+		t.writeLineFrom(&b, l, from)
+		b.WriteString("\x1b[0m\x1b]8;;\x07")
+		if i == n.savedY && t.savedAbove() && from > 0 {
+			// joined to the line before: saved once the line is written (a
+			// pending wrap by writing its last cell again, as writeCursor)
+			x := min(n.savedX, t.cols-1)
+			if c := l.cells[x]; n.savedX >= t.cols && c.width == 0 && c.r == 0 && !c.comb && x > 0 && l.cells[x-1].width == 2 {
+				x--
+			}
+			b.WriteString("\x1b[" + strconv.Itoa(x+1) + "G")
+			if n.savedX >= t.cols {
+				writeSGR(&b, t.styles.pens[l.cells[x].style], t.links)
+				t.writeCellText(&b, l, x)
+				b.WriteString("\x1b[0m\x1b]8;;\x07")
+			}
+			writeSGR(&b, n.savedPen, nil)
+			cs := n.savedCS
+			if cs == 0 {
+				cs = 'B'
+			}
+			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m")
+		}
+		if i+1 < len(lines) && lines[i+1].wrapped {
+			from = t.joinWrap(&b, l, lines[i+1], -1) // soft-wrapped, as xterm.js reflows it
+		} else {
+			b.WriteString("\r\n")
+			from = 0
+		}
 	}
 	return b.Bytes()
 }

@@ -77,11 +77,10 @@ func (l *line) fill(c cell) {
 	l.comb = nil
 }
 
-// set writes c at x, dropping any combined text there.
+// set writes c at x. Combined text left in comb for a cell that is no
+// longer combined stays, unread, as xterm.js's does: a reflow's copy moves
+// it (copyCells), so keeping it keeps reflow the same.
 func (l *line) set(x int, c cell) {
-	if l.cells[x].comb {
-		delete(l.comb, x)
-	}
 	l.cells[x] = c
 }
 
@@ -172,25 +171,101 @@ func (l *line) replaceCells(start, end int, fill cell) {
 	}
 }
 
-// resize changes the line's width, filling new cells with fill.
+// resize is xterm.js's BufferLine.resize: new cells are fill, cells cut
+// off go with their combined text, and a wide character whose second half
+// is cut off stays (xterm.js keeps it; only a resize makes one).
 func (l *line) resize(cols int, fill cell) {
 	old := len(l.cells)
 	if cols <= old {
-		for x := cols; x < old; x++ {
-			if l.cells[x].comb {
+		for x := range l.comb {
+			if x >= cols {
 				delete(l.comb, x)
 			}
 		}
 		l.cells = l.cells[:cols:cols]
-		if cols > 0 && l.cells[cols-1].width == 2 { // its second half is cut off
-			l.set(cols-1, blankOf(l.cells[cols-1]))
-		}
 		return
 	}
 	l.cells = append(l.cells, make([]cell, cols-old)...)
 	for x := old; x < cols; x++ {
 		l.cells[x] = fill
 	}
+}
+
+// hasContent is xterm.js's hasContent: a code point or combined text.
+func (l *line) hasContent(x int) bool {
+	if x < 0 || x >= len(l.cells) {
+		return false
+	}
+	c := l.cells[x]
+	return c.r != 0 || c.comb
+}
+
+// widthAt is the width of cell x, 0 past the line's end (a JavaScript
+// typed array read out of range).
+func (l *line) widthAt(x int) int {
+	if x < 0 || x >= len(l.cells) {
+		return 0
+	}
+	return int(l.cells[x].width)
+}
+
+// trimmedLength is xterm.js's getTrimmedLength: the end of the last cell
+// with content.
+func (l *line) trimmedLength() int {
+	for x := len(l.cells) - 1; x >= 0; x-- {
+		if c := l.cells[x]; c.r != 0 || c.comb {
+			return x + int(c.width)
+		}
+	}
+	return 0
+}
+
+// copyCells is xterm.js's copyCellsFrom: n cells of src from srcCol to
+// destCol (backwards when reverse, for a copy to the right within a line),
+// then the combined text of every src column from srcCol on, in column
+// order, read as it is then (so a copy within a line can read what it has
+// just written, as xterm.js does).
+func (l *line) copyCells(src *line, srcCol, destCol, n int, reverse bool) {
+	one := func(i int) {
+		// out of range, a typed array reads zeros (an empty zero-width
+		// cell) and drops writes: a wide character cut at the end of a
+		// line counts a cell past it
+		if d := destCol + i; d >= 0 && d < len(l.cells) {
+			var c cell
+			if s := srcCol + i; s >= 0 && s < len(src.cells) {
+				c = src.cells[s]
+			}
+			l.cells[d] = c
+		}
+	}
+	if reverse {
+		for i := n - 1; i >= 0; i-- {
+			one(i)
+		}
+	} else {
+		for i := 0; i < n; i++ {
+			one(i)
+		}
+	}
+	if len(src.comb) == 0 {
+		return
+	}
+	for _, k := range sortedKeys(src.comb) {
+		if k >= srcCol {
+			if l.comb == nil {
+				l.comb = map[int]string{}
+			}
+			l.comb[k-srcCol+destCol] = src.comb[k]
+		}
+	}
+}
+
+// reset makes l a blank line of cols cells, as a line xterm.js creates
+// (getBlankLine) in its place.
+func (l *line) reset(cols int, fill cell) {
+	l.cells = resizeCells(l.cells, cols)
+	l.fill(fill)
+	l.wrapped = false
 }
 
 // blankOf is an empty one-column cell with fill's style.
@@ -252,7 +327,7 @@ func newBuffer(cols, rows, scrollback int) *buffer {
 
 // clear is xterm.js's Buffer.clear: no lines, cursor home, full region.
 func (b *buffer) clear() {
-	b.ring, b.start, b.n = nil, 0, 0
+	b.ring, b.start, b.n, b.max = nil, 0, 0, b.rows+b.scrollback
 	b.x, b.y, b.top, b.bottom = 0, 0, 0, b.rows-1
 	b.setupTabs()
 }
@@ -260,6 +335,22 @@ func (b *buffer) clear() {
 func (b *buffer) setupTabs() {
 	b.tabs = make([]bool, b.cols)
 	for i := 8; i < b.cols; i += 8 {
+		b.tabs[i] = true
+	}
+}
+
+// extendTabs is xterm.js's setupTabStops(cols) after a resize: stops every
+// 8 columns from the last stop before the new width on. Stops past the
+// width stay, unused until the width grows again, as in xterm.js.
+func (b *buffer) extendTabs() {
+	if len(b.tabs) < b.cols {
+		b.tabs = append(b.tabs, make([]bool, b.cols-len(b.tabs))...)
+	}
+	i := b.cols
+	if i >= len(b.tabs) || !b.tabs[i] {
+		i = b.prevStop(i)
+	}
+	for ; i < b.cols; i += 8 {
 		b.tabs[i] = true
 	}
 }
@@ -353,7 +444,7 @@ func (b *buffer) scroll(fill cell, wrapped bool) {
 		return
 	}
 	l := b.rotate(b.top, b.bottom, true)
-	l.fill(fill)
+	l.reset(b.cols, fill)
 	l.wrapped = wrapped
 }
 
@@ -384,50 +475,6 @@ func (b *buffer) trimHistory() {
 	}
 	b.start = (b.start + drop) % len(b.ring)
 	b.n -= drop // the saved row stays as it is: xterm.js leaves it
-}
-
-// resize follows xterm.js's Buffer.resize without reflow: lines are cut or
-// padded, and rows come from or go to history as xterm.js moves them.
-func (b *buffer) resize(cols, rows int, fill cell) {
-	lines := make([]*line, 0, b.n)
-	for i := range b.n {
-		l := b.at(i)
-		l.resize(cols, fill)
-		lines = append(lines, l)
-	}
-	ybase := b.n - b.rows
-	if rows > b.rows {
-		for y := b.rows; y < rows; y++ {
-			if ybase > 0 && len(lines) <= ybase+b.y+1 {
-				ybase--
-				b.y++
-			} else {
-				lines = append(lines, newLine(cols, fill))
-			}
-		}
-	} else {
-		for y := b.rows; y > rows; y-- {
-			if len(lines) > ybase+b.y+1 {
-				lines = lines[:len(lines)-1]
-			} else {
-				ybase++
-			}
-		}
-	}
-	newMax := rows + b.scrollback
-	if len(lines) > newMax {
-		drop := len(lines) - newMax
-		lines = lines[drop:]
-		b.savedY = max(b.savedY-drop, 0)
-	}
-	b.ring, b.start, b.n, b.max, b.rows, b.cols = lines, 0, len(lines), newMax, rows, cols
-	b.x = min(b.x, cols-1)
-	b.y = min(max(b.y, 0), rows-1)
-	b.savedX = min(b.savedX, cols-1)
-	b.top, b.bottom = 0, rows-1
-	old := b.tabs
-	b.setupTabs()
-	copy(b.tabs, old)
 }
 
 // normalize puts the ring's lines in order from index 0, so it can grow.

@@ -93,7 +93,10 @@ func (t *term) underline(style int) {
 // as separate parameters or colon sub-parameters. It returns how many
 // main parameters it consumed after the first.
 func (t *term) extractColor(x *xparams, pos int) int {
-	accu := [6]int{0, 0, -1, 0, 0, 0}
+	// accu is xterm.js's array: a sub-parameter can be written one past
+	// its six slots, which grows it (alen) instead of failing
+	accu := [7]int{0, 0, -1, 0, 0, 0, 0}
+	alen := 6
 	cSpace, advance := 0, 0
 	for {
 		accu[advance+cSpace] = x.main[pos+advance]
@@ -103,8 +106,9 @@ func (t *term) extractColor(x *xparams, pos int) int {
 					cSpace = 1
 				}
 				accu[advance+i+1+cSpace] = subs[i]
+				alen = max(alen, advance+i+2+cSpace)
 				i++
-				if i >= len(subs) || i+advance+1+cSpace >= len(accu) {
+				if i >= len(subs) || i+advance+1+cSpace >= alen {
 					break
 				}
 			}
@@ -117,7 +121,7 @@ func (t *term) extractColor(x *xparams, pos int) int {
 			cSpace = 1
 		}
 		advance++
-		if advance+pos >= len(x.main) || advance+cSpace >= len(accu) {
+		if advance+pos >= len(x.main) || advance+cSpace >= alen {
 			break
 		}
 	}

@@ -30,6 +30,72 @@ type streamState struct {
 	strLen int
 	// fixes holds the offsets in the current OSC string of rewritten bytes.
 	fixes []int
+	// u8 holds the bytes of a UTF-8 character not yet complete, u8len
+	// how many it has (0 when none is held): see feed.
+	u8         [4]byte
+	u8n, u8len int
+}
+
+// feed is advance behind xterm.js's UTF-8 decoding (Utf8ToUtf32), which
+// runs before its parser sees anything: a character's bytes reach the
+// parser once it is complete and valid; a character cut short by a byte
+// that does not continue it vanishes and that byte is read afresh; stray
+// continuation bytes, bytes 0xF8–0xFF, overlong forms, surrogates, U+FEFF
+// and code points past U+10FFFF vanish. each, if not nil, gets what
+// advance returns for every byte fed to the parser.
+func (s *streamState) feed(b byte, each func(out byte, action parser.Action)) {
+	if s.u8len > 0 {
+		if b&0xC0 == 0x80 {
+			s.u8[s.u8n] = b
+			s.u8n++
+			if s.u8n < s.u8len {
+				return
+			}
+			n := s.u8len
+			s.u8len, s.u8n = 0, 0
+			if validUTF8(s.u8[:n]) {
+				for _, c := range s.u8[:n] {
+					s.emit(c, each)
+				}
+			}
+			return
+		}
+		s.u8len, s.u8n = 0, 0
+	}
+	switch {
+	case b < 0x80:
+		s.emit(b, each)
+	case b&0xE0 == 0xC0:
+		s.u8[0], s.u8n, s.u8len = b, 1, 2
+	case b&0xF0 == 0xE0:
+		s.u8[0], s.u8n, s.u8len = b, 1, 3
+	case b&0xF8 == 0xF0:
+		s.u8[0], s.u8n, s.u8len = b, 1, 4
+	}
+}
+
+// holding reports whether feed holds an incomplete character.
+func (s *streamState) holding() bool { return s.u8len > 0 }
+
+func (s *streamState) emit(c byte, each func(byte, parser.Action)) {
+	out, action, keep := s.advance(c)
+	if keep && each != nil {
+		each(out, action)
+	}
+}
+
+// validUTF8 applies xterm.js's checks to a complete sequence.
+func validUTF8(b []byte) bool {
+	switch len(b) {
+	case 2:
+		return rune(b[0]&0x1F)<<6|rune(b[1]&0x3F) >= 0x80
+	case 3:
+		cp := rune(b[0]&0x0F)<<12 | rune(b[1]&0x3F)<<6 | rune(b[2]&0x3F)
+		return cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF) && cp != 0xFEFF
+	default:
+		cp := rune(b[0]&0x07)<<18 | rune(b[1]&0x3F)<<12 | rune(b[2]&0x3F)<<6 | rune(b[3]&0x3F)
+		return cp >= 0x10000 && cp <= 0x10FFFF
+	}
 }
 
 func newStreamState() *streamState {

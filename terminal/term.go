@@ -131,16 +131,23 @@ func (t *term) write(p []byte) {
 			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
 				j++
 			}
+			t.stream.u8len = 0 // a character cut short by ASCII vanishes (streamState.feed)
 			t.printASCII(p[i:j])
 			i = j
 			continue
 		}
 		if (b == '\n' || b == '\r') && t.stream.p.State() == parser.GroundState {
+			t.stream.u8len = 0
 			t.execute(b)
 			i++
 			continue
 		}
-		t.stream.advance(b)
+		if b < 0x80 { // escape sequences: no character can be pending past one
+			t.stream.u8len = 0
+			t.stream.advance(b)
+		} else {
+			t.stream.feed(b, nil)
+		}
 		i++
 	}
 }
@@ -250,9 +257,6 @@ func (t *term) printASCII(s []byte) {
 				t.wrapLine(row, b.x, style)
 				row = b.row(b.y)
 			}
-		}
-		if row.cells[b.x].comb {
-			delete(row.comb, b.x)
 		}
 		row.cells[b.x] = cell{r: rune(c), width: 1, style: style}
 		b.x++
@@ -481,19 +485,21 @@ func (t *term) reverseIndex() {
 	t.restrictCursor(t.cols - 1)
 	b := t.buf
 	if b.y == b.top {
-		l := b.rotate(b.top, b.bottom, false)
-		l.fill(t.eraseCell())
-		l.wrapped = false
+		b.rotate(b.top, b.bottom, false).reset(b.cols, t.eraseCell())
 	} else {
 		b.y--
 		t.restrictCursor(t.cols - 1)
 	}
 }
 
+// tabSet is HTS; at a pending wrap it sets a stop at column cols, which
+// only a wider screen uses (as in xterm.js).
 func (t *term) tabSet() {
-	if t.buf.x < t.cols {
-		t.buf.tabs[t.buf.x] = true
+	b := t.buf
+	if b.x >= len(b.tabs) {
+		b.tabs = append(b.tabs, make([]bool, b.x+1-len(b.tabs))...)
 	}
+	b.tabs[b.x] = true
 }
 
 func (t *term) setGLevel(g int) {
@@ -556,19 +562,21 @@ func (t *term) fullReset() {
 	t.links, t.linkIndex = []linkRef{{}}, map[linkRef]uint16{}
 }
 
-// resize changes both buffers (xterm.js without reflow).
+// resize is xterm.js's Terminal.resize: both buffers change, the normal
+// one reflowed (reflow.go), the alternate one not; sizes below 2×1 are
+// raised to it, as xterm.js does.
 func (t *term) resize(w, h int) {
-	if w < 1 || h < 1 {
+	w, h = max(w, minCols), max(h, 1)
+	if w == t.cols && h == t.rows {
 		return
 	}
-	t.normal.resize(w, h, cell{width: 1})
-	if t.altActive() {
-		t.alt.resize(w, h, cell{width: 1})
-	} else {
-		t.alt = newBuffer(w, h, 0)
-	}
+	t.normal.resize(w, h, true)
+	t.alt.resize(w, h, false)
 	t.cols, t.rows = w, h
 }
+
+// minCols is xterm.js's MINIMUM_COLS.
+const minCols = 2
 
 // history lines, oldest first: the normal buffer's lines above its screen.
 func (t *term) historyLines() []*line {

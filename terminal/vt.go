@@ -211,15 +211,11 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 		b.row(b.y).deleteCells(b.x, x.or1(0), t.eraseCell())
 	case 'S':
 		for range x.or1(0) {
-			l := b.rotate(b.top, b.bottom, true)
-			l.fill(t.eraseCell())
-			l.wrapped = false
+			b.rotate(b.top, b.bottom, true).reset(b.cols, t.eraseCell())
 		}
 	case 'T':
 		for range x.or1(0) {
-			l := b.rotate(b.top, b.bottom, false)
-			l.fill(cell{width: 1})
-			l.wrapped = false
+			b.rotate(b.top, b.bottom, false).reset(b.cols, cell{width: 1})
 		}
 	case 'X':
 		t.restrictCursor(t.cols - 1)
@@ -237,7 +233,7 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 	case 'g':
 		switch x.get(0) {
 		case 0:
-			if b.x < t.cols {
+			if b.x < len(b.tabs) {
 				b.tabs[b.x] = false
 			}
 		case 3:
@@ -454,8 +450,10 @@ func (t *term) eraseInDisplay(p int) {
 		}
 	case 1:
 		t.eraseInRow(b.y, 0, b.x+1, true)
-		if b.x+1 >= t.cols && b.y+1 < t.rows {
-			b.row(b.y + 1).wrapped = false
+		if b.x+1 >= t.cols && b.y+1 < b.n {
+			// xterm.js unwraps line y+1 counted from the oldest line, not
+			// the screen row below (InputHandler.eraseInDisplay): the same
+			b.at(b.y + 1).wrapped = false
 		}
 		for y := b.y - 1; y >= 0; y-- {
 			t.resetRow(y)
@@ -504,9 +502,7 @@ func (t *term) insertLines(n int, insert bool) {
 		return
 	}
 	for range n {
-		l := b.rotate(b.y, b.bottom, !insert)
-		l.fill(t.eraseCell())
-		l.wrapped = false
+		b.rotate(b.y, b.bottom, !insert).reset(b.cols, t.eraseCell())
 	}
 	b.x = 0
 }

@@ -21,11 +21,25 @@ import (
 // the same screen, scrollback, cursor, modes and title, and the same again
 // after a probe that reveals the pen, character set and pending wrap.
 
-// xtermCase is one comparison: every stream goes to a fresh terminal.
+// xtermCase is one comparison: every stream goes to a fresh terminal,
+// Streams as one write each, then Stepped as writes and resizes.
 type xtermCase struct {
-	Cols    int      `json:"cols"`
-	Rows    int      `json:"rows"`
-	Streams [][]byte `json:"streams"`
+	Cols    int
+	Rows    int
+	Streams [][]byte
+	Stepped [][]xtermStep
+}
+
+// xtermStep is a write (Data) or, when Data is nil, a resize to Cols×Rows.
+type xtermStep struct {
+	Data       []byte
+	Cols, Rows int
+}
+
+// wireStep is a step as dump.js reads it.
+type wireStep struct {
+	W string `json:"w,omitempty"`
+	R []int  `json:"r,omitempty"`
 }
 
 // xtermDump is what one terminal showed, before and after the probe.
@@ -36,15 +50,19 @@ type xtermDump struct {
 }
 
 type xtermState struct {
-	Active    string          `json:"active"`
-	Normal    [][][]any       `json:"normal"`
-	Alternate [][][]any       `json:"alternate"`
-	Cursor    []int           `json:"cursor"`
-	Hidden    bool            `json:"hidden"`
-	Modes     map[string]any  `json:"modes"`
-	Title     string          `json:"title"`
-	Margins   []int           `json:"margins"`
-	Extra     json.RawMessage `json:"extra,omitempty"`
+	Size       []int           `json:"size"`
+	Wrapped    []int           `json:"wrapped"`    // soft-wrapped lines of the normal buffer
+	AltWrapped []int           `json:"altWrapped"` // and of the alternate one, when shown
+	Active     string          `json:"active"`
+	Normal     [][][]any       `json:"normal"`
+	Alternate  [][][]any       `json:"alternate"`
+	AltFull    [][][]any       `json:"alternateFull"` // every cell of each line, past the screen's width too
+	Cursor     []int           `json:"cursor"`
+	Hidden     bool            `json:"hidden"`
+	Modes      map[string]any  `json:"modes"`
+	Title      string          `json:"title"`
+	Margins    []int           `json:"margins"`
+	Extra      json.RawMessage `json:"extra,omitempty"`
 }
 
 // xtermDir is where scripts/test installs the reference.
@@ -68,15 +86,26 @@ func runXterm(t testing.TB, cases []xtermCase) [][]xtermDump {
 	t.Helper()
 	dir := xtermDir(t)
 	type wireCase struct {
-		Cols    int      `json:"cols"`
-		Rows    int      `json:"rows"`
-		Streams []string `json:"streams"`
+		Cols    int   `json:"cols"`
+		Rows    int   `json:"rows"`
+		Streams []any `json:"streams"`
 	}
 	in := make([]wireCase, len(cases))
 	for i, c := range cases {
-		in[i] = wireCase{Cols: c.Cols, Rows: c.Rows}
+		in[i] = wireCase{Cols: c.Cols, Rows: c.Rows, Streams: []any{}}
 		for _, s := range c.Streams {
 			in[i].Streams = append(in[i].Streams, base64.StdEncoding.EncodeToString(s))
+		}
+		for _, steps := range c.Stepped {
+			w := make([]wireStep, len(steps))
+			for j, st := range steps {
+				if st.Data != nil {
+					w[j].W = base64.StdEncoding.EncodeToString(st.Data)
+				} else {
+					w[j].R = []int{st.Cols, st.Rows}
+				}
+			}
+			in[i].Streams = append(in[i].Streams, w)
 		}
 	}
 	body, _ := json.Marshal(in)
@@ -129,6 +158,9 @@ func diffStates(want, got xtermState) []string {
 		if len(d) < 6 {
 			d = append(d, fmt.Sprintf(format, args...))
 		}
+	}
+	if !reflect.DeepEqual(want.Size, got.Size) {
+		add("size %v, want %v", got.Size, want.Size)
 	}
 	if want.Active != got.Active {
 		add("active buffer %s, want %s", got.Active, want.Active)
@@ -225,6 +257,9 @@ func compareWithXterm(t *testing.T, names []string, cols, rows []int, streams []
 			continue
 		}
 		diff := diffStates(d[0].Before, d[1].Before)
+		if len(diff) == 0 {
+			diff = payloadWraps(d[0].Before, d[1].Before) // what a later resize reflows
+		}
 		if len(diff) == 0 {
 			diff = diffStates(d[0].After, d[1].After)
 			for j := range diff {

@@ -1,11 +1,14 @@
 // dump.js feeds streams to @xterm/headless, with the Unicode 11 add-on the
 // viewer loads, and prints what each terminal shows. Input (stdin): a JSON
-// array of cases {cols, rows, streams: [base64, ...]}; each stream goes to
-// its own fresh terminal of that size. Output (stdout): for each case, one
-// dump per stream: every line of the normal buffer (scrollback included)
-// and of the alternate one, each cell as [chars, width, fg, bg, flags],
-// the cursor, modes, title, and the same after a probe ("Xy") that shows
-// the pen, the character set, insert mode and a pending wrap.
+// array of cases {cols, rows, streams: [stream, ...]}; each stream goes to
+// its own fresh terminal of that size, and is either base64 (one write) or
+// a list of steps, each {w: base64} (a write) or {r: [cols, rows]} (a
+// resize, as a viewer's terminal.resize). Output (stdout): for each case,
+// one dump per stream: every line of the normal buffer (scrollback
+// included) and of the alternate one, each cell as [chars, width, fg, bg,
+// flags], which lines are soft-wrapped, the cursor, modes, title, and the
+// same after a probe ("Xy") that shows the pen, the character set, insert
+// mode and a pending wrap.
 'use strict';
 const { Terminal } = require('@xterm/headless');
 const { Unicode11Addon } = require('@xterm/addon-unicode11');
@@ -19,21 +22,11 @@ function newTerm(cols, rows) {
   return t;
 }
 
-// pending rejects the write in progress when xterm.js throws from inside
-// its write loop (a timer, so no try/catch around write sees it).
-let pending = null;
-process.on('uncaughtException', (e) => {
-  if (!pending) throw e;
-  const reject = pending;
-  pending = null;
-  reject(e);
-});
-
+// write parses data at once (the core's writeSync: no event loop turn per
+// write, which made a stream of thousands of steps take minutes); what is
+// parsed, and how, is what write does.
 function write(t, data) {
-  return new Promise((resolve, reject) => {
-    pending = reject;
-    t.write(data, () => { pending = null; resolve(); });
-  });
+  t._core.writeSync(data);
 }
 
 function cellFlags(c) {
@@ -46,12 +39,15 @@ function color(mode, value) {
   return mode ? `${mode.toString(16)}:${value}` : '';
 }
 
+// lines dumps buf's lines, each up to cols cells (or its whole length when
+// cols is undefined: an alternate line keeps cells past a narrower screen).
 function lines(buf, cols) {
   const out = [];
   for (let y = 0; y < buf.length; y++) {
     const line = buf.getLine(y);
     const cells = [];
-    for (let x = 0; x < cols; x++) {
+    const end = cols === undefined ? line.length : cols;
+    for (let x = 0; x < end; x++) {
       const c = line.getCell(x);
       if (!c) break;
       cells.push([c.getChars(), c.getWidth(), color(c.getFgColorMode(), c.getFgColor()),
@@ -67,13 +63,25 @@ function lines(buf, cols) {
   return out;
 }
 
+function wrapped(buf) {
+  const out = [];
+  for (let y = 0; y < buf.length; y++) {
+    if (buf.getLine(y).isWrapped) out.push(y);
+  }
+  return out;
+}
+
 function state(t) {
   const core = t._core;
   const b = t.buffer.active;
   return {
+    size: [t.cols, t.rows],
+    wrapped: wrapped(t.buffer.normal),
+    altWrapped: b.type === 'alternate' ? wrapped(t.buffer.alternate) : null,
     active: b.type,
     normal: lines(t.buffer.normal, t.cols),
     alternate: b.type === 'alternate' ? lines(t.buffer.alternate, t.cols) : null,
+    alternateFull: b.type === 'alternate' ? lines(t.buffer.alternate) : null,
     cursor: [b.cursorX, b.cursorY, b.baseY],
     hidden: core.coreService.isCursorHidden,
     modes: t.modes,
@@ -82,11 +90,18 @@ function state(t) {
   };
 }
 
-async function dump(cols, rows, data) {
+async function dump(cols, rows, stream) {
   const t = newTerm(cols, rows);
-  await write(t, data);
+  const steps = typeof stream === 'string' ? [{ w: stream }] : stream;
+  for (const s of steps) {
+    if (s.r) {
+      t.resize(s.r[0], s.r[1]);
+    } else {
+      write(t, Buffer.from(s.w, 'base64'));
+    }
+  }
   const before = state(t);
-  await write(t, 'Xy');
+  write(t, 'Xy');
   const after = state(t);
   t.dispose();
   return { before, after };
@@ -101,7 +116,7 @@ async function main() {
     const dumps = [];
     for (const s of c.streams) {
       try {
-        dumps.push(await dump(c.cols, c.rows, Buffer.from(s, 'base64')));
+        dumps.push(await dump(c.cols, c.rows, s));
       } catch (e) {
         dumps.push({ error: String(e && e.message).slice(0, 300) });
       }

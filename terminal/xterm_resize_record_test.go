@@ -1,0 +1,112 @@
+//go:build !windows
+
+package terminal
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRecordXtermResizeCorpus records the resize corpus from real programs
+// in a real PTY (TABBRIDGE_RECORD_XTERM=1 to run it): each is driven by keys
+// and resized (Session.Resize: the PTY's size and SIGWINCH, as a viewer's
+// resize reaches it) once its screen shows what a person would wait for;
+// the output between resizes and the resizes are saved as
+// testdata/xterm/resize/NAME.json.
+func TestRecordXtermResizeCorpus(t *testing.T) {
+	if os.Getenv("TABBRIDGE_RECORD_XTERM") == "" {
+		t.Skip("set TABBRIDGE_RECORD_XTERM=1 to record the corpus again")
+	}
+	type step struct {
+		wait       string // regexp the whole output must match first ("" waits a person's pace)
+		keys       string
+		cols, rows int // a resize, after the keys
+	}
+	text := filepath.Join(t.TempDir(), "text")
+	long := strings.Repeat("a long line that wraps at any width, ", 6)
+	if err := os.WriteFile(text, []byte("plain line\n"+long+"\n日本語のテキスト and more 日本語のテキスト and more\n✅ done 😀 emoji\n\tindented\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shell := []string{"sh", "-c", `PS1='$ ' exec bash --norc --noprofile -i`}
+	progs := []struct {
+		name       string
+		cols, rows int
+		argv       []string
+		steps      []step
+	}{
+		{"shell-long-lines", 80, 24, shell, []step{
+			{wait: `\$ `, keys: `for i in $(seq 1 40); do printf 'line %02d: %s\n' $i "$(printf '%0150d' $i)"; done; echo MARK1` + "\r"},
+			{wait: `MARK1\r\n`, cols: 50, rows: 20},
+			{keys: "echo MARK2\r"}, {wait: `MARK2\r\n`, cols: 132, rows: 30},
+			{keys: "echo MARK3\r"}, {wait: `MARK3\r\n`, cols: 33, rows: 10},
+			{keys: "printf '日本語テキスト%.0s' $(seq 1 12); echo; echo MARK4\r"}, {wait: `MARK4\r\n`, cols: 100, rows: 40},
+			{keys: "echo MARK5\r"}, {wait: `MARK5\r\n`, keys: "exit\r"},
+		}},
+		{"ls-resized", 100, 30, shell, []step{
+			{wait: `\$ `, keys: "ls --color=always -la /usr/bin | head -60; ls --color=always /etc; echo MARK1\r"},
+			{wait: `MARK1\r\n`, cols: 60, rows: 20},
+			{keys: "ls --color=always /usr/lib | head -40; echo MARK2\r"}, {wait: `MARK2\r\n`, cols: 140, rows: 35},
+			{keys: "echo MARK3\r"}, {wait: `MARK3\r\n`, cols: 45, rows: 15},
+			{keys: "echo MARK4\r"}, {wait: `MARK4\r\n`, keys: "exit\r"},
+		}},
+		{"vim-resized", 80, 24, []string{"vim", "-u", "NONE", "-N", "-i", "NONE", text}, []step{
+			{wait: `plain line`, keys: "Go" + long + "日本語 ✅ wide\x1b"},
+			{wait: `wide`, cols: 50, rows: 15}, {cols: 120, rows: 35}, {keys: ":set nu\r"},
+			{cols: 40, rows: 10}, {keys: ":vsplit\r"}, {cols: 90, rows: 28}, {keys: ":q!\r"}, {keys: ":q!\r"},
+		}},
+	}
+	dir := filepath.Join("testdata", "xterm", "resize")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range progs {
+		t.Run(p.name, func(t *testing.T) {
+			c := newCollector()
+			s := start(t, c, p.cols, p.rows, p.argv[0], p.argv[1:]...)
+			var steps []wireStep
+			taken := 0
+			take := func() {
+				out := c.bytes()
+				if len(out) > taken {
+					steps = append(steps, wireStep{W: base64.StdEncoding.EncodeToString(out[taken:])})
+					taken = len(out)
+				}
+			}
+			for _, st := range p.steps {
+				if st.wait != "" {
+					c.waitFor(t, regexp.MustCompile(st.wait))
+				} else {
+					time.Sleep(500 * time.Millisecond) // a person's pace; the recorder is not a test
+				}
+				for _, k := range []byte(st.keys) {
+					_ = s.Input([]byte{k})
+				}
+				if st.cols > 0 {
+					time.Sleep(300 * time.Millisecond)
+					take()
+					if err := s.Resize(st.cols, st.rows); err != nil {
+						t.Fatal(err)
+					}
+					steps = append(steps, wireStep{R: []int{st.cols, st.rows}})
+				}
+			}
+			select {
+			case <-s.Done():
+			case <-time.After(5 * time.Second):
+			}
+			take()
+			body, _ := json.Marshal(recordedResize{Cols: p.cols, Rows: p.rows, Steps: steps})
+			name := filepath.Join(dir, p.name+".json")
+			if err := os.WriteFile(name, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d steps, %d bytes", name, len(steps), taken)
+		})
+	}
+}
