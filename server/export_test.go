@@ -46,3 +46,11 @@ var BrowserLabel = browserLabel
 
 // TuneGCWith is TuneGC reading the heap in use from live.
 var TuneGCWith = tuneGC
+
+// SetHoldGoneWatch runs f in every MCP POST's connection watch before it
+// reports a hang-up (as a loaded machine delays that goroutine), and returns
+// a function that removes it. Set it before starting servers.
+func SetHoldGoneWatch(f func()) (restore func()) {
+	holdGoneWatch = f
+	return func() { holdGoneWatch = nil }
+}

@@ -191,7 +191,12 @@ func (s *Server) internalMCP(w http.ResponseWriter, r *http.Request) {
 type forwardedHangup struct{}
 
 // stopper is a watch that can be stopped.
-type stopper interface{ stop() }
+// closed reports at once whether the client is known to be gone, without
+// waiting for the watch's own goroutine to notice.
+type stopper interface {
+	stop()
+	closed() bool
+}
 
 // watchRequest watches for the client behind an MCP request going away:
 // its connection, or for a forwarded request the forwarding instance's
@@ -213,13 +218,14 @@ func watchRequest(r *http.Request, onGone func()) (stopper, bool) {
 
 // chanWatch calls onGone once when ch closes, unless stopped first.
 type chanWatch struct {
+	ch   <-chan struct{}
 	done chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
 }
 
 func watchChan(ch <-chan struct{}, onGone func()) *chanWatch {
-	w := &chanWatch{done: make(chan struct{})}
+	w := &chanWatch{ch: ch, done: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -230,6 +236,15 @@ func watchChan(ch <-chan struct{}, onGone func()) *chanWatch {
 		}
 	}()
 	return w
+}
+
+func (w *chanWatch) closed() bool {
+	select {
+	case <-w.ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (w *chanWatch) stop() {

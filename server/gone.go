@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -88,13 +89,35 @@ func (g *goneWatches) endSession(sid, tokenID string) {
 
 // postWatch is what is known of one MCP POST's client.
 type postWatch struct {
-	gone     chan struct{} // closed when its connection closed
-	timedOut atomic.Bool   // its client cancelled a call saying it timed out
+	gone     chan struct{} // closed when its connection closed (markGone)
+	goneOnce sync.Once
+	// closed looks at the connection now (see stopper.closed); set before
+	// the watch is published, static after.
+	closed   func() bool
+	timedOut atomic.Bool // its client cancelled a call saying it timed out
 	// request is the approval request its call waits on (the last one, for
 	// a batch), so that a cancel arriving after the call counted as gone
 	// still withdraws it.
 	request atomic.Pointer[string]
 }
+
+// markGone records that the POST's client went away.
+func (pw *postWatch) markGone() { pw.goneOnce.Do(func() { close(pw.gone) }) }
+
+// probeGone looks at the connection at once: true (and gone closed) if the
+// client has closed it, whether or not the watch has noticed yet.
+func (pw *postWatch) probeGone() bool {
+	if pw.closed != nil && pw.closed() {
+		pw.markGone()
+		return true
+	}
+	return false
+}
+
+// holdGoneWatch, set only by tests (SetHoldGoneWatch), runs in a watch's
+// goroutine before it reports the hang-up it saw: it stands for a loaded
+// machine where that goroutine is late.
+var holdGoneWatch func()
 
 // lateCancelWindow is how long after its POST ended a call's cancel is
 // still matched to the request it left.
@@ -111,10 +134,15 @@ func (g *goneWatches) watch(r *http.Request, tokenID string, cancelAbandoned fun
 	sid := tokenID + "\x00" + r.Header.Get("Mcp-Session-Id")
 	g.noteCancels(sid, msgs, cancelAbandoned)
 	pw := &postWatch{gone: make(chan struct{})}
-	w, ok := watchRequest(r, func() { close(pw.gone) })
+	onGone := pw.markGone
+	if hold := holdGoneWatch; hold != nil {
+		onGone = func() { hold(); pw.markGone() }
+	}
+	w, ok := watchRequest(r, onGone)
 	if !ok {
 		return func() {}
 	}
+	pw.closed = w.closed
 	id := rand.Text()
 	g.m.Store(id, pw)
 	var keys []string
@@ -218,6 +246,7 @@ type connWatch struct {
 	mu      sync.Mutex // orders stopping against the watcher's deadline resets
 	stopped bool       // guarded by mu
 	conn    net.Conn
+	raw     syscall.RawConn // for closed's look at the socket (nil where it cannot look)
 	done    chan struct{}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,6 +286,31 @@ func TestAnswerJustAfterTheHangUpRunsNothing(t *testing.T) {
 		w.nextCallIsSearch(t, fmt.Sprintf("an answer to a gone agent (answer %d)", status))
 		t.Logf("answer status %d", status)
 	})
+}
+
+// TestAllowedCallLooksAtTheConnectionItself: the agent hung up and the
+// person allowed its call before the connection's watch (its own goroutine,
+// here held as a loaded machine can delay it) reported the hang-up. The
+// answer is taken, but before dispatching the call looks at the connection
+// itself: the write is never sent, and the call is recorded as gone.
+func TestAllowedCallLooksAtTheConnectionItself(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	defer server.SetHoldGoneWatch(func() { <-release })()
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the world's own clean-up
+	ev, conn, p := w.waitingBuy(t)
+	conn.Close()
+	status, body := w.person.Do("POST", "/api/approvals/"+p.ID+"/answer", map[string]string{"answer": "once"})
+	if status != http.StatusOK {
+		t.Fatalf("answer: %d %s; want it taken, the watch has not reported the hang-up", status, body)
+	}
+	nextEvent(t, ev, "call.finished")
+	if a := w.auditOf(t, "buy"); len(a) != 1 || a[0].Outcome != "gone" {
+		t.Fatalf("audit: %+v", a)
+	}
+	w.nextCallIsSearch(t, "an answer that came before the watch reported the hang-up")
+	once.Do(func() { close(release) })
 }
 
 // TestLateCancelStillWithdraws: a client's cancel that arrives after its

@@ -34,7 +34,7 @@ func watchConn(conn net.Conn, onGone func()) (*connWatch, bool) {
 	if err != nil {
 		return nil, false
 	}
-	w := &connWatch{conn: raw, done: make(chan struct{})}
+	w := &connWatch{conn: raw, raw: rc, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		if w.peek(rc) {
@@ -42,6 +42,26 @@ func watchConn(conn net.Conn, onGone func()) (*connWatch, bool) {
 		}
 	}()
 	return w, true
+}
+
+// closed looks at the socket once, without blocking and without taking a
+// byte (MSG_PEEK): true if the peer closed it (end of stream, or an error
+// such as ECONNRESET). It uses Control, not Read, so it runs beside the
+// watch's own blocked peek.
+func (w *connWatch) closed() bool {
+	buf := make([]byte, 1)
+	gone := false
+	err := w.raw.Control(func(fd uintptr) {
+		n, _, perr := syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case perr == nil:
+			gone = n == 0
+		case errors.Is(perr, syscall.EAGAIN), errors.Is(perr, syscall.EINTR):
+		default:
+			gone = true
+		}
+	})
+	return gone || err != nil
 }
 
 // peek blocks until the peer closes the connection (true), sends data, or

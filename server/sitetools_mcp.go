@@ -255,7 +255,7 @@ func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (
 	}
 	if pw != nil {
 		ctx = approvals.WithRequestSink(ctx, func(id string) { pw.request.Store(&id) })
-		ctx = sitetools.WithHangup(ctx, pw.gone)
+		ctx = sitetools.WithHangup(ctx, pw.gone, pw.probeGone)
 		go endOnHangup(ctx, cancel, pw.gone)
 	}
 	return ctx, func() { stopParent(); stopShutdown(); leaveSession(); cancel(context.Canceled) }

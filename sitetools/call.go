@@ -287,8 +287,19 @@ type hangupKey struct{}
 // connection closed. The caller must end ctx shortly after that channel
 // closes (it may first wait to learn whether the agent cancelled or went
 // away); meanwhile a call the person allows is not dispatched.
-func WithHangup(ctx context.Context, hungUp <-chan struct{}) context.Context {
-	return context.WithValue(ctx, hangupKey{}, hungUp)
+//
+// probe, when not nil, looks at the connection itself at the moment a call
+// the person allowed is about to be dispatched: the watch that closes
+// hungUp runs on its own goroutine, so on a loaded machine an answer can
+// arrive before it has seen a hang-up that already happened. probe true
+// means the agent is gone (and probe has closed hungUp).
+func WithHangup(ctx context.Context, hungUp <-chan struct{}, probe func() bool) context.Context {
+	return context.WithValue(ctx, hangupKey{}, hangup{ch: hungUp, probe: probe})
+}
+
+type hangup struct {
+	ch    <-chan struct{}
+	probe func() bool
 }
 
 // hungUp reports whether ctx has ended or its agent's connection closed.
@@ -296,15 +307,15 @@ func hungUp(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return true
 	}
-	ch, _ := ctx.Value(hangupKey{}).(<-chan struct{})
-	if ch == nil {
+	h, _ := ctx.Value(hangupKey{}).(hangup)
+	if h.ch == nil {
 		return false
 	}
 	select {
-	case <-ch:
+	case <-h.ch:
 		return true
 	default:
-		return false
+		return h.probe != nil && h.probe()
 	}
 }
 
