@@ -139,13 +139,19 @@ func throughput(b *testing.B, w *siteWorld, call func(*mcp.ClientSession) time.D
 	for i := range sessions {
 		sessions[i] = w.env.MCP(b, w.token, nil)
 	}
+	return callRate(sessions, call)
+}
+
+// callRate has every session call back to back for two seconds, at once,
+// and returns the calls per second they made together.
+func callRate(sessions []*mcp.ClientSession, call func(*mcp.ClientSession) time.Duration) float64 {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
 	start := time.Now()
 	for _, cs := range sessions {
 		wg.Add(1)
-		go func(cs *mcp.ClientSession) {
+		go func() {
 			defer wg.Done()
 			n := 0
 			for time.Since(start) < 2*time.Second {
@@ -155,7 +161,7 @@ func throughput(b *testing.B, w *siteWorld, call func(*mcp.ClientSession) time.D
 			mu.Lock()
 			total += n
 			mu.Unlock()
-		}(cs)
+		}()
 	}
 	wg.Wait()
 	return float64(total) / time.Since(start).Seconds()

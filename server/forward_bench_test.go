@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -164,26 +163,7 @@ func spreadThroughput(b *testing.B, envs []*servertest.Env, people []benchPerson
 	for _, cs := range sessions {
 		call(cs) // each route settled before the clock starts
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	total := 0
-	start := time.Now()
-	for _, cs := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n := 0
-			for time.Since(start) < 2*time.Second {
-				call(cs)
-				n++
-			}
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	rate := float64(total) / time.Since(start).Seconds()
+	rate := callRate(sessions, call)
 	for _, cs := range sessions {
 		cs.Close()
 	}

@@ -260,15 +260,22 @@ func TestNewInstanceLearnsWhereTabsAre(t *testing.T) {
 	if len(out.Sites) != 1 || out.Sites[0].OpenTabs != 1 || !out.Sites[0].Online {
 		t.Fatalf("listing on B, started after the tab opened on A: %+v", out.Sites)
 	}
+	searchAnsweredBy(t, agent, br, "a call from B")
+}
+
+// searchAnsweredBy has agent search, br get the call and answer it, and
+// the agent read the answer; what names the call in a failure.
+func searchAnsweredBy(t *testing.T, agent *mcp.ClientSession, br *bridgetest.Browser, what string) {
+	t.Helper()
 	ch, cancel := callAsync(agent, "callSiteTool", search("tea"))
 	defer cancel()
 	m, err := br.Expect("call", testutil.WaitShort)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s never reached the browser: %v", what, err)
 	}
 	br.Result(m.ID, "tea")
-	if res := awaitCall(t, ch); servertest.ResultText(res) != "tea" {
-		t.Fatalf("call from B: %q", servertest.ResultText(res))
+	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "tea" {
+		t.Fatalf("%s: %q", what, servertest.ResultText(res))
 	}
 }
 
@@ -295,16 +302,7 @@ func TestBrowsersInstanceStopsGracefully(t *testing.T) {
 	brC, _ := extBrowser(t, w.c, w.onC, "browser-b") // the extension redials through the balancer
 	announceOn(t, brC, "d1", time.Now())
 	w.waitOpen(t, 1)
-	ch, cancel = callAsync(w.agent, "callSiteTool", search("tea"))
-	defer cancel()
-	m, err := brC.Expect("call", testutil.WaitShort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	brC.Result(m.ID, "tea")
-	if res := awaitCall(t, ch); servertest.ResultText(res) != "tea" {
-		t.Fatalf("after the browser moved to C: %q", servertest.ResultText(res))
-	}
+	searchAnsweredBy(t, w.agent, brC, "the call after the browser moved to C")
 }
 
 // TestSharingReachesBrowsersOnOtherInstances: a site shared through C
