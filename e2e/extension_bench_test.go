@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tabbridge/tabbridge/bridge"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/sitetools"
 )
 
@@ -680,9 +680,5 @@ func browserProcessCPU(t testing.TB, b *ExtensionBrowser) map[string]time.Durati
 // selfCPU is this process's CPU time so far (the server's hub runs in it).
 func selfCPU(t testing.TB) time.Duration {
 	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return testutil.CPUTime()
 }
