@@ -265,6 +265,9 @@ export class ServerLink {
     const r = parseFrame(data);
     if (!r.ok) {
       this.log.warn(`tabbridge: refused a message from the server: ${r.reason}`);
+      if (r.callId && this.open) {
+        this.send(resultMessage(r.callId, { ok: false, code: 'refused', error: `The extension could not read the call (${r.reason}). Update the Tabbridge extension and the server to matching versions, then call again.` }));
+      }
       return;
     }
     const m = r.msg;

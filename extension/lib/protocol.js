@@ -92,11 +92,13 @@ export function checkServerMessage(m) {
       return accept({ type: 'error', code: isString(m.code, 64) ? m.code : '', message: isString(m.message, 4096) ? m.message : '', ref: isString(m.ref, 64) ? m.ref : '' });
     case 'call': {
       if (!isString(m.id, 64) || m.id === '') return refuse('call: no id');
+      // A call refused from here on is answered (callId), so the agent hears at once.
+      const refuseCall = (reason) => ({ ok: false, reason, callId: m.id });
       const site = originOf(m.site);
-      if (!site || site !== m.site) return refuse('call: site is not an origin');
-      if (typeof m.tool !== 'string' || !toolName.test(m.tool)) return refuse('call: bad tool name');
-      if (!isObject(m.arguments)) return refuse('call: arguments must be an object');
-      if (!Number.isFinite(m.deadline)) return refuse('call: no deadline');
+      if (!site || site !== m.site) return refuseCall('call: site is not an origin');
+      if (typeof m.tool !== 'string' || !toolName.test(m.tool)) return refuseCall('call: bad tool name');
+      if (!isObject(m.arguments)) return refuseCall('call: arguments must be an object');
+      if (!Number.isFinite(m.deadline)) return refuseCall('call: no deadline');
       const url = originOf(m.url) === site ? m.url : '';
       const documentId = typeof m.documentId === 'string' && idPattern.test(m.documentId) ? m.documentId : '';
       return accept({ type: 'call', callId: m.id, site, tool: m.tool, args: m.arguments, url, documentId, deadline: m.deadline });
@@ -119,9 +121,14 @@ export function checkServerMessage(m) {
   }
 }
 
+// MAX_SERVER_FRAME bounds a frame the worker reads from the server. The largest the server sends is
+// a call carrying up to 1 MiB of arguments (sitetools.MaxArgumentsBytes) inside its envelope, so
+// the bound is well above that: a call the server accepted is never dropped for its size.
+export const MAX_SERVER_FRAME = 4 << 20;
+
 // parseFrame parses and checks one text frame.
 export function parseFrame(data) {
-  if (typeof data !== 'string' || data.length > (1 << 20)) return refuse('not a text frame within 1 MiB');
+  if (typeof data !== 'string' || data.length > MAX_SERVER_FRAME) return refuse('not a text frame within 4 MiB');
   let m;
   try {
     m = JSON.parse(data);

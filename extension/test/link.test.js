@@ -147,9 +147,15 @@ test('a call is dispatched and answered; a cancel aborts it and sends nothing', 
   assert.equal(pages.calls[1].signal.aborted, true, "the page's signal aborts");
   await flush();
   assert.equal(ws.sent.length, before, 'no result for a cancelled call');
-  // A malformed call is refused before it reaches a page.
+  // A malformed call is refused before it reaches a page, and answered so the agent hears at once.
   ws.receive({ type: 'call', id: 'c3', site: 'https://shop.example', tool: 'search', arguments: 'x', deadline: 1 });
   assert.equal(pages.calls.length, 2);
+  const refused = ws.sent.at(-1);
+  assert.equal(refused.type, 'call.result');
+  assert.equal(refused.callId, 'c3');
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.code, 'refused');
+  assert.match(refused.error.message, /arguments must be an object/);
   link.teardown();
 });
 

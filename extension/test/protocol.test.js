@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { checkServerMessage, parseFrame, plan, openSites, resultMessage, retryable, hello, browserName, clockOffset, callTimeout } from '../lib/protocol.js';
+import { checkServerMessage, parseFrame, MAX_SERVER_FRAME, plan, openSites, resultMessage, retryable, hello, browserName, clockOffset, callTimeout } from '../lib/protocol.js';
 
 const M = globalThis.TabbridgeMessages;
 const MAX_RESULT_BYTES = M.defaults.maxResultBytes;
@@ -63,6 +63,12 @@ test('cancel, approvals and errors are checked; unknown types are refused', () =
   assert.equal(checkServerMessage([]).ok, false);
   assert.equal(parseFrame('{not json').ok, false);
   assert.equal(parseFrame(new ArrayBuffer(2)).ok, false);
+  // The largest call the server sends, 1 MiB of arguments in its envelope, is read.
+  const big = JSON.stringify({ type: 'call', id: 'c1', site: 'https://shop.example', tool: 'note', arguments: { text: 'x'.repeat(1 << 20) }, deadline: 1 });
+  assert.equal(parseFrame(big).ok, true);
+  assert.equal(parseFrame('"' + 'x'.repeat(MAX_SERVER_FRAME) + '"').ok, false);
+  // A call refused for its fields names itself, so it can be answered.
+  assert.equal(checkServerMessage({ type: 'call', id: 'c9', site: 'nope', tool: 'x', arguments: {}, deadline: 1 }).callId, 'c9');
 });
 
 test("the server's clock: pong time, offset from one ping, bounded call timeouts", () => {
