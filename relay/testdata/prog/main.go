@@ -52,9 +52,13 @@ func main() {
 		}
 		fmt.Fprint(w, "\x1b[0m\r\n\x1b[38;2;10;200;30mtrue\x1b[1;3;4;7mattrs\x1b[0m\r\n")
 		fmt.Fprint(w, "漢字かな 😀 👍🏽 e\u0301 wide\r\nCOLOURS READY\r\n")
-	case "flood", "burst":
+	case "flood", "burst", "paced":
+		// paced is a burst written at about 1.6 MB/s (16 KiB every 10 ms):
+		// slower than a viewer through a forward under the race detector
+		// reads, so only a viewer that stops reading falls behind.
 		n := arg()
-		if os.Args[1] == "burst" { // start on the first key, so a viewer can attach first
+		paced := os.Args[1] == "paced"
+		if os.Args[1] != "flood" { // start on the first key, so a viewer can attach first
 			fmt.Fprint(w, "BURST READY\r\n")
 			w.Flush()
 			os.Stdin.Read(make([]byte, 1))
@@ -67,8 +71,12 @@ func main() {
 			}
 			w.WriteString(line)
 			n -= len(line)
+			if paced && w.Buffered() >= 16<<10 {
+				w.Flush()
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
-		if os.Args[1] == "burst" {
+		if os.Args[1] != "flood" {
 			w.WriteString("BURST END\n")
 			w.Flush()
 			os.Exit(3)
