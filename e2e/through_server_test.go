@@ -15,6 +15,7 @@ import (
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/sitetools"
 )
 
 // world is one browser with the real extension, signed in to the live server, and an agent of a
@@ -385,6 +386,17 @@ func TestExtensionThroughServer(t *testing.T) {
 		if text := w.call(w.agent, "exact", map[string]any{}, false); text != strings.Repeat("y", 256<<10) {
 			t.Fatalf("a result of exactly 256 KiB came back as %d bytes: %.80s", len(text), text)
 		}
+	})
+
+	t.Run("arguments up to the server's 1 MiB limit reach the page", func(t *testing.T) {
+		w.enter(t)
+		// The largest call the server accepts: {"q":"…"} of exactly sitetools.MaxArgumentsBytes. Its
+		// frame to the worker is over 1 MiB; the page answers with the text, so its result is over
+		// the result cap, which says the page ran it with every byte.
+		q := strings.Repeat("q", sitetools.MaxArgumentsBytes-len(`{"q":""}`))
+		ch, cancel := w.callAsync(w.agent, "search", map[string]any{"q": q}, false)
+		defer cancel()
+		wantErrorResult(t, w.await(ch), "returned", "never truncated")
 	})
 
 	t.Run("writes ask: allow once, always allow, deny", func(t *testing.T) {
