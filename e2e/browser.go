@@ -151,7 +151,9 @@ func (b *ExtensionBrowser) EnableDetection(t testing.TB) {
 	t.Helper()
 	b.GrantAllURLs(t)
 	ctx := b.Tab(t, fmt.Sprintf("chrome-extension://%s/options/options.html", ExtensionID))
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("detection")), chromedp.Click(chromedp.ID("detection"))); err != nil {
+	// The switch is visible before the page's module has wired it: click once it shows its state.
+	b.waitJS(t, ctx, 10*time.Second, `document.getElementById('detection').dataset.state === 'off'`, nil)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("detection"))); err != nil {
 		t.Fatalf("click the detection switch: %v", err)
 	}
 	var on bool

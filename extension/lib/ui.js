@@ -19,7 +19,11 @@ export async function wireDetection(box, note, onChange = () => {}) {
     box.checked = s.on;
     box.dataset.state = s.on ? 'on' : 'off';
   };
+  // The first state is asked for below; a click that comes before its answer wins over it (the answer
+  // was read before the click, so showing it would turn the switch back).
+  let changed = false;
   box.addEventListener('change', () => {
+    changed = true;
     if (!box.checked) {
       ask('setDetection', { on: false }).then((s) => {
         show(s);
@@ -42,5 +46,6 @@ export async function wireDetection(box, note, onChange = () => {}) {
       note.textContent = e.message;
     });
   });
-  show(await ask('detection'));
+  const first = await ask('detection');
+  if (!changed) show(first);
 }

@@ -48,3 +48,32 @@ test('turning detection on or off tells the page, so the popup looks at its tab 
   await next;
   assert.deepEqual(changes, [true, false]);
 });
+
+test('a click before the first state arrives is not undone by it', async () => {
+  detecting = false;
+  const send = chrome.runtime.sendMessage;
+  let release;
+  const gate = new Promise((r) => (release = r));
+  // The first 'detection' answer is read now (off) and arrives only after the click has been handled.
+  chrome.runtime.sendMessage = async (m) => {
+    if (m.type !== 'detection') return send(m);
+    const value = { on: detecting };
+    await gate;
+    return { ok: true, value };
+  };
+  try {
+    const box = checkbox();
+    const note = { textContent: '' };
+    let changed;
+    const on = new Promise((r) => (changed = r));
+    const wired = wireDetection(box, note, () => changed());
+    box.click();
+    await on;
+    release();
+    await wired;
+    assert.equal(box.dataset.state, 'on');
+    assert.equal(box.checked, true);
+  } finally {
+    chrome.runtime.sendMessage = send;
+  }
+});
