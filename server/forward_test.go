@@ -221,17 +221,25 @@ func TestMostRecentTabWinsAcrossInstances(t *testing.T) {
 	run(w.brB, "db")
 }
 
+// callRunningOnB opens a tab in the browser on B and has the agent (on A)
+// call it: it returns once the call is in that browser, unanswered.
+func (w *spread) callRunningOnB(t *testing.T) chan callOut {
+	t.Helper()
+	announceOn(t, w.brB, "d1", time.Now())
+	w.waitOpen(t, 1)
+	ch, cancel := callAsync(w.agent, "callSiteTool", search("slow"))
+	t.Cleanup(cancel)
+	if _, err := w.brB.Expect("call", testutil.WaitShort); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
 // TestForwardedCallToAKilledInstanceFailsAtOnce: the instance holding the
 // browser dies mid-call; the agent's call ends at once with a clear error.
 func TestForwardedCallToAKilledInstanceFailsAtOnce(t *testing.T) {
 	w := newSpread(t, nil)
-	announceOn(t, w.brB, "d1", time.Now())
-	w.waitOpen(t, 1)
-	ch, cancel := callAsync(w.agent, "callSiteTool", search("slow"))
-	defer cancel()
-	if _, err := w.brB.Expect("call", testutil.WaitShort); err != nil {
-		t.Fatal(err)
-	}
+	ch := w.callRunningOnB(t)
 	killed := time.Now()
 	w.b.Server.KillInternal()
 	res := awaitCall(t, ch)
@@ -285,13 +293,7 @@ func searchAnsweredBy(t *testing.T, agent *mcp.ClientSession, br *bridgetest.Bro
 // reconnected to another instance the agent's next call runs there.
 func TestBrowsersInstanceStopsGracefully(t *testing.T) {
 	w := newSpread(t, nil)
-	announceOn(t, w.brB, "d1", time.Now())
-	w.waitOpen(t, 1)
-	ch, cancel := callAsync(w.agent, "callSiteTool", search("slow"))
-	defer cancel()
-	if _, err := w.brB.Expect("call", testutil.WaitShort); err != nil {
-		t.Fatal(err)
-	}
+	ch := w.callRunningOnB(t)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitShort)
 		defer cancel()
