@@ -279,12 +279,7 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 		}
 		ready = append(ready, it)
 	}
-	err := w.inTx(func(tx *sql.Tx) error {
-		if hold != nil {
-			hold()
-		}
-		return w.stmts.write(tx, ready, w.store.instanceID())
-	})
+	err := w.run(ready, hold)
 	for _, it := range ready {
 		if err != nil && it.entry != nil {
 			it.done(w.writeAlone(context.Background(), it))
@@ -294,23 +289,36 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 	}
 }
 
-// inTx runs write in one transaction, committed if it returns nil.
-func (w *auditWriter) inTx(write func(*sql.Tx) error) error {
+// run writes the made rows of items at once: in one transaction, or, when
+// they are one statement (only begun calls, as a lone call's begin is, or
+// only refused ones), as that statement alone — autocommitted, so as atomic
+// as a transaction, without its BEGIN and COMMIT: on PostgreSQL two round
+// trips fewer on the call's path, on SQLite two statements fewer. hold (tests)
+// runs before the rows are written.
+func (w *auditWriter) run(items []*auditItem, hold func()) error {
+	if oneStatement(items) {
+		if hold != nil {
+			hold()
+		}
+		return w.stmts.write(w.db, items, w.store.instanceID())
+	}
 	tx, err := w.db.Begin()
 	if err != nil {
 		return err
 	}
-	if err := write(tx); err != nil {
+	if hold != nil {
+		hold()
+	}
+	if err := w.stmts.write(tx, items, w.store.instanceID()); err != nil {
 		tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
 
-// writeAlone writes one made row in a transaction of its own.
+// writeAlone writes one made row by itself.
 func (w *auditWriter) writeAlone(ctx context.Context, it *auditItem) error {
-	items := []*auditItem{it}
-	return w.inTx(func(tx *sql.Tx) error { return w.stmts.write(tx, items, w.store.instanceID()) })
+	return w.run([]*auditItem{it}, nil)
 }
 
 // makeRow gives it its stored row, adding the names it is the first to use.

@@ -116,11 +116,18 @@ func (s *auditStmts) text(kind, n int) string {
 	return b.String()
 }
 
-func (s *auditStmts) exec(tx *sql.Tx, kind, n int, args []any) (sql.Result, error) {
+// sqlRunner is what the statements run on: a transaction, or the pool for a
+// batch that is one statement (auditWriter.run).
+type sqlRunner interface {
+	Exec(query string, args ...any) (sql.Result, error)
+	Query(query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *auditStmts) exec(tx sqlRunner, kind, n int, args []any) (sql.Result, error) {
 	return tx.Exec(s.sql(kind, n), args...)
 }
 
-func (s *auditStmts) query(tx *sql.Tx, kind, n int, args []any) (*sql.Rows, error) {
+func (s *auditStmts) query(tx sqlRunner, kind, n int, args []any) (*sql.Rows, error) {
 	return tx.Query(s.sql(kind, n), args...)
 }
 
@@ -141,13 +148,21 @@ func split(items []*auditItem) (running, refused, ended []*auditRow) {
 	return running, refused, ended
 }
 
+// oneStatement reports whether write writes the rows of items in at most one
+// statement: no completions (a move is two), and not both begun and refused
+// calls.
+func oneStatement(items []*auditItem) bool {
+	running, refused, ended := split(items)
+	return len(ended) == 0 && (len(running) == 0 || len(refused) == 0)
+}
+
 // write writes the rows of items (made by makeRow) in tx, in a few
 // statements however many there are: the begun calls in one insert into
 // audit_running, the calls refused before they began in one insert into
 // audit_log, and the completions as one move from audit_running to
 // audit_log of those still running there (a row InterruptRunning ended is
 // left as it is).
-func (s *auditStmts) write(tx *sql.Tx, items []*auditItem, instance string) error {
+func (s *auditStmts) write(tx sqlRunner, items []*auditItem, instance string) error {
 	running, refused, ended := split(items)
 	if err := s.insertRunning(tx, running, instance); err != nil {
 		return fmt.Errorf("append audit: %w", err)
@@ -164,7 +179,7 @@ func (s *auditStmts) write(tx *sql.Tx, items []*auditItem, instance string) erro
 // insertRunning inserts the begun calls with the instance that runs them
 // (audit_running.instance_id: store.InterruptInstance ends a dead
 // instance's calls by it).
-func (s *auditStmts) insertRunning(tx *sql.Tx, rows []*auditRow, instance string) error {
+func (s *auditStmts) insertRunning(tx sqlRunner, rows []*auditRow, instance string) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -176,7 +191,7 @@ func (s *auditStmts) insertRunning(tx *sql.Tx, rows []*auditRow, instance string
 	return err
 }
 
-func (s *auditStmts) insert(tx *sql.Tx, kind int, rows []*auditRow) error {
+func (s *auditStmts) insert(tx sqlRunner, kind int, rows []*auditRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -196,7 +211,7 @@ func (s *auditStmts) insert(tx *sql.Tx, kind int, rows []*auditRow) error {
 // SQLITE_BUSY_SNAPSHOT when another connection (another instance on the
 // same file) wrote in between, where a first write waits its busy timeout.
 // Inside the transaction the order does not matter to a crash.
-func (s *auditStmts) moveEnded(tx *sql.Tx, ended []*auditRow) error {
+func (s *auditStmts) moveEnded(tx sqlRunner, ended []*auditRow) error {
 	if len(ended) == 0 {
 		return nil
 	}
