@@ -243,20 +243,30 @@ func callKey(sid string, rpcID json.RawMessage) string {
 // connWatch waits for the peer to close one connection without reading
 // from it (see watchConn).
 type connWatch struct {
-	mu      sync.Mutex // orders stopping against the watcher's deadline resets
+	mu      sync.Mutex // orders stopping against the watcher's start and deadline resets
 	stopped bool       // guarded by mu
+	started bool       // guarded by mu: the watcher peeks (its timer fired before stop)
+	timer   *time.Timer
 	conn    net.Conn
 	raw     syscall.RawConn // for closed's look at the socket (nil where it cannot look)
-	done    chan struct{}
+	done    chan struct{}   // closed when a started watcher ends
 }
 
-// stop ends the watch and waits for its goroutine, leaving the connection
-// with no read deadline (fasthttp sets its own before the next request).
+// stop ends the watch, leaving the connection with no read deadline
+// (fasthttp sets its own before the next request). A watcher that never
+// started costs only its timer; one that did is woken and waited for.
 func (w *connWatch) stop() {
 	w.mu.Lock()
 	w.stopped = true
-	_ = w.conn.SetReadDeadline(aLongTimeAgo)
+	started := w.started
+	if started {
+		_ = w.conn.SetReadDeadline(aLongTimeAgo)
+	}
 	w.mu.Unlock()
+	w.timer.Stop()
+	if !started {
+		return
+	}
 	<-w.done
 	_ = w.conn.SetReadDeadline(noDeadline)
 }

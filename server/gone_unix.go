@@ -35,14 +35,30 @@ func watchConn(conn net.Conn, onGone func()) (*connWatch, bool) {
 		return nil, false
 	}
 	w := &connWatch{conn: raw, raw: rc, done: make(chan struct{})}
-	go func() {
+	// The watcher starts only once the request has run for watchAfter: most
+	// calls are answered sooner, and a goroutine parked on the poller, its
+	// wake-up and the deadline changes that stop it were a tenth of a quick
+	// call's time on the server (docs/BENCHMARKS.md). A peer gone before then
+	// is seen at once when the watcher starts; the look before a call is
+	// dispatched (closed) does not wait for it.
+	w.timer = time.AfterFunc(watchAfter, func() {
+		w.mu.Lock()
+		if w.stopped {
+			w.mu.Unlock()
+			return
+		}
+		w.started = true
+		w.mu.Unlock()
 		defer close(w.done)
 		if w.peek(rc) {
 			onGone()
 		}
-	}()
+	})
 	return w, true
 }
+
+// watchAfter is how long a request runs before its connection is watched.
+const watchAfter = 20 * time.Millisecond
 
 // closed looks at the socket once, without blocking and without taking a
 // byte (MSG_PEEK): true if the peer closed it (end of stream, or an error
