@@ -329,11 +329,16 @@ func TestTaskPageShowsApprovalsAndCallsInTimeOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// A call's row keeps its time to the millisecond (its id's), a request's to the
+		// microsecond: the next request is raised at least 2 ms after the first, so the call put
+		// at the first millisecond after the first request sorts between the two. (Halfway between
+		// two requests raised in the same millisecond, it truncated to before the first one.)
+		time.Sleep(time.Until(first.CreatedAt.Add(2 * time.Millisecond))) // the clock must pass that instant
 		waiting, _ := a.raise("third_tool", `{"n":3}`)
-		if !waiting.CreatedAt.After(first.CreatedAt) {
+		if waiting.CreatedAt.Sub(first.CreatedAt) < 2*time.Millisecond {
 			t.Fatalf("requests at %v and %v", first.CreatedAt, waiting.CreatedAt)
 		}
-		call("second_tool", "asked", "ok", "", first.CreatedAt.Add(waiting.CreatedAt.Sub(first.CreatedAt)/2))
+		call("second_tool", "asked", "ok", "", first.CreatedAt.Truncate(time.Millisecond).Add(time.Millisecond))
 		call("fourth_tool", "read-only", sitetools.OutcomeFailed, "the page threw: no such row", waiting.CreatedAt.Add(time.Millisecond))
 
 		p := b.get("/tasks/" + id.task)
