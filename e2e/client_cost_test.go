@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strconv"
 	"testing"
@@ -31,17 +30,9 @@ func TestClientCostBesideGo(t *testing.T) {
 		`[{"name":"search","description":"Search","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]`,
 		"results for ")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--no-warnings", "cost.mjs", w.env.URL, w.token, tsSite, strconv.Itoa(calls))
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := runNode(dir, 5*time.Minute, "--no-warnings", "cost.mjs", w.env.URL, w.token, tsSite, strconv.Itoa(calls))
 	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node client: %v\n%s", err, stderr)
+		t.Fatal(err)
 	}
 	type stats struct{ P50, P99 float64 }
 	var ts struct{ Ping, Call, Fetch stats }
@@ -49,6 +40,7 @@ func TestClientCostBesideGo(t *testing.T) {
 		t.Fatalf("client printed %s: %v", out, err)
 	}
 
+	ctx := context.Background()
 	cs := w.env.MCP(t, w.token, nil)
 	timed := func(f func() error) stats {
 		for i := 0; i < (calls+9)/10; i++ {

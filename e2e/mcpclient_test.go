@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,24 @@ func tsClientDir(t *testing.T) string {
 		t.Skip("run 'npm ci' in e2e/mcpclient (scripts/test does) to include this test")
 	}
 	return dir
+}
+
+// runNode runs node with args in dir, for at most timeout, and returns what it printed; an
+// error carries what it wrote to its standard error.
+func runNode(dir string, timeout time.Duration, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return nil, fmt.Errorf("node client: %v\n%s", err, stderr)
+	}
+	return out, nil
 }
 
 // tsSite is the site the TypeScript client tests share and call.
@@ -104,17 +123,9 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		`[{"name":"search","description":"Search","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]`,
 		"results for ")
 	env, token, site := w.env, w.token, tsSite
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "check.mjs", env.URL, token, site, "search", `{"q":"tea"}`)
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := runNode(dir, 60*time.Second, "check.mjs", env.URL, token, site, "search", `{"q":"tea"}`)
 	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node client: %v\n%s", err, stderr)
+		t.Fatal(err)
 	}
 	var got struct {
 		SessionID string   `json:"sessionId"`

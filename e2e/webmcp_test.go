@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -395,17 +393,9 @@ func runTSCalls(dir, url, token string, calls []map[string]any) ([]tsResult, err
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "calls.mjs", url, token, string(raw))
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := runNode(dir, 90*time.Second, "calls.mjs", url, token, string(raw))
 	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		return nil, fmt.Errorf("node client: %v\n%s", err, stderr)
+		return nil, err
 	}
 	var got []tsResult
 	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(calls) {
