@@ -179,11 +179,18 @@ func (b *ExtensionBrowser) SetServer(t testing.TB, server string) {
 // serveTestSite serves e2e/testsite on a loopback port and returns its origin.
 func serveTestSite(t testing.TB) string {
 	t.Helper()
+	return serveDir(t, repoPath(t, "e2e/testsite"))
+}
+
+// serveDir serves the files of dir on a loopback port of its own until the test ends, and
+// returns its origin.
+func serveDir(t testing.TB, dir string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(repoPath(t, "e2e/testsite"))), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

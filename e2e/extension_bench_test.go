@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -131,27 +130,6 @@ func mcpbDir(t testing.TB) string {
 		}
 	}
 	return dir
-}
-
-// serveDir serves a folder on a loopback port of its own (another origin than the page's, as a
-// CDN would be) and returns its origin.
-func serveDir(t testing.TB, dir string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return "http://" + ln.Addr().String()
 }
 
 // freePort returns a loopback port that was free a moment ago (the relay binds it itself).
