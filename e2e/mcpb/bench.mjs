@@ -13,7 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
-import { performance } from "node:perf_hooks";
+import { timed } from "./timed.mjs";
 
 const [port, server, token, site, callsArg, roundsArg, home] = process.argv.slice(2);
 const calls = Number(callsArg);
@@ -75,36 +75,4 @@ async function main() {
     }
   }
   console.log(JSON.stringify({ rounds: out }));
-}
-
-// timed runs n calls of one path with callers of them in flight at once; a call fails when it is
-// an error or its text does not carry the query it was sent.
-async function timed(one, n, callers) {
-  const lat = [];
-  let failed = 0;
-  let error = "";
-  let next = 0;
-  const worker = async () => {
-    while (next < n) {
-      const i = next++;
-      const t0 = performance.now();
-      try {
-        const r = await one(i);
-        if (r.isError || !JSON.stringify(r.content).includes(`q${i}`)) {
-          failed++;
-          error = JSON.stringify(r.content).slice(0, 300);
-        }
-      } catch (e) {
-        failed++;
-        error = String(e?.message ?? e);
-      }
-      lat.push(performance.now() - t0);
-    }
-  };
-  const start = performance.now();
-  await Promise.all(Array.from({ length: callers }, worker));
-  const took = (performance.now() - start) / 1000;
-  lat.sort((a, b) => a - b);
-  const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { P50: q(0.5), P99: q(0.99), PerSec: lat.length / took, Failed: failed, Error: error };
 }

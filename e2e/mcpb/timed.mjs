@@ -1,0 +1,35 @@
+// timed runs n calls of one(i) with callers of them in flight at once and returns their stats
+// (p50, p99 in ms, calls per second, how many failed and the last failure): a call fails when it
+// throws, is an error, or its text does not carry the query q<i> it was sent. Shared by bench.mjs
+// and socket.mjs.
+import { performance } from "node:perf_hooks";
+
+export async function timed(one, n, callers) {
+  const lat = [];
+  let failed = 0;
+  let error = "";
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      const t0 = performance.now();
+      try {
+        const r = await one(i);
+        if (r.isError || !JSON.stringify(r.content).includes(`q${i}`)) {
+          failed++;
+          error = JSON.stringify(r.content ?? r).slice(0, 300);
+        }
+      } catch (e) {
+        failed++;
+        error = String(e?.message ?? e);
+      }
+      lat.push(performance.now() - t0);
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: callers }, worker));
+  const took = (performance.now() - start) / 1000;
+  lat.sort((a, b) => a - b);
+  const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+  return { P50: q(0.5), P99: q(0.99), PerSec: lat.length / took, Failed: failed, Error: error };
+}
