@@ -9,6 +9,20 @@ import (
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
+// logOutcomes reads user's audit log as the web app does and returns each tool's outcome.
+func logOutcomes(t *testing.T, db *store.DB, user string) map[string]string {
+	t.Helper()
+	log, err := db.AuditLog(context.Background(), user, store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range log {
+		got[e.Tool] = e.Outcome
+	}
+	return got
+}
+
 // TestInterruptRunningBeforeEndsOnlyCallsOlderThanAnyCallLives: with several instances,
 // a call running longer than any call can is a dead instance's; newer running calls belong
 // to living instances and are left running.
@@ -26,14 +40,7 @@ func TestInterruptRunningBeforeEndsOnlyCallsOlderThanAnyCallLives(t *testing.T) 
 		if n, err := db.InterruptRunningBefore(ctx, time.Now().Add(-5*time.Minute)); err != nil || n != 1 {
 			t.Fatalf("interrupted %d (%v), want the one older call", n, err)
 		}
-		log, err := db.AuditLog(ctx, u.ID, store.AuditFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]string{}
-		for _, e := range log {
-			got[e.Tool] = e.Outcome
-		}
+		got := logOutcomes(t, db, u.ID)
 		if got["old"] != store.OutcomeInterrupted || got["young"] != store.OutcomeRunning {
 			t.Fatalf("outcomes after the sweep: %v", got)
 		}
@@ -94,14 +101,7 @@ func TestInterruptInstanceEndsOnlyThatInstancesCalls(t *testing.T) {
 		if n, err := db.InterruptInstance(ctx, "web-1"); err != nil || n != 1 {
 			t.Fatalf("interrupted %d (%v), want web-1's one call", n, err)
 		}
-		log, err := db.AuditLog(ctx, u.ID, store.AuditFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]string{}
-		for _, e := range log {
-			got[e.Tool] = e.Outcome
-		}
+		got := logOutcomes(t, db, u.ID)
 		if got["dies"] != store.OutcomeInterrupted || got["lives"] != store.OutcomeRunning {
 			t.Fatalf("outcomes after web-1 died: %v", got)
 		}
