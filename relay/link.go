@@ -244,12 +244,7 @@ func (h *Hub) forgetUnannounced(l *link) {
 	h.mu.Lock()
 	var gone []*session
 	if h.links[l.machine.ID] == l {
-		for id, s := range h.sessions {
-			if s.machineID == l.machine.ID && !l.announced[id] {
-				gone = append(gone, s)
-				delete(h.sessions, id)
-			}
-		}
+		gone = h.takeLocked(l.machine.ID, func(id string) bool { return l.announced[id] })
 	}
 	h.mu.Unlock()
 	for _, s := range gone {

@@ -194,13 +194,7 @@ func (h *Hub) Disconnect(machineID string) {
 	if l != nil {
 		l.revoked = true
 	}
-	var gone []*session
-	for id, s := range h.sessions {
-		if s.machineID == machineID {
-			gone = append(gone, s)
-			delete(h.sessions, id)
-		}
-	}
+	gone := h.takeLocked(machineID, nil)
 	h.mu.Unlock()
 	if l != nil {
 		l.close()
@@ -209,6 +203,19 @@ func (h *Hub) Disconnect(machineID string) {
 		s.end()
 	}
 	h.emitGone(gone)
+}
+
+// takeLocked removes the sessions of machineID from the hub, but those keep
+// reports true for, and returns them. h.mu is held.
+func (h *Hub) takeLocked(machineID string, keep func(id string) bool) []*session {
+	var gone []*session
+	for id, s := range h.sessions {
+		if s.machineID == machineID && (keep == nil || !keep(id)) {
+			gone = append(gone, s)
+			delete(h.sessions, id)
+		}
+	}
+	return gone
 }
 
 // keepReading extends conn's read deadline on every pong and returns a func
@@ -271,13 +278,7 @@ func (h *Hub) Forget(machineID string) {
 		h.mu.Unlock()
 		return
 	}
-	var gone []*session
-	for id, s := range h.sessions {
-		if s.machineID == machineID {
-			gone = append(gone, s)
-			delete(h.sessions, id)
-		}
-	}
+	gone := h.takeLocked(machineID, nil)
 	h.mu.Unlock()
 	for _, s := range gone {
 		s.end()
