@@ -296,11 +296,12 @@ func (w *auditWriter) commit(batch []*auditItem, hold func()) {
 // trips fewer on the call's path, on SQLite two statements fewer. hold (tests)
 // runs before the rows are written.
 func (w *auditWriter) run(items []*auditItem, hold func()) error {
-	if oneStatement(items) {
+	rows := split(items)
+	if rows.oneStatement() {
 		if hold != nil {
 			hold()
 		}
-		return w.stmts.write(w.db, items, w.store.instanceID())
+		return w.stmts.write(w.db, rows, w.store.instanceID())
 	}
 	tx, err := w.db.Begin()
 	if err != nil {
@@ -309,7 +310,7 @@ func (w *auditWriter) run(items []*auditItem, hold func()) error {
 	if hold != nil {
 		hold()
 	}
-	if err := w.stmts.write(tx, items, w.store.instanceID()); err != nil {
+	if err := w.stmts.write(tx, rows, w.store.instanceID()); err != nil {
 		tx.Rollback()
 		return err
 	}

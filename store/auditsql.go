@@ -131,46 +131,49 @@ func (s *auditStmts) query(tx sqlRunner, kind, n int, args []any) (*sql.Rows, er
 	return tx.Query(s.sql(kind, n), args...)
 }
 
-// split sorts the made rows of items into the begun calls, the calls refused
-// before they began, and the completions.
-func split(items []*auditItem) (running, refused, ended []*auditRow) {
+// auditRows are a batch's made rows, sorted: the begun calls, the calls
+// refused before they began, and the completions.
+type auditRows struct {
+	running, refused, ended []*auditRow
+}
+
+// split sorts the made rows of items.
+func split(items []*auditItem) auditRows {
+	var r auditRows
 	for _, it := range items {
 		switch {
 		case it.row == nil:
 		case it.update:
-			ended = append(ended, it.row)
+			r.ended = append(r.ended, it.row)
 		case it.entry.Outcome == OutcomeRunning:
-			running = append(running, it.row)
+			r.running = append(r.running, it.row)
 		default:
-			refused = append(refused, it.row)
+			r.refused = append(r.refused, it.row)
 		}
 	}
-	return running, refused, ended
+	return r
 }
 
-// oneStatement reports whether write writes the rows of items in at most one
-// statement: no completions (a move is two), and not both begun and refused
-// calls.
-func oneStatement(items []*auditItem) bool {
-	running, refused, ended := split(items)
-	return len(ended) == 0 && (len(running) == 0 || len(refused) == 0)
+// oneStatement reports whether write writes r in at most one statement: no
+// completions (a move is two), and not both begun and refused calls.
+func (r auditRows) oneStatement() bool {
+	return len(r.ended) == 0 && (len(r.running) == 0 || len(r.refused) == 0)
 }
 
-// write writes the rows of items (made by makeRow) in tx, in a few
+// write writes the rows r in tx, in a few
 // statements however many there are: the begun calls in one insert into
 // audit_running, the calls refused before they began in one insert into
 // audit_log, and the completions as one move from audit_running to
 // audit_log of those still running there (a row InterruptRunning ended is
 // left as it is).
-func (s *auditStmts) write(tx sqlRunner, items []*auditItem, instance string) error {
-	running, refused, ended := split(items)
-	if err := s.insertRunning(tx, running, instance); err != nil {
+func (s *auditStmts) write(tx sqlRunner, r auditRows, instance string) error {
+	if err := s.insertRunning(tx, r.running, instance); err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	if err := s.insert(tx, sqlInsertLog, refused); err != nil {
+	if err := s.insert(tx, sqlInsertLog, r.refused); err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	if err := s.moveEnded(tx, ended); err != nil {
+	if err := s.moveEnded(tx, r.ended); err != nil {
 		return fmt.Errorf("finish audit: %w", err)
 	}
 	return nil
