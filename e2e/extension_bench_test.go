@@ -611,14 +611,7 @@ func logHops(t *testing.T, b *ExtensionBrowser, worker context.Context, site str
 	t.Logf("hop event (isolated ⇄ main world, JSON + microtask), %d round trips: mean %.1f µs", n, event)
 }
 
-// browserCPU is the CPU time used so far by the browser b: its browser process and every process
-// under it (renderers, the extension's, the network service), read from /proc. Wall time on a loaded machine says little; CPU per call says what
-// a path costs whatever the neighbours do.
-func browserCPU(t testing.TB, b *ExtensionBrowser) time.Duration {
-	t.Helper()
-	return sumCPU(browserProcessCPU(t, b))
-}
-
+// sumCPU is the CPU time of all the processes of one browserProcessCPU reading.
 func sumCPU(byProcess map[string]time.Duration) time.Duration {
 	var total time.Duration
 	for _, d := range byProcess {
@@ -627,7 +620,10 @@ func sumCPU(byProcess map[string]time.Duration) time.Duration {
 	return total
 }
 
-// browserProcessCPU is browserCPU for each process, by its type ("renderer 12", "utility …").
+// browserProcessCPU is the CPU time used so far by the browser b, for each process by its type
+// ("renderer 12", "utility …"): its browser process and every process under it (renderers, the
+// extension's, the network service), read from /proc. Wall time on a loaded machine says little;
+// CPU per call says what a path costs whatever the neighbours do.
 func browserProcessCPU(t testing.TB, b *ExtensionBrowser) map[string]time.Duration {
 	t.Helper()
 	proc := chromedp.FromContext(b.ctx).Browser.Process()

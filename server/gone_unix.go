@@ -37,8 +37,8 @@ func watchConn(conn net.Conn, onGone func()) (*connWatch, bool) {
 	w := &connWatch{conn: raw, raw: rc, done: make(chan struct{})}
 	// The watcher starts only once the request has run for watchAfter: most
 	// calls are answered sooner, and a goroutine parked on the poller, its
-	// wake-up and the deadline changes that stop it were a tenth of a quick
-	// call's time on the server (docs/BENCHMARKS.md). A peer gone before then
+	// wake-up and the deadline changes that stop it were spent on every POST
+	// (docs/DECISIONS.md). A peer gone before then
 	// is seen at once when the watcher starts; the look before a call is
 	// dispatched (closed) does not wait for it.
 	w.timer = time.AfterFunc(watchAfter, func() {
