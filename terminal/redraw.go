@@ -86,10 +86,12 @@ func (t *term) placeCursor(b *bytes.Buffer, buf *buffer, ascii bool) {
 	if t.modes.origin && !t.altActive() && (buf.y < buf.top || buf.y > buf.bottom) {
 		b.WriteString("\x1b[?47h")
 		t.writeCursor(b, buf, buf.x, buf.y, false, ascii)
+		writePastLine(b, buf.x-t.cols)
 		b.WriteString("\x1b[?47l")
 		return
 	}
 	t.writeCursor(b, buf, buf.x, buf.y, t.modes.origin, ascii)
+	writePastLine(b, buf.x-t.cols)
 }
 
 // paintScreen writes every row of buf's screen.
@@ -408,6 +410,16 @@ func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin, ascii
 		b.WriteRune(c.r)
 	}
 	b.WriteString("\x1b]8;;\x07")
+}
+
+// writePastLine moves a cursor at a pending wrap n columns past the line's
+// end, as a zero-width character that joins nothing does there (xterm.js
+// moves the cursor without writing it, and so does the emulator): a C0
+// control, so it joins nothing, then a zero-width space, for each column.
+func writePastLine(b *bytes.Buffer, n int) {
+	for range n {
+		b.WriteString("\x03\u200b")
+	}
 }
 
 func writeCUP(b *bytes.Buffer, y, x int) {
