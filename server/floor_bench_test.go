@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -98,6 +101,34 @@ func shippedGC(b *testing.B) {
 	}
 }
 
+// sdkAlone is a second floor: the MCP SDK's own Streamable HTTP handler
+// (stateful, as the server runs it) on net/http, with one tool that answers
+// callSiteTool's arguments with a constant result, and nothing of
+// Tabbridge's: no Fiber, token, validation, gate, audit or browser. It
+// returns how to open one more agent session to it. What a call costs here
+// is what the SDK's client and server cost by themselves on this machine.
+func sdkAlone(b *testing.B) (open func() *mcp.ClientSession) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sdk-alone", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "callSiteTool", InputSchema: callToolSchemaJSON},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"results":["green tea"]}`}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b.Cleanup(ts.Close)
+	return func() *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "sdk-alone-agent", Version: "1"}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+}
+
+// callToolSchemaJSON is an input schema of callSiteTool's shape for sdkAlone.
+var callToolSchemaJSON = json.RawMessage(`{"type":"object","properties":{"site":{"type":"string"},"tool":{"type":"string"},"arguments":{"type":"object"},"taskId":{"type":"string"}},"required":["site","tool"]}`)
+
 // callWorld is a server with one test browser answering every call at once,
 // one site with docs open documents, and the agent's call.
 func callWorld(b *testing.B, docs int, tweak func(*server.Options)) (*siteWorld, func(*mcp.ClientSession) time.Duration) {
@@ -122,19 +153,22 @@ func callWorld(b *testing.B, docs int, tweak func(*server.Options)) (*siteWorld,
 }
 
 // BenchmarkCallGapped: calls 2 ms apart, each followed (2 ms later) by one
-// round trip of the floor, so both see the same machine; p50 and p99 of
-// each and their ratios.
+// round trip of the floor and then one call of sdkAlone, so all three see
+// the same machine; p50 and p99 of each and their ratios to the floor.
 //
 //	go test ./server -run XXX -bench CallGapped -benchtime 2000x
 func BenchmarkCallGapped(b *testing.B) {
 	w, call := callWorld(b, 1, nil)
 	bare := echoClient(b, fiberEcho(b))
+	sdk := sdkAlone(b)()
 	for i := 0; i < 50; i++ { // warm up
 		call(w.agent)
 		bare()
+		call(sdk)
 	}
 	calls := make([]time.Duration, 0, b.N)
 	echoes := make([]time.Duration, 0, b.N)
+	sdkCalls := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -142,9 +176,17 @@ func BenchmarkCallGapped(b *testing.B) {
 		calls = append(calls, call(w.agent))
 		time.Sleep(2 * time.Millisecond)
 		echoes = append(echoes, bare())
+		time.Sleep(2 * time.Millisecond)
+		sdkCalls = append(sdkCalls, call(sdk))
 	}
 	b.StopTimer()
 	reportLatency(b, calls, echoes)
+	// The SDK by itself, gapped the same way, to the same echo.
+	s50, s99 := percentile(sdkCalls, 0.50), percentile(sdkCalls, 0.99)
+	b.ReportMetric(float64(s50.Microseconds()), "sdk-p50-µs")
+	b.ReportMetric(float64(s99.Microseconds()), "sdk-p99-µs")
+	b.ReportMetric(float64(s50)/float64(percentile(echoes, 0.50)), "sdk-p50-ratio")
+	b.ReportMetric(float64(s99)/float64(percentile(echoes, 0.99)), "sdk-p99-ratio")
 }
 
 func reportLatency(b *testing.B, calls, echoes []time.Duration) {
@@ -160,7 +202,8 @@ func reportLatency(b *testing.B, calls, echoes []time.Duration) {
 
 // BenchmarkCallThroughput: 16 agents (TABBRIDGE_BENCH_AGENTS), each with
 // its own MCP session, call back to back for 2 s; then as many clients of
-// the floor do the same. Reports both rates and their ratio.
+// the floor do the same, then as many agents of sdkAlone. Reports the rates,
+// the ratio of the first two, and each one's CPU.
 //
 //	go test ./server -run XXX -bench CallThroughput -benchtime 1x
 func BenchmarkCallThroughput(b *testing.B) {
@@ -178,9 +221,14 @@ func BenchmarkCallThroughput(b *testing.B) {
 		sessions[i] = w.env.MCP(b, w.token, nil)
 		echoes[i] = echoClient(b, url)
 	}
-	var calls, floor float64
-	var callCPU, echoCPU time.Duration
-	var callN, echoN int
+	open := sdkAlone(b)
+	sdk := make([]*mcp.ClientSession, agents)
+	for i := range sdk {
+		sdk[i] = open()
+	}
+	var calls, floor, sdkRate float64
+	var callCPU, echoCPU, sdkCPU time.Duration
+	var callN, echoN, sdkN int
 	for i := 0; i < b.N; i++ {
 		cpu0 := cpuTime()
 		r, n := rate(agents, func(k int) { call(sessions[k]) })
@@ -188,6 +236,9 @@ func BenchmarkCallThroughput(b *testing.B) {
 		cpu0 = cpuTime()
 		r, n = rate(agents, func(k int) { echoes[k]() })
 		echoCPU, floor, echoN = echoCPU+cpuTime()-cpu0, floor+r, echoN+n
+		cpu0 = cpuTime()
+		r, n = rate(agents, func(k int) { call(sdk[k]) })
+		sdkCPU, sdkRate, sdkN = sdkCPU+cpuTime()-cpu0, sdkRate+r, sdkN+n
 	}
 	b.ReportMetric(calls/float64(b.N), "calls/s")
 	b.ReportMetric(floor/float64(b.N), "echo-trips/s")
@@ -197,6 +248,10 @@ func BenchmarkCallThroughput(b *testing.B) {
 	// what a call costs.
 	b.ReportMetric(float64(callCPU.Microseconds())/float64(callN), "cpu-µs/call")
 	b.ReportMetric(float64(echoCPU.Microseconds())/float64(echoN), "cpu-µs/echo")
+	// The SDK's client and server by themselves (sdkAlone): the most calls
+	// these cores carry through the SDK with nothing of Tabbridge's.
+	b.ReportMetric(sdkRate/float64(b.N), "sdk-calls/s")
+	b.ReportMetric(float64(sdkCPU.Microseconds())/float64(sdkN), "cpu-µs/sdk-call")
 }
 
 // rate runs n workers doing one thing back to back for 2 s and returns how
