@@ -246,7 +246,11 @@ type timelineItem struct {
 	Call *store.AuditEntry
 }
 
-// taskTimeline merges a task's requests and calls in time order.
+// taskTimeline merges a task's requests and calls in time order. A call's
+// time is its id's, to the millisecond, a request's to the microsecond, so
+// both are compared at the millisecond: within one, requests come first
+// (a call that waits on a request begins after it; which of the two came
+// first is not known otherwise), then calls, each kind oldest first.
 func (s *Server) taskTimeline(ctx context.Context, uid, taskID string) ([]timelineItem, error) {
 	reqs, err := s.gate.TaskRequests(ctx, uid, taskID)
 	if err != nil {
@@ -266,10 +270,12 @@ func (s *Server) taskTimeline(ctx context.Context, uid, taskID string) ([]timeli
 	for i := range reqs {
 		out = append(out, timelineItem{At: reqs[i].CreatedAt, Approval: &reqs[i], Runs: runs[reqs[i].ID]})
 	}
-	for i := range calls {
+	for i := len(calls) - 1; i >= 0; i-- {
 		out = append(out, timelineItem{At: calls[i].CreatedAt, Call: &calls[i]})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].At.Truncate(time.Millisecond).Before(out[j].At.Truncate(time.Millisecond))
+	})
 	return out, nil
 }
 

@@ -339,6 +339,8 @@ func TestTaskPageShowsApprovalsAndCallsInTimeOrder(t *testing.T) {
 			t.Fatalf("requests at %v and %v", first.CreatedAt, waiting.CreatedAt)
 		}
 		call("second_tool", "asked", "ok", "", first.CreatedAt.Truncate(time.Millisecond).Add(time.Millisecond))
+		// In the request's own millisecond (its time has microseconds, the call's not): after it.
+		call("same_ms_tool", "read-only", "ok", "", waiting.CreatedAt.Truncate(time.Millisecond))
 		call("fourth_tool", "read-only", sitetools.OutcomeFailed, "the page threw: no such row", waiting.CreatedAt.Add(time.Millisecond))
 
 		p := b.get("/tasks/" + id.task)
@@ -346,7 +348,7 @@ func TestTaskPageShowsApprovalsAndCallsInTimeOrder(t *testing.T) {
 			"took 1.5 s", "the page threw: no such row", `status-rejected">Failed`, "Read-only", `<summary id="req-`+first.ID+`-summary">Arguments</summary>`,
 			"&#34;n&#34;: 3", "Always allow third_tool on this site", `data-live="approval.created approval.updated approval.decided approval.expired approval.withdrawn call.finished workspace.deleted"`)
 		last := -1
-		for _, tool := range []string{"first_tool", "second_tool", "third_tool", "fourth_tool"} {
+		for _, tool := range []string{"first_tool", "second_tool", "third_tool", "same_ms_tool", "fourth_tool"} {
 			i := strings.Index(p.body, tool)
 			if i < last {
 				t.Fatalf("%s is out of time order", tool)
