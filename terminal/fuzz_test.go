@@ -17,6 +17,8 @@ func FuzzEmulatorRedraw(f *testing.F) {
 		"\x1b[01m00000000000\x1b7\x1b[0m\x1b[2m", "0\x8d🏽0",
 		"0123456789012345678901234567890123456789\r\n日本語テキスト日本語テキスト日本語\xff\x07\x03abc\xff\x30\x05",
 		"\x1b[?1049h" + strings.Repeat("日x", 20) + "\xff\x05\x02\x1b[5P\xff\x20\x06",
+		// cursors saved past the line's end: a zero-width character at the pending wrap, a resize
+		strings.Repeat("x", 20) + "\x03\u200b\x1b7\r\n", "\xff\x28\x05" + strings.Repeat("y", 30) + "\x1b7\xff\x0a\x05",
 	} {
 		f.Add([]byte(s))
 	}

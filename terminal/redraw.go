@@ -86,12 +86,12 @@ func (t *term) placeCursor(b *bytes.Buffer, buf *buffer, ascii bool) {
 	if t.modes.origin && !t.altActive() && (buf.y < buf.top || buf.y > buf.bottom) {
 		b.WriteString("\x1b[?47h")
 		t.writeCursor(b, buf, buf.x, buf.y, false, ascii)
-		writePastLine(b, buf.x-t.cols)
+		writePastLine(b, buf.x, t.cols)
 		b.WriteString("\x1b[?47l")
 		return
 	}
 	t.writeCursor(b, buf, buf.x, buf.y, t.modes.origin, ascii)
-	writePastLine(b, buf.x-t.cols)
+	writePastLine(b, buf.x, t.cols)
 }
 
 // paintScreen writes every row of buf's screen.
@@ -412,12 +412,15 @@ func (t *term) writeCursor(b *bytes.Buffer, buf *buffer, x, y int, origin, ascii
 	b.WriteString("\x1b]8;;\x07")
 }
 
-// writePastLine moves a cursor at a pending wrap n columns past the line's
-// end, as a zero-width character that joins nothing does there (xterm.js
-// moves the cursor without writing it, and so does the emulator): a C0
-// control, so it joins nothing, then a zero-width space, for each column.
-func writePastLine(b *bytes.Buffer, n int) {
-	for range n {
+// writePastLine moves a cursor at a pending wrap one column past the line's
+// end when x is there (x > cols), as a zero-width character that joins
+// nothing does (xterm.js moves the cursor without writing it, and so does
+// the emulator): a C0 control, so it joins nothing, then a zero-width
+// space. One column at most: a second would wrap (or, with autowrap off,
+// land in the last column), and no print goes further. (A saved cursor
+// needs none of this: DECRC brings its column back within the line.)
+func writePastLine(b *bytes.Buffer, x, cols int) {
+	if x > cols {
 		b.WriteString("\x03\u200b")
 	}
 }

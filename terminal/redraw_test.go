@@ -72,6 +72,12 @@ func rowString(t *term, b *buffer, y int) string {
 	return s.String()
 }
 
+// restoredX is a saved cursor's column as DECRC restores it, in xterm.js
+// and the emulator: within the line, so a column saved at or past its end
+// (a pending wrap, a zero-width character there, a resize to fewer columns)
+// restores to the last.
+func restoredX(x, cols int) int { return min(x, cols-1) }
+
 func observe(t *term) observed {
 	o := observed{
 		cols: t.cols, rows: t.rows, alt: t.altActive(), x: t.buf.x, y: t.buf.y,
@@ -82,10 +88,10 @@ func observe(t *term) observed {
 	o.pen = normalPen(o.pen)
 	o.pen.link = 0
 	b := t.buf
-	o.saved = fmt.Sprintf("%d,%d %+v %q", b.savedX, max(min(b.savedY-b.ybase(), t.rows-1), 0), b.savedPen, b.savedCS)
+	o.saved = fmt.Sprintf("%d,%d %+v %q", restoredX(b.savedX, t.cols), max(min(b.savedY-b.ybase(), t.rows-1), 0), b.savedPen, b.savedCS)
 	if b == t.normal && t.savedAbove() {
 		// on a history line, which only an attach payload's history reaches
-		o.saved = fmt.Sprintf("%d, line %d of history %+v %q", b.savedX, b.savedY, b.savedPen, b.savedCS)
+		o.saved = fmt.Sprintf("%d, line %d of history %+v %q", restoredX(b.savedX, t.cols), b.savedY, b.savedPen, b.savedCS)
 	}
 	for y := range t.rows {
 		o.active = append(o.active, rowString(t, t.buf, y))
@@ -97,9 +103,9 @@ func observe(t *term) observed {
 		n := t.normal
 		// A saved row that scrolled off the top reads back as row 0 (DECRC
 		// clamps it), and a redraw can only save rows on the screen.
-		saved := fmt.Sprintf("%d,%d", n.savedX, max(n.savedY-n.ybase(), 0))
+		saved := fmt.Sprintf("%d,%d", restoredX(n.savedX, t.cols), max(n.savedY-n.ybase(), 0))
 		if t.savedAbove() {
-			saved = fmt.Sprintf("%d, line %d of history", n.savedX, n.savedY)
+			saved = fmt.Sprintf("%d, line %d of history", restoredX(n.savedX, t.cols), n.savedY)
 		}
 		o.main = append(o.main, fmt.Sprintf("cursor %d,%d saved %s %+v", n.x, n.y, saved, n.savedPen))
 	}

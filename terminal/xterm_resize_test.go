@@ -571,6 +571,33 @@ func TestSavedCursorAboveScreenMatchesXterm(t *testing.T) {
 	}
 }
 
+// TestSavedCursorPastLineEndMatchesXterm checks a cursor saved one column
+// past the line's end (a zero-width character that joins nothing, written at
+// a pending wrap, moves it there), which the redraw saves at the pending
+// wrap: DECRC brings either back to the last column, so a DECRC and another
+// such character after the attach payload land as in xterm.js fed the
+// program's bytes — on the normal screen, on the alternate one, and kept
+// for the alternate screen after leaving it.
+func TestSavedCursorPastLineEndMatchesXterm(t *testing.T) {
+	past := strings.Repeat("x", 20) + "\x03\u200b"
+	cases := []struct{ stream, then string }{
+		{"\x1b[33m" + past + "\x1b7\x1b[0m\r\nmore\r\n", "\x1b8\u200bZ"},
+		{"\x1b[?47h\x1b[2;1H" + past + "\x1b7\x1b[1;1Halt", "\x1b8\u200bZ"},
+		{"\x1b[?47h\x1b[3;1H" + past + "\x1b7\x1b[?47lmain", "\x1b[?47h\x1b8\u200bZ"},
+	}
+	var xc []xtermCase
+	for _, c := range cases {
+		xc = append(xc, xtermCase{Cols: 20, Rows: 6, Streams: [][]byte{
+			[]byte(c.stream + c.then), append(attachPayload(t, 20, 6, []byte(c.stream)), c.then...),
+		}})
+	}
+	for i, d := range runXterm(t, xc) {
+		if diff := diffStates(d[0].Before, d[1].Before); len(diff) > 0 {
+			t.Errorf("stream %d: after DECRC and a zero-width space the attached terminal differs:\n%s", i, strings.Join(diff, "\n"))
+		}
+	}
+}
+
 // recordedResize is one file of testdata/xterm/resize: a real program's
 // output between resizes, and the resizes (TestRecordXtermResizeCorpus).
 type recordedResize struct {
