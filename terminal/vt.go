@@ -94,6 +94,7 @@ func (x *xparams) or1(i int) int {
 }
 
 func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
+	prec := t.precW // REP repeats what was printed just before it
 	t.precW = 0
 	t.params.load(p)
 	x := &t.params
@@ -221,7 +222,7 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 		t.restrictCursor(t.cols - 1)
 		b.row(b.y).replaceCells(b.x, b.x+x.or1(0), t.eraseCell())
 	case 'b':
-		t.repeatPreceding(x.or1(0))
+		t.repeatPreceding(x.or1(0), prec)
 	case 'c':
 		if x.get(0) == 0 {
 			t.reply("\x1b[?1;2c")
@@ -541,27 +542,25 @@ func (t *term) columns(n int, insert bool) {
 	}
 }
 
-func (t *term) repeatPreceding(n int) {
-	w := t.precW
-	if w == 0 {
-		return
-	}
+// repeatPreceding is REP as xterm.js runs it: the text of the one cell the
+// last printed character took (prec columns back from the cursor) printed n
+// more times, from the join state that character left; nothing when the
+// last thing parsed was not a print (prec 0) or the cell is off the line.
+// Like any CSI it leaves no character to join.
+func (t *term) repeatPreceding(n, prec int) {
 	b := t.buf
-	x := b.x - w
-	if x < 0 || x >= t.cols {
+	x := b.x - prec
+	if prec == 0 || x < 0 || x >= t.cols {
 		return
 	}
-	l := b.row(b.y)
-	var text []rune
-	for c := x; c < t.cols; c++ {
-		text = append(text, []rune(l.text(c))...)
-	}
+	text := []rune(b.row(b.y).text(x))
+	t.precW = prec
 	for range n {
 		for _, r := range text {
 			t.printRune(r)
 		}
 	}
-	t.precW = w
+	t.precW = 0
 }
 
 func (t *term) setCursorStyle(p int) {

@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,10 +9,14 @@ import (
 	"testing"
 )
 
+// attachCuts is how many points through each recorded program the corpus
+// test attaches at, besides its end.
+const attachCuts = 24
+
 // TestRedrawMatchesXterm compares the attach payload of every stream in the
 // corpus (testdata/xterm: recorded from real programs, named
-// NAME-COLSxROWS.bin, and the package's own synthetic streams) with xterm.js
-// fed the stream.
+// NAME-COLSxROWS.bin, each whole and cut at attachCuts points, and the
+// package's own synthetic streams) with xterm.js fed the stream.
 func TestRedrawMatchesXterm(t *testing.T) {
 	var names []string
 	var cols, rows []int
@@ -30,6 +35,15 @@ func TestRedrawMatchesXterm(t *testing.T) {
 			t.Fatal(err)
 		}
 		add(filepath.Base(f), c, r, data)
+		// and as a viewer attaching while the program runs finds it: cut
+		// at ground points through the recording (as the session cuts)
+		last := 0
+		for k := 1; k < attachCuts; k++ {
+			if _, g := NewCutter().Scan(data[:len(data)*k/attachCuts]); g > last {
+				add(fmt.Sprintf("%s at byte %d", filepath.Base(f), g), c, r, data[:g])
+				last = g
+			}
+		}
 	}
 	for name, s := range map[string]string{
 		"spinner": spinnerStream(), "alt screen": altScreenStream(), "colours": colourStream(),
@@ -48,6 +62,8 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		"decrc then leave": "\x1b[?47h\x1b(0\x1b[2;3H\x1b7\x1b(B\x1b8\x1b[?47lqqq",
 		"sgr sub past six": "00000000000000000\x1b[48;1;0;0;:m\x1b[38;5;1;2:3:4:5mx\x1b[38;2;1;2;3:4:5mx",
 		"ich splits wide":  "ab日本cd\x1b[1;4H\x1b[@\r\n\x1b[31m日本語\x1b[44m\x1b[1;5H\x1b[2;5H\x1b[@x\r\n\x1b[0m😀✅z\x1b[3;4H\x1b[2@\x1b[3;2H\x1b[@",
+		"rep":              "ab\x1b[3bc|\x1b[22b\x1b[31m|\x1b[5b\x1b[m\r\nq\x1b[b\x1b[0b 日\x1b[2b\r\ne\u0301\x1b[3b\x1b[40b",
+		"rep mid line":     "0123456789\x1b[1;3Hx\x1b[2b\r\n\x1b[2;20Hz\x1b[b\x1b[2b\x03\u200b\x1b[b",
 	} {
 		add(name, 20, 6, []byte(s))
 	}

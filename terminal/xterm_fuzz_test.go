@@ -61,6 +61,10 @@ var allTokens = append(append([]token(nil), safeTokens...),
 		return []string{"\x1b[?47h", "\x1b[?47l", "\x1b[?6h", "\x1b[?6l"}[r.IntN(4)]
 	},
 	func(r *rand.Rand, c, _ int) string { return strings.Repeat("x", c) + "\x1b[K" },
+	// REP, as ncurses writes runs (htop's meters): after a character or not
+	func(r *rand.Rand, _, _ int) string {
+		return []string{"|", "", "日", "é", "\x1b[31m"}[r.IntN(5)] + fmt.Sprintf("\x1b[%db", r.IntN(30))
+	},
 )
 
 // generate makes n streams of tokens.
