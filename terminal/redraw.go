@@ -132,17 +132,17 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 	b.WriteString("\x1b[0m\x1b]8;;\x07")
 	if first.width == 2 && !cutWide(next, 0, cols) && last.r == 0 && !last.comb && last.width == 1 {
 		// a wide character that did not fit: printed in the last column it
-		// wraps and leaves that cell empty in its own style; a reflow left
-		// it empty in the default one, so it is erased again from below
+		// wraps and leaves that cell empty in the pen it was printed with,
+		// so it is printed with the empty cell's pen (a reflow, or a
+		// character written there since, can have left the two different)
+		// and written again in its own where it landed
 		move(cols - 1)
-		writeSGR(b, t.styles.pens[first.style], t.links)
+		writeSGR(b, t.styles.pens[last.style], t.links)
 		t.writeCellText(b, next, 0)
-		if last.style != first.style && (y >= 0 || t.rows >= 2) { // the row above is on the screen
-			if e := t.styles.pens[last.style]; e == (pen{bg: e.bg}) {
-				b.WriteString("\x1b[0m\x1b]8;;\x07")
-				writeSGR(b, e, nil)
-				b.WriteString("\x1b[A\x1b[" + strconv.Itoa(cols) + "G\x1b[X\x1b[B")
-			}
+		if last.style != first.style {
+			b.WriteString("\x1b[1G\x1b[0m\x1b]8;;\x07")
+			writeSGR(b, t.styles.pens[first.style], t.links)
+			t.writeCellText(b, next, 0)
 		}
 		return t.joined(b, 2)
 	}
