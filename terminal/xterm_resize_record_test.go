@@ -61,6 +61,22 @@ func TestRecordXtermResizeCorpus(t *testing.T) {
 			{cols: 40, rows: 10}, {keys: ":vsplit\r"}, {cols: 90, rows: 28}, {keys: ":q!\r"}, {keys: ":q!\r"},
 		}},
 	}
+	utf8 := "LANG=C.UTF-8 LC_ALL=C.UTF-8 "
+	progs = append(progs, []struct {
+		name       string
+		cols, rows int
+		argv       []string
+		steps      []step
+	}{
+		{"codex-resized", 100, 30, []string{"sh", "-c", "command -v codex >/dev/null || exit 0; HOME=$(mktemp -d) exec codex"}, []step{
+			{wait: `.`, cols: 70, rows: 20}, {keys: "\x1b[B", cols: 120, rows: 40}, {cols: 45, rows: 15}, {keys: "\x03\x03"}}},
+		{"htop-resized", 120, 30, []string{"sh", "-c", "command -v htop >/dev/null || exit 0; " + utf8 + "exec htop -d 5"}, []step{
+			{wait: `Load`, cols: 80, rows: 24}, {cols: 150, rows: 40}, {cols: 50, rows: 15}, {keys: "q"}}},
+		{"mc-resized", 100, 30, []string{"sh", "-c", "command -v mc >/dev/null || exit 0; " + utf8 + "exec mc -u /usr/share /etc"}, []step{
+			{wait: `.`, cols: 70, rows: 20}, {keys: "\x1b[B\x1b[B", cols: 130, rows: 40}, {keys: "\t", cols: 50, rows: 14}, {keys: "\x1b0"}, {keys: "\r"}}},
+		{"tmux-resized", 90, 24, []string{"sh", "-c", utf8 + "exec tmux -L tabbridge-record -f /dev/null new-session \"sh -c 'for i in \\$(seq 1 40); do echo line \\$i 日本語; done; sleep 30'\""}, []step{
+			{wait: `line 40`, keys: "\x02\"", cols: 60, rows: 16}, {keys: "ls /etc\r", cols: 120, rows: 30}, {keys: "\x02%", cols: 40, rows: 10}, {keys: "\x02d"}}},
+	}...)
 	dir := filepath.Join("testdata", "xterm", "resize")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
