@@ -3,6 +3,7 @@ package terminal
 import (
 	"bytes"
 	"strconv"
+	"unicode/utf8"
 )
 
 // redrawReset puts a terminal in a known state before painting: SGR, scroll
@@ -263,13 +264,24 @@ func (t *term) writeCellText(b *bytes.Buffer, l *line, x int) {
 		// its second half): no sequence writes one, so it is redrawn as
 		// a blank of its style
 		b.WriteByte(' ')
-	case c.comb:
-		b.WriteString(l.comb[x])
-	case c.r == 0:
+	case c.r == 0 && !c.comb:
 		b.WriteByte(' ')
 	default:
-		b.WriteRune(c.r)
+		text := l.text(x)
+		if loneMark(c, text) {
+			b.WriteByte(' ') // no sequence joins a mark to an empty cell: it goes on a space
+		}
+		b.WriteString(text)
 	}
+}
+
+// loneMark reports whether a cell one column wide holds only zero-width
+// characters: a mark joined to an empty cell, which happens only when a
+// resize comes between a character and its mark and moves the character
+// away (the join state outlives the resize, in xterm.js and the emulator).
+func loneMark(c cell, text string) bool {
+	r, _ := utf8.DecodeRuneInString(text)
+	return c.width == 1 && text != "" && runeWidth(r) == 0
 }
 
 // canSplit reports whether splitHalf can make the half at x: it follows an

@@ -43,7 +43,7 @@ func rowString(t *term, b *buffer, y int) string {
 		// (docs/DECISIONS.md): a wide character without its second half
 		// as a blank of its style, a second half without its first (but
 		// one ICH made) as a default blank, a second half in its first
-		// half's style.
+		// half's style, a mark alone in a cell on a space.
 		switch {
 		case c.width == 2 && cutWide(l, x, t.cols):
 			c = cell{width: 1, style: c.style}
@@ -62,6 +62,9 @@ func rowString(t *term, b *buffer, y int) string {
 		}
 		if text == "" && c.width == 1 {
 			text = " " // erased and written blanks look alike (xterm_test.go's blankAsSpace)
+		}
+		if loneMark(c, text) {
+			text = " " + text // as writeCellText writes it
 		}
 		if text == " " && c.style == 0 {
 			s.WriteString("_")
