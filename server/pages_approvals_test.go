@@ -311,6 +311,28 @@ func TestApprovalPagesRefuseAgentTokens(t *testing.T) {
 	}
 }
 
+// A hostile agent or page cannot make a card read differently from the call
+// it approves: characters that are invisible or reorder text are shown by
+// their code points, in the fields, the raw JSON and the task's title.
+func TestCardsShowCharactersThatHideOrReorderText(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice, id, _ := aliceWorld(t, env)
+	alice.MustJSON("PATCH", "/api/tasks/"+id.task, map[string]string{"title": "Pay \u202erennid"}, 200, nil)
+	b := newBrowser(t, env, alice)
+	a := newAsker(t, env, alice, id)
+	r, _ := a.raise("send_money", "{\"to\":\"alice@example.com\u202egnp.exe\",\"note\":\"hi\u200bthere\U000E0041\"}")
+	// (html/template writes + as &#43;)
+	for path, fields := range map[string][]string{"/": {"alice@example.com⟨U&#43;202E⟩gnp.exe", "hi⟨U&#43;200B⟩there⟨U&#43;E0041⟩"}, "/tasks/" + id.task: nil} {
+		p := b.get(path)
+		p.want(t, 200, append(fields, `alice@example.com\u202egnp.exe`, `hi\u200bthere\udb40\udc41`, "Pay ⟨U&#43;202E⟩rennid")...)
+		// (the title's own edit field holds it as it is, to be edited)
+		shownPart, _, _ := strings.Cut(p.body, `<label for="task-rename">`)
+		if i := strings.IndexAny(shownPart, "\u202e\u200b\U000E0041"); i >= 0 {
+			t.Errorf("%s shows the request %s with its hidden characters as they are: %q", path, r.ID, shownPart[max(0, i-300):i+20])
+		}
+	}
+}
+
 func TestTaskPageShowsApprovalsAndCallsInTimeOrder(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		env := servertest.Start(t, k, nil)
