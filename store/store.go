@@ -191,7 +191,11 @@ func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for _, r := range res {
-		log.Info("migration applied", "version", r.Source.Version, "file", filepath.Base(r.Source.Path), "took", r.Duration)
+		file := "(in Go)" // a Go migration has no file (00016, the compact audit log)
+		if r.Source.Path != "" {
+			file = filepath.Base(r.Source.Path)
+		}
+		log.Info("migration applied", "version", r.Source.Version, "file", file, "took", r.Duration)
 	}
 	return nil
 }
