@@ -50,6 +50,13 @@ func (s *Server) createAgentToken(ctx context.Context, uid, workspaceID, name st
 // createTask creates a task in a workspace of owner's, by createdBy (the
 // person, or "agent:<token id>"), with status when one is given.
 func (s *Server) createTask(ctx context.Context, owner, workspaceID, title, status, createdBy string) (*store.Task, error) {
+	s.taskMu.Lock()
+	defer s.taskMu.Unlock()
+	if status == "" || store.TaskOpen(status) {
+		if err := s.roomForOpenTask(ctx, workspaceID); err != nil {
+			return nil, err
+		}
+	}
 	t, err := s.opts.DB.CreateTask(ctx, workspaceID, title, createdBy)
 	if err != nil {
 		return nil, err
@@ -65,6 +72,19 @@ func (s *Server) createTask(ctx context.Context, owner, workspaceID, title, stat
 
 // updateTask changes a task's title and/or status (blank keeps either).
 func (s *Server) updateTask(ctx context.Context, owner, workspaceID, id, title, status string) (*store.Task, error) {
+	if store.TaskOpen(status) { // reopening a finished task opens one more
+		s.taskMu.Lock()
+		defer s.taskMu.Unlock()
+		cur, err := s.opts.DB.WorkspaceTask(ctx, workspaceID, id)
+		if err != nil {
+			return nil, err
+		}
+		if !store.TaskOpen(cur.Status) {
+			if err := s.roomForOpenTask(ctx, workspaceID); err != nil {
+				return nil, err
+			}
+		}
+	}
 	t, err := s.opts.DB.UpdateTask(ctx, workspaceID, id, title, status)
 	if err != nil {
 		return nil, err

@@ -63,6 +63,7 @@ const (
 	codeTicketInvalid        = "ticket_invalid"
 	codeTicketRequired       = "ticket_required"
 	codeTimeout              = "timeout"
+	codeTooManyOpenTasks     = "too_many_open_tasks"
 	codeUnavailable          = "unavailable"
 	codeWebsocketRequired    = "websocket_required"
 )

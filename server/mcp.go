@@ -123,8 +123,14 @@ type taskOut struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+type listTasksIn struct {
+	Before string `json:"before,omitempty" jsonschema:"to read older tasks: the next value of the list before"`
+}
+
 type listTasksOut struct {
 	Tasks []taskOut `json:"tasks"`
+	// Next is set when older tasks remain: pass it as before.
+	Next string `json:"next,omitempty"`
 }
 
 func taskView(t *store.Task) taskOut {
@@ -144,7 +150,7 @@ func (s *Server) addTaskTools(srv *mcp.Server) {
 	}, s.mcpUpdateTask)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "listTasks",
-		Description: "List your workspace's tasks, newest first, with their ids and statuses.",
+		Description: "List your workspace's tasks, newest first, with their ids and statuses, 50 at a time; when older ones remain, next is set: pass it as before to read them.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.mcpListTasks)
 }
@@ -159,6 +165,9 @@ func (s *Server) mcpCreateTask(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, taskOut{}, agentMessage(err)
 	}
 	t, err := s.createTask(ctx, id.Workspace.OwnerID, id.Workspace.ID, title, "", "agent:"+id.TokenID)
+	if ae := (*apiError)(nil); errors.As(err, &ae) {
+		return nil, taskOut{}, errors.New(ae.Message)
+	}
 	if err != nil {
 		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)
 	}
@@ -175,6 +184,9 @@ func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, taskOut{}, fmt.Errorf("status %q is not one of %s; call updateTask again with one of them", in.Status, strings.Join(store.TaskStatuses, ", "))
 	}
 	t, err := s.updateTask(ctx, id.Workspace.OwnerID, id.Workspace.ID, in.TaskID, "", in.Status)
+	if ae := (*apiError)(nil); errors.As(err, &ae) {
+		return nil, taskOut{}, errors.New(ae.Message)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, taskOut{}, fmt.Errorf("no task %q in your workspace; call listTasks to see your tasks, or createTask to open one", in.TaskID)
 	}
@@ -184,16 +196,22 @@ func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in
 	return nil, taskView(t), nil
 }
 
-func (s *Server) mcpListTasks(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, listTasksOut, error) {
+func (s *Server) mcpListTasks(ctx context.Context, req *mcp.CallToolRequest, in listTasksIn) (*mcp.CallToolResult, listTasksOut, error) {
 	id, err := agentOf(req)
 	if err != nil {
 		return nil, listTasksOut{}, err
 	}
-	ts, err := s.opts.DB.WorkspaceTasks(ctx, id.Workspace.ID)
+	before, err := taskCursor("before", in.Before)
+	if err != nil {
+		return nil, listTasksOut{}, errors.New(`"before" must be the next value an earlier listTasks gave; call listTasks without it for the newest tasks`)
+	}
+	ts, next, err := taskPage(func(b string, n int) ([]store.Task, error) {
+		return s.opts.DB.WorkspaceTasks(ctx, id.Workspace.ID, b, n)
+	}, before, tasksShown)
 	if err != nil {
 		return nil, listTasksOut{}, s.storeFailure("the tasks could not be read", err)
 	}
-	out := listTasksOut{Tasks: make([]taskOut, 0, len(ts))}
+	out := listTasksOut{Tasks: make([]taskOut, 0, len(ts)), Next: next}
 	for i := range ts {
 		out.Tasks = append(out.Tasks, taskView(&ts[i]))
 	}

@@ -69,7 +69,11 @@ func (s *Server) workspaceView(c *fiber.Ctx) (view, error) {
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
-	tasks, err := s.opts.DB.Tasks(c.UserContext(), uid, w.ID)
+	before, err := taskCursor("tasks_before", c.Query("tasks_before"))
+	if err != nil {
+		return view{}, err
+	}
+	tasks, older, err := taskPage(func(b string, n int) ([]store.Task, error) { return s.opts.DB.Tasks(c.UserContext(), uid, w.ID, b, n) }, before, tasksShown)
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
@@ -77,8 +81,12 @@ func (s *Server) workspaceView(c *fiber.Ctx) (view, error) {
 	if err != nil {
 		return view{}, storeError(err, "workspace")
 	}
-	return view{Title: w.Name, Nav: "workspaces", Src: "/workspaces/" + w.ID, User: s.pageUser(c),
-		Data: fiber.Map{"Workspace": w, "Tokens": toks, "Tasks": tasks, "Statuses": store.TaskStatuses,
+	src := "/workspaces/" + w.ID
+	if before != "" {
+		src += "?tasks_before=" + before // live updates keep the page of tasks shown
+	}
+	return view{Title: w.Name, Nav: "workspaces", Src: src, User: s.pageUser(c),
+		Data: fiber.Map{"Workspace": w, "Tokens": toks, "Tasks": tasks, "OlderTasks": older, "TasksFrom": before, "Statuses": store.TaskStatuses,
 			"Clients": clients, "Connect": s.connectSnippets(), "Notice": revokedNotice(c.Query("revoked")),
 			"Expiries": tokenExpiries}}, nil
 }

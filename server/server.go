@@ -64,6 +64,10 @@ type Options struct {
 	// MCPSessionsPerToken caps the MCP sessions one agent token holds open
 	// (default DefaultMCPSessionsPerToken); an initialize beyond it is refused.
 	MCPSessionsPerToken int
+	// TasksOpenMax caps the tasks one workspace has open (not started,
+	// ongoing or blocked; default DefaultTasksOpenMax): creating or
+	// reopening one beyond it is refused.
+	TasksOpenMax int
 	// CallTimeout bounds a tool call in the browser (default 60 s).
 	CallTimeout time.Duration
 	// ProgressInterval is the pace of MCP progress notifications while a
@@ -168,6 +172,10 @@ type Server struct {
 	cancel context.CancelFunc
 	// wg counts goroutines the server started and must wait for on close.
 	wg sync.WaitGroup
+
+	// taskMu makes counting a workspace's open tasks and opening one a
+	// single step (the open-task cap; tasks.go).
+	taskMu sync.Mutex
 
 	// rotations collapses concurrent refreshes of one refresh token.
 	rotations singleflight.Group
@@ -348,6 +356,9 @@ func fillDefaults(o *Options) error {
 	}
 	if o.MCPSessionsPerToken == 0 {
 		o.MCPSessionsPerToken = DefaultMCPSessionsPerToken
+	}
+	if o.TasksOpenMax == 0 {
+		o.TasksOpenMax = DefaultTasksOpenMax
 	}
 	if o.MCPSessionTimeout == 0 {
 		o.MCPSessionTimeout = time.Hour

@@ -155,14 +155,6 @@ func (s *Server) revokeToken(c *fiber.Ctx, uid, workspaceID, tokenID string) err
 	return nil
 }
 
-func (s *Server) getTasks(c *fiber.Ctx) error {
-	ts, err := s.opts.DB.Tasks(c.UserContext(), userID(c), c.Params("id"))
-	if err != nil {
-		return storeError(err, "workspace")
-	}
-	return c.JSON(fiber.Map{"tasks": ts})
-}
-
 type taskBody struct {
 	Title  string `json:"title"`
 	Status string `json:"status"`

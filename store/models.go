@@ -90,6 +90,19 @@ type Task struct {
 // TaskStatuses is the closed set of task states.
 var TaskStatuses = []string{"notstarted", "ongoing", "blocked", "completed", "rejected"}
 
+// openTaskStatuses are the states of a task still being worked on.
+var openTaskStatuses = []string{"notstarted", "ongoing", "blocked"}
+
+// TaskOpen reports whether a task in status s is still being worked on.
+func TaskOpen(s string) bool {
+	for _, v := range openTaskStatuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
 // ValidTaskStatus reports whether s is one of TaskStatuses.
 func ValidTaskStatus(s string) bool {
 	for _, v := range TaskStatuses {

@@ -150,20 +150,32 @@ func (db *DB) AuthenticateAgent(ctx context.Context, token string) (*AgentIdenti
 	return &id, nil
 }
 
-// Tasks lists a workspace's tasks, newest first; the workspace must be the person's.
-func (db *DB) Tasks(ctx context.Context, ownerID, workspaceID string) ([]Task, error) {
+// Tasks lists up to limit of a workspace's tasks, newest first, older than
+// the task before ("" from the newest); the workspace must be the person's.
+func (db *DB) Tasks(ctx context.Context, ownerID, workspaceID, before string, limit int) ([]Task, error) {
 	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
 		return nil, err
 	}
-	return db.WorkspaceTasks(ctx, workspaceID)
+	return db.WorkspaceTasks(ctx, workspaceID, before, limit)
 }
 
-// WorkspaceTasks lists a workspace's tasks for a caller already scoped to it
-// (an agent token's workspace).
-func (db *DB) WorkspaceTasks(ctx context.Context, workspaceID string) ([]Task, error) {
+// WorkspaceTasks is Tasks for a caller already scoped to the workspace (an
+// agent token's). Task ids are UUIDv7, so their order is their age.
+func (db *DB) WorkspaceTasks(ctx context.Context, workspaceID, before string, limit int) ([]Task, error) {
 	out := []Task{}
-	err := db.WithContext(ctx).Where("workspace_id = ?", workspaceID).Order("id DESC").Find(&out).Error
+	q := db.WithContext(ctx).Where("workspace_id = ?", workspaceID)
+	if before != "" {
+		q = q.Where("id < ?", before)
+	}
+	err := q.Order("id DESC").Limit(limit).Find(&out).Error
 	return out, err
+}
+
+// OpenTasks counts a workspace's tasks still being worked on (TaskOpen).
+func (db *DB) OpenTasks(ctx context.Context, workspaceID string) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Model(&Task{}).Where("workspace_id = ? AND status IN ?", workspaceID, openTaskStatuses).Count(&n).Error
+	return n, err
 }
 
 // Task finds a task in one of a person's workspaces.

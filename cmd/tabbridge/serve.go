@@ -51,6 +51,7 @@ type serveConfig struct {
 	mcpSessions     int
 	pendingMax      int
 	pendingBytes    int
+	tasksOpen       int
 	browserCallsMax int
 	// several instances on one database (issue 17; docs/DECISIONS.md)
 	instanceID      string
@@ -141,6 +142,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	checkGC := gcFlags(fs, getenv, &c.gc)
 	fs.IntVar(&c.mcpSessions, "mcp-sessions-per-token", envInt("TABBRIDGE_MCP_SESSIONS_PER_TOKEN", server.DefaultMCPSessionsPerToken), "most MCP sessions one agent token holds open (TABBRIDGE_MCP_SESSIONS_PER_TOKEN)")
 	fs.IntVar(&c.pendingMax, "approvals-pending-max", envInt("TABBRIDGE_APPROVALS_PENDING_MAX", approvals.DefaultMaxPending), "most requests one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_MAX)")
+	fs.IntVar(&c.tasksOpen, "tasks-open-max", envInt("TABBRIDGE_TASKS_OPEN_MAX", server.DefaultTasksOpenMax), "most tasks one workspace has open: not started, ongoing or blocked (TABBRIDGE_TASKS_OPEN_MAX)")
 	fs.IntVar(&c.pendingBytes, "approvals-pending-bytes", envInt("TABBRIDGE_APPROVALS_PENDING_BYTES", approvals.DefaultMaxPendingBytes), "most bytes of arguments one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_BYTES)")
 	fs.IntVar(&c.browserCallsMax, "browser-calls-max", envInt("TABBRIDGE_BROWSER_CALLS_MAX", bridge.DefaultMaxCalls), "most tool calls one browser runs at once (TABBRIDGE_BROWSER_CALLS_MAX)")
 	fs.StringVar(&c.instanceID, "instance-id", env("TABBRIDGE_INSTANCE_ID", ""), "this instance's id in the instance registry; a new one each start when empty. Give each instance a fixed id to have a restart clean its previous run's leftovers at once (TABBRIDGE_INSTANCE_ID)")
@@ -176,7 +178,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	for _, n := range []struct {
 		flag  string
 		value int
-	}{{"mcp-sessions-per-token", c.mcpSessions}, {"approvals-pending-max", c.pendingMax}, {"approvals-pending-bytes", c.pendingBytes}, {"browser-calls-max", c.browserCallsMax}} {
+	}{{"mcp-sessions-per-token", c.mcpSessions}, {"approvals-pending-max", c.pendingMax}, {"approvals-pending-bytes", c.pendingBytes}, {"tasks-open-max", c.tasksOpen}, {"browser-calls-max", c.browserCallsMax}} {
 		if n.value <= 0 {
 			return nil, fmt.Errorf("--%s %d: want a positive whole number", n.flag, n.value)
 		}
@@ -288,7 +290,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
 		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, AuditRetention: time.Duration(cfg.auditKeep), MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
-		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes,
+		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes, TasksOpenMax: cfg.tasksOpen,
 		Bridge:     bridge.Options{MaxCalls: cfg.browserCallsMax},
 		InstanceID: cfg.instanceID, InternalAddress: cfg.internalAddress, InternalListen: cfg.internalListen, Heartbeat: cfg.heartbeat, DeadAfter: cfg.deadAfter,
 		MetricsElsewhere: cfg.metricsListen != "",
