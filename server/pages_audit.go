@@ -178,9 +178,9 @@ func personError(outcome, msg string) string {
 		keep = append(keep, t)
 	}
 	if len(keep) == 0 {
-		return msg
+		return shown(msg)
 	}
-	return strings.Join(keep, " ")
+	return shown(strings.Join(keep, " ")) // a page's own words: what it hides is shown (pages_text.go)
 }
 
 // agentFacing reports whether a sentence of an error is advice to the agent.

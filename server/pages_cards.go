@@ -184,13 +184,13 @@ func (c requestCard) Outcome() string {
 	for _, r := range c.Runs {
 		switch {
 		case r.Outcome == sitetools.OutcomeOK && r.Result != "":
-			parts = append(parts, c.Tool+" returned "+shorten(r.Result, 140))
+			parts = append(parts, c.Tool+" returned "+shown(shorten(r.Result, 140)))
 		case r.Outcome == sitetools.OutcomeOK:
 			parts = append(parts, c.Tool+" ran")
 		case r.Outcome == sitetools.OutcomeRunning:
 			parts = append(parts, "running…")
 		case r.Error != "":
-			parts = append(parts, outcomeLabel(r.Outcome)+": "+shorten(r.Error, 200))
+			parts = append(parts, outcomeLabel(r.Outcome)+": "+shown(shorten(r.Error, 200)))
 		default:
 			parts = append(parts, outcomeLabel(r.Outcome))
 		}

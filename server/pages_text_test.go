@@ -44,3 +44,12 @@ func TestShownJSONIsTheSameValueVisible(t *testing.T) {
 		t.Errorf("shownJSON changed the value: %v, want %v", b, a)
 	}
 }
+
+// A page's own error, shown to the person on the audit and task pages,
+// shows what it hides too.
+func TestPersonErrorShowsHiddenCharacters(t *testing.T) {
+	got := personError("failed", "The page failed: sent to \u202emoc.elpmaxe@ecila. Do not repeat the same call.")
+	if want := "The page failed: sent to ⟨U+202E⟩moc.elpmaxe@ecila."; got != want {
+		t.Fatalf("personError = %q, want %q", got, want)
+	}
+}
