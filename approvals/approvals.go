@@ -57,6 +57,9 @@ const (
 	// session closed) and none came back within the grace, or the person
 	// answered while none waited.
 	WithdrawGone WithdrawReason = "gone"
+	// WithdrawTaskFinished: its task was set to completed or rejected (by
+	// the person, or by the agent), so no call of it is asked any more.
+	WithdrawTaskFinished WithdrawReason = "task_finished"
 )
 
 // Answer is what the person chose.
@@ -83,6 +86,9 @@ var (
 	ErrTaskRequired = errors.New("approvals: a task is required")
 	// ErrNoSuchTask is returned when the task is not one of the caller's workspace.
 	ErrNoSuchTask = errors.New("approvals: no such task in this workspace")
+	// ErrTaskFinished is returned (wrapped in a *TaskFinishedError) when the
+	// task is completed or rejected: its work is over, so nothing is asked.
+	ErrTaskFinished = errors.New("approvals: the task is finished")
 	// ErrNotFound is returned for a request or grant that does not exist or is not the person's.
 	ErrNotFound = errors.New("approvals: not found")
 	// ErrNotPending is returned when answering a request already decided, expired or withdrawn.
@@ -254,11 +260,15 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 	if call.TaskID == "" {
 		return Decision{}, ErrTaskRequired
 	}
-	if _, err := g.opts.DB.WorkspaceTask(ctx, call.WorkspaceID, call.TaskID); err != nil {
+	task, err := g.opts.DB.WorkspaceTask(ctx, call.WorkspaceID, call.TaskID)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Decision{}, ErrNoSuchTask
 		}
 		return Decision{}, fmt.Errorf("decide: %w", err)
+	}
+	if !store.TaskOpen(task.Status) {
+		return Decision{}, &TaskFinishedError{Status: task.Status}
 	}
 	if call.Consequential {
 		return g.ask(ctx, call)
@@ -270,6 +280,12 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 	}
 	return g.ask(ctx, call)
 }
+
+// TaskFinishedError is a call in a completed or rejected task.
+type TaskFinishedError struct{ Status string }
+
+func (e *TaskFinishedError) Error() string { return "approvals: the task is " + e.Status }
+func (e *TaskFinishedError) Unwrap() error { return ErrTaskFinished }
 
 // ask joins or opens the request for call and waits for its end.
 func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {

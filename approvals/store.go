@@ -203,6 +203,13 @@ func (g *Gate) SetAskAll(ctx context.Context, ownerID, origin string, on bool) e
 	return nil
 }
 
+// EndTask withdraws the requests waiting in a task that was just set to
+// completed or rejected: its calls are told, and the person is not asked.
+func (g *Gate) EndTask(ctx context.Context, ownerID, taskID string) error {
+	_, err := g.withdrawWhere(ctx, WithdrawTaskFinished, "user_id = ? AND task_id = ?", ownerID, taskID)
+	return err
+}
+
 // ForgetSite is called when the person stops sharing a site with
 // workspaceID ("" for every workspace), by unsharing it or moving it to
 // another workspace: the workspace's grants on it are revoked (sharing it

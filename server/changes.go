@@ -89,6 +89,12 @@ func (s *Server) updateTask(ctx context.Context, owner, workspaceID, id, title, 
 	if err != nil {
 		return nil, err
 	}
+	if status != "" && !store.TaskOpen(status) {
+		// a finished task asks nothing more: what waits in it is withdrawn
+		if err := s.gate.EndTask(ctx, owner, id); err != nil {
+			return nil, err
+		}
+	}
 	s.publish(owner, evTaskUpdated, fiber.Map{"task": t})
 	return t, nil
 }

@@ -360,6 +360,7 @@ var withdrawnLabels = map[approvals.WithdrawReason]string{
 	approvals.WithdrawRestart:      "the server restarted",
 	approvals.WithdrawGone:         "the agent stopped waiting",
 	approvals.WithdrawInstanceLost: "the server instance the agent's call went through stopped; the agent must call again",
+	approvals.WithdrawTaskFinished: "its task was marked completed or rejected",
 }
 
 // outcomes names each outcome a call is recorded with, and colours its

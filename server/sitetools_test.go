@@ -362,3 +362,52 @@ func compactJSON(t *testing.T, raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// A finished task asks nothing more: rejecting it withdraws what waits in
+// it, and a later write in it (or in a completed one) is refused at once,
+// each with what the agent should do; read-only calls need no task and run.
+func TestFinishedTasksAskNothingMore(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		w := newSiteWorld(t, k, nil, nil)
+		w.announce(t, "d1", time.Now())
+		var me struct {
+			User struct{ ID string } `json:"user"`
+		}
+		w.person.MustJSON("GET", "/api/auth/me", nil, 200, &me)
+		pending := func() int {
+			reqs, err := w.env.Server.ApprovalGate().Pending(context.Background(), me.User.ID, w.task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(reqs)
+		}
+		events := openStream(t, w.env, w.person, nil)
+		buy := map[string]any{"site": shop, "tool": "buy", "taskId": w.task, "arguments": map[string]any{"item": "tea"}}
+		ch, cancel := callAsync(w.agent, "callSiteTool", buy)
+		defer cancel()
+		eventOf(t, events, "approval.created")
+		w.person.MustJSON("PATCH", "/api/tasks/"+w.task, map[string]string{"status": "rejected"}, 200, nil)
+		wantError(t, awaitCall(t, ch), "was not run: its task was set to completed or rejected while the call waited")
+		eventOf(t, events, "approval.withdrawn")
+		if n := pending(); n != 0 {
+			t.Fatalf("%d requests still wait in the rejected task", n)
+		}
+		wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", buy), "its task is rejected", "ask the person what they want")
+		w.person.MustJSON("PATCH", "/api/tasks/"+w.task, map[string]string{"status": "completed"}, 200, nil)
+		wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", buy), "its task is completed", "set the task back to ongoing with updateTask")
+		if n := pending(); n != 0 {
+			t.Fatalf("a call in a finished task opened %d requests", n)
+		}
+		// Reading needs no task, finished or not.
+		ch, cancel2 := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "taskId": w.task, "arguments": map[string]any{"q": "tea"}})
+		defer cancel2()
+		m, err := w.br.Expect("call", testutil.WaitShort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.br.Result(m.ID, `{"items":["green tea"]}`)
+		if res := awaitCall(t, ch); res.IsError {
+			t.Fatalf("a read-only call in a finished task: %s", servertest.ResultText(res))
+		}
+	})
+}

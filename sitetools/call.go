@@ -189,12 +189,25 @@ func (o *Ops) runnable(a Agent, origin string, d Descriptor) error {
 	return nil
 }
 
+// taskFinished tells the agent its task is over (status "" when it ended
+// while the call waited): nothing of it is asked or run any more.
+func taskFinished(status, tool, origin string) error {
+	switch status {
+	case "rejected":
+		return agentErr("task_finished", "%s on %s was not asked or run: its task is rejected, so the person does not want that work done. Do not go on with it; ask the person what they want instead.", tool, origin)
+	case "completed":
+		return agentErr("task_finished", "%s on %s was not asked or run: its task is completed. If this is more of the same work, set the task back to ongoing with updateTask; if it is new work, open a task with createTask; then call again.", tool, origin)
+	}
+	return agentErr("task_finished", "%s on %s was not run: its task was set to completed or rejected while the call waited for the person. Call listTasks to see the task's status before going on.", tool, origin)
+}
+
 func offlineError(origin string) error {
 	return agentErr("browser_offline", "The person's Chrome is not connected to Tabbridge, so %s cannot run tools right now; nothing was run and nobody was asked. Ask them to open Chrome (signed in to the Tabbridge extension), then call again.", origin)
 }
 
 func (o *Ops) gateError(err error, origin, tool string, ctx context.Context) error {
 	var limit *approvals.LimitError
+	var finished *approvals.TaskFinishedError
 	switch {
 	case errors.As(err, &limit):
 		return agentErr("approvals_full", "%s on %s was not asked or run: %s", tool, origin, limit.Message)
@@ -202,6 +215,8 @@ func (o *Ops) gateError(err error, origin, tool string, ctx context.Context) err
 		return agentErr("task_required", "%s changes something on %s, so the person approves it inside a task: pass taskId (open a task with createTask, or find yours with listTasks) and call again.", tool, origin)
 	case errors.Is(err, approvals.ErrNoSuchTask):
 		return agentErr("task_not_found", "That taskId is not a task of this workspace. Call listTasks to find yours, or createTask to open one, and call again.")
+	case errors.As(err, &finished):
+		return taskFinished(finished.Status, tool, origin)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
@@ -217,6 +232,8 @@ func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
 		switch dec.Withdrawn {
 		case approvals.WithdrawUnshared:
 			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn because the person stopped sharing %s with this workspace, so it was not run. Call listSiteTools to see the sites you can use.", tool, origin, origin)
+		case approvals.WithdrawTaskFinished:
+			return taskFinished("", tool, origin)
 		case approvals.WithdrawShutdown:
 			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered because the Tabbridge server is shutting down (usually to restart), so it was not run. Call again in a moment.", tool, origin)
 		}
@@ -349,7 +366,7 @@ func outcomeOf(ctx context.Context, res *CallResult, err error) (outcome, messag
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "needs_person", "tool_not_offered",
+		case "not_shared", "site_not_shared", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "task_finished", "needs_person", "tool_not_offered",
 			"browser_busy", "approvals_full":
 			return OutcomeRefused, ae.Message
 		}
