@@ -393,6 +393,8 @@ func TestFinishedTasksAskNothingMore(t *testing.T) {
 			t.Fatalf("%d requests still wait in the rejected task", n)
 		}
 		wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", buy), "its task is rejected", "ask the person what they want")
+		// and the agent cannot undo the person's rejection
+		wantError(t, servertest.CallTool(t, w.agent, "updateTask", map[string]any{"taskId": w.task, "status": "ongoing"}), "only the person can reopen it")
 		w.person.MustJSON("PATCH", "/api/tasks/"+w.task, map[string]string{"status": "completed"}, 200, nil)
 		wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", buy), "its task is completed", "set the task back to ongoing with updateTask")
 		if n := pending(); n != 0 {
