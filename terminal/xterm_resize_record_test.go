@@ -62,6 +62,17 @@ func TestRecordXtermResizeCorpus(t *testing.T) {
 		}},
 	}
 	utf8 := "LANG=C.UTF-8 LC_ALL=C.UTF-8 "
+	// whole agent sessions, against stand-in model APIs (standin_test.go)
+	claude, codex := standinAgents(t, standinModelAPI(t))
+	session := func(ready string) []step {
+		return []step{{wait: ready, keys: "say hello in a list"}, {keys: "\r"},
+			{wait: `Done\.`, cols: 70, rows: 20},
+			{keys: "and now a much longer prompt that wraps around the narrow screen at least once, yes, 日本語 too"}, {keys: "\r"},
+			{wait: `(?s)Done\..*Done\.`, cols: 120, rows: 35},
+			{keys: "/"}, {keys: "\x1b"}, {keys: "three"}, {keys: "\r"},
+			{wait: `(?s)Done\..*Done\..*Done\.`, cols: 45, rows: 14},
+			{keys: "\x03"}, {keys: "\x03"}}
+	}
 	progs = append(progs, []struct {
 		name       string
 		cols, rows int
@@ -70,6 +81,8 @@ func TestRecordXtermResizeCorpus(t *testing.T) {
 	}{
 		{"codex-resized", 100, 30, []string{"sh", "-c", "command -v codex >/dev/null || exit 0; HOME=$(mktemp -d) exec codex"}, []step{
 			{wait: `.`, cols: 70, rows: 20}, {keys: "\x1b[B", cols: 120, rows: 40}, {cols: 45, rows: 15}, {keys: "\x03\x03"}}},
+		{"claude-session-resized", 100, 30, []string{"sh", "-c", claude}, session(`shortcuts`)},
+		{"codex-session-resized", 100, 30, []string{"sh", "-c", codex}, session(`Ask Codex`)},
 		{"htop-resized", 120, 30, []string{"sh", "-c", "command -v htop >/dev/null || exit 0; " + utf8 + "exec htop -d 5"}, []step{
 			{wait: `Load`, cols: 80, rows: 24}, {cols: 150, rows: 40}, {cols: 50, rows: 15}, {keys: "q"}}},
 		{"mc-resized", 100, 30, []string{"sh", "-c", "command -v mc >/dev/null || exit 0; " + utf8 + "exec mc -u /usr/share /etc"}, []step{
