@@ -70,16 +70,26 @@ func (s *Server) createTask(ctx context.Context, owner, workspaceID, title, stat
 	return t, nil
 }
 
-// updateTask changes a task's title and/or status (blank keeps either).
-func (s *Server) updateTask(ctx context.Context, owner, workspaceID, id, title, status string) (*store.Task, error) {
-	if store.TaskOpen(status) { // reopening a finished task opens one more
+// errTaskStaysRejected refuses an agent's move of a task out of rejected:
+// rejecting is how the person stops a piece of work, so only they reopen it.
+var errTaskStaysRejected = errors.New("this task is rejected, and only the person can reopen it: do not go on with that work; ask the person what they want, or open a new task with createTask for different work")
+
+// updateTask changes a task's title and/or status (blank keeps either), by
+// the person or (byAgent) by an agent. A status change reads the task once,
+// under taskMu: reopening a finished task opens one more (the cap), and an
+// agent cannot reopen a rejected one.
+func (s *Server) updateTask(ctx context.Context, owner, workspaceID, id, title, status string, byAgent bool) (*store.Task, error) {
+	if status != "" {
 		s.taskMu.Lock()
 		defer s.taskMu.Unlock()
 		cur, err := s.opts.DB.WorkspaceTask(ctx, workspaceID, id)
 		if err != nil {
 			return nil, err
 		}
-		if !store.TaskOpen(cur.Status) {
+		switch {
+		case byAgent && cur.Status == "rejected" && status != "rejected":
+			return nil, errTaskStaysRejected
+		case store.TaskOpen(status) && !store.TaskOpen(cur.Status):
 			if err := s.roomForOpenTask(ctx, workspaceID); err != nil {
 				return nil, err
 			}

@@ -183,20 +183,15 @@ func (s *Server) mcpUpdateTask(ctx context.Context, req *mcp.CallToolRequest, in
 	if !store.ValidTaskStatus(in.Status) {
 		return nil, taskOut{}, fmt.Errorf("status %q is not one of %s; call updateTask again with one of them", in.Status, strings.Join(store.TaskStatuses, ", "))
 	}
-	notFound := fmt.Errorf("no task %q in your workspace; call listTasks to see your tasks, or createTask to open one", in.TaskID)
-	// A rejected task stays rejected for the agent: rejecting is how the
-	// person stops a piece of work, so only the person reopens it.
-	if cur, err := s.opts.DB.WorkspaceTask(ctx, id.Workspace.ID, in.TaskID); err == nil && cur.Status == "rejected" && in.Status != "rejected" {
-		return nil, taskOut{}, errors.New("this task is rejected, and only the person can reopen it: do not go on with that work; ask the person what they want, or open a new task with createTask for different work")
-	} else if errors.Is(err, store.ErrNotFound) {
-		return nil, taskOut{}, notFound
-	}
-	t, err := s.updateTask(ctx, id.Workspace.OwnerID, id.Workspace.ID, in.TaskID, "", in.Status)
+	t, err := s.updateTask(ctx, id.Workspace.OwnerID, id.Workspace.ID, in.TaskID, "", in.Status, true)
 	if ae := (*apiError)(nil); errors.As(err, &ae) {
 		return nil, taskOut{}, errors.New(ae.Message)
 	}
+	if errors.Is(err, errTaskStaysRejected) {
+		return nil, taskOut{}, err
+	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, taskOut{}, notFound
+		return nil, taskOut{}, fmt.Errorf("no task %q in your workspace; call listTasks to see your tasks, or createTask to open one", in.TaskID)
 	}
 	if err != nil {
 		return nil, taskOut{}, s.storeFailure("the task could not be saved", err)

@@ -293,7 +293,7 @@ func (s *Server) postPageUpdateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "task")
 	}
-	if t, err = s.updateTask(c.UserContext(), userID(c), t.WorkspaceID, t.ID, in.Title, in.Status); err != nil {
+	if t, err = s.updateTask(c.UserContext(), userID(c), t.WorkspaceID, t.ID, in.Title, in.Status, false); err != nil {
 		return storeError(err, "task")
 	}
 	return c.Redirect("/tasks/"+t.ID, http.StatusSeeOther)

@@ -216,7 +216,7 @@ func (s *Server) patchTask(c *fiber.Ctx) error {
 	if err != nil {
 		return storeError(err, "task")
 	}
-	t, err = s.updateTask(c.UserContext(), userID(c), t.WorkspaceID, t.ID, in.Title, in.Status)
+	t, err = s.updateTask(c.UserContext(), userID(c), t.WorkspaceID, t.ID, in.Title, in.Status, false)
 	if err != nil {
 		return storeError(err, "task")
 	}
