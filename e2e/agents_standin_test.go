@@ -1,17 +1,23 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // agentStep is one turn of a scripted model: call a tool with an input, or
-// (Tool empty) end the turn with Text.
+// (Tool empty) end the turn with Text. Tool is the MCP tool's own name
+// ("callSiteTool"); the model calls it by whatever name the agent offered
+// it under (Claude Code's "mcp__tabbridge__callSiteTool", say).
 type agentStep struct {
 	Tool  string
 	Input map[string]any
@@ -23,29 +29,29 @@ type agentStep struct {
 
 // toolResult is what the agent sent back for one of the model's tool calls.
 type toolResult struct {
-	Tool    string
+	Tool    string // the MCP tool's own name
 	Text    string
-	IsError bool
+	IsError bool // as the agent flagged it to its model
 }
 
-// scriptedModel is a stand-in for the Anthropic Messages API (streamed and
-// not) that answers the agent's main loop — the requests that offer the
-// Tabbridge tools — with steps in order, and every other request (titles,
-// summaries, quota checks) with a short text. It records the tool results
-// the agent returns, so a test reads what the real agent got from its real
-// MCP client. It knows the Messages API only as far as Claude Code uses it.
+// scriptedModel is a stand-in for a model API — the Anthropic Messages API
+// (Claude Code) and the OpenAI Responses API (Codex), streamed and not, as
+// far as those agents use them — that answers the agent's main loop, the
+// requests that offer the Tabbridge tools, with steps in order, and every
+// other request (titles, summaries, quota checks) with a short text. It
+// records the tool results the agent returns, so a test reads what the real
+// agent got from its own MCP client.
 type scriptedModel struct {
 	URL     string
 	mu      sync.Mutex
 	steps   []agentStep
 	results []toolResult
 	offered []string // the tool names of the last main-loop request
-	turns   int
-	newStep chan struct{} // a result arrived (buffered; for waiting)
+	turns   int      // the turn whose results were recorded last
 }
 
 func newScriptedModel(t *testing.T, steps ...agentStep) *scriptedModel {
-	m := &scriptedModel{steps: steps, newStep: make(chan struct{}, 64)}
+	m := &scriptedModel{steps: steps}
 	srv := httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(srv.Close)
 	m.URL = srv.URL
@@ -58,6 +64,94 @@ func newScriptedModel(t *testing.T, steps ...agentStep) *scriptedModel {
 	})
 	return m
 }
+
+// Results returns the tool results the agent sent back so far.
+func (m *scriptedModel) Results() []toolResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]toolResult(nil), m.results...)
+}
+
+// Offered returns the tool names the agent's last main-loop request offered.
+func (m *scriptedModel) Offered() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.offered...)
+}
+
+// bare is an offered tool name without the agent's prefix for its server.
+func bare(name string) string {
+	if i := strings.LastIndex(name, "__"); i >= 0 {
+		return name[i+2:]
+	}
+	return name
+}
+
+// next records the results a main-loop request of turn brings (once per
+// turn: an agent may send a turn's request again) and returns the step to
+// answer it with, its tool named as offered.
+func (m *scriptedModel) next(offered []string, turn int, results []toolResult) agentStep {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.offered = offered
+	if turn > m.turns {
+		m.results = append(m.results, results...)
+		m.turns = turn
+	}
+	if turn >= len(m.steps) {
+		return agentStep{Text: "All done."}
+	}
+	step := m.steps[turn]
+	if step.From != nil {
+		step.Input = step.From(m.results)
+	}
+	if step.Tool != "" {
+		for _, name := range offered {
+			if bare(name) == step.Tool {
+				step.Tool = name
+				break
+			}
+		}
+	}
+	return step
+}
+
+func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/messages/count_tokens"):
+		json.NewEncoder(w).Encode(map[string]any{"input_tokens": 10})
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+		m.messages(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
+		m.responses(w, r)
+	default:
+		json.NewEncoder(w).Encode(map[string]any{})
+	}
+}
+
+// isMain says whether a request offering these tools is the agent's main
+// loop (it offers Tabbridge's).
+func isMain(names []string) bool {
+	for _, n := range names {
+		if bare(n) == "callSiteTool" {
+			return true
+		}
+	}
+	return false
+}
+
+// sse writes server-sent events, flushing each.
+func sse(w http.ResponseWriter) func(typ string, data map[string]any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	return func(typ string, data map[string]any) {
+		data["type"] = typ
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+		w.(http.Flusher).Flush()
+	}
+}
+
+// The Anthropic Messages API (Claude Code).
 
 type messagesRequest struct {
 	Model    string                  `json:"model"`
@@ -92,7 +186,7 @@ func blocksOf(raw json.RawMessage) []contentBlock {
 	return nil
 }
 
-// textOf flattens a tool_result's content (a string, or text blocks).
+// textOf flattens content (a string, or text blocks).
 func textOf(raw json.RawMessage) string {
 	var parts []string
 	for _, b := range blocksOf(raw) {
@@ -103,72 +197,36 @@ func textOf(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
+func (m *scriptedModel) messages(w http.ResponseWriter, r *http.Request) {
 	var req messagesRequest
 	_ = json.NewDecoder(r.Body).Decode(&req)
-	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") {
-		json.NewEncoder(w).Encode(map[string]any{})
-		return
-	}
-	if strings.HasPrefix(r.URL.Path, "/v1/messages/count_tokens") {
-		json.NewEncoder(w).Encode(map[string]any{"input_tokens": 10})
-		return
-	}
-	main := false
 	var names []string
 	for _, tl := range req.Tools {
 		names = append(names, tl.Name)
-		if strings.HasPrefix(tl.Name, "mcp__tabbridge__") {
-			main = true
-		}
 	}
 	step := agentStep{Text: "ok"}
-	if main {
-		m.mu.Lock()
-		m.offered = names
+	if isMain(names) {
 		// The turn is the number of assistant messages so far; the results
 		// are those of the last user message, matched to the tool calls.
 		uses := map[string]string{}
 		turn := 0
-		for _, msg := range req.Messages {
+		var results []toolResult
+		for i, msg := range req.Messages {
 			for _, b := range blocksOf(msg.Content) {
-				if b.Type == "tool_use" {
+				switch {
+				case b.Type == "tool_use":
 					uses[b.ID] = b.Name
+				case b.Type == "tool_result" && i == len(req.Messages)-1:
+					results = append(results, toolResult{Tool: bare(uses[b.ToolUseID]), Text: textOf(b.Content), IsError: b.IsError})
 				}
 			}
 			if msg.Role == "assistant" {
 				turn++
 			}
 		}
-		if turn > m.turns || (turn == 0 && m.turns == 0) {
-			if n := len(req.Messages); n > 0 && turn > 0 {
-				for _, b := range blocksOf(req.Messages[n-1].Content) {
-					if b.Type == "tool_result" {
-						m.results = append(m.results, toolResult{Tool: uses[b.ToolUseID], Text: textOf(b.Content), IsError: b.IsError})
-						select {
-						case m.newStep <- struct{}{}:
-						default:
-						}
-					}
-				}
-			}
-			m.turns = turn
-		}
-		if turn < len(m.steps) {
-			step = m.steps[turn]
-			if step.From != nil {
-				step.Input = step.From(m.results)
-			}
-		} else {
-			step = agentStep{Text: "All done."}
-		}
-		m.mu.Unlock()
+		step = m.next(names, turn, results)
 	}
-	m.answer(w, req, step, fmt.Sprintf("toolu_%d", len(req.Messages)))
-}
-
-// answer writes step as a Messages API response, streamed when asked.
-func (m *scriptedModel) answer(w http.ResponseWriter, req messagesRequest, step agentStep, id string) {
+	id := fmt.Sprintf("toolu_%d", len(req.Messages))
 	var block map[string]any
 	stop := "end_turn"
 	if step.Tool != "" {
@@ -183,13 +241,7 @@ func (m *scriptedModel) answer(w http.ResponseWriter, req messagesRequest, step 
 			"content": []any{block}, "stop_reason": stop, "usage": usage})
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	event := func(typ string, data map[string]any) {
-		data["type"] = typ
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
-		w.(http.Flusher).Flush()
-	}
+	event := sse(w)
 	event("message_start", map[string]any{"message": map[string]any{"id": "msg_" + id, "type": "message", "role": "assistant",
 		"model": req.Model, "content": []any{}, "usage": usage}})
 	if step.Tool != "" {
@@ -205,16 +257,95 @@ func (m *scriptedModel) answer(w http.ResponseWriter, req messagesRequest, step 
 	event("message_stop", map[string]any{})
 }
 
-// Results returns the tool results the agent sent back so far.
-func (m *scriptedModel) Results() []toolResult {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]toolResult(nil), m.results...)
+// The OpenAI Responses API (Codex).
+
+type responsesRequest struct {
+	Model string `json:"model"`
+	// Tools are functions, or namespaces of functions (Codex offers each
+	// MCP server's tools as the namespace "mcp__<server>").
+	Tools []struct {
+		Type  string                  `json:"type"`
+		Name  string                  `json:"name"`
+		Tools []struct{ Name string } `json:"tools"`
+	} `json:"tools"`
+	Input []struct {
+		Type      string          `json:"type"`
+		Name      string          `json:"name"`
+		Namespace string          `json:"namespace"`
+		CallID    string          `json:"call_id"`
+		Output    json.RawMessage `json:"output"`
+	} `json:"input"`
 }
 
-// Offered returns the tool names the agent's last main-loop request offered.
-func (m *scriptedModel) Offered() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.offered...)
+// outputText flattens a function_call_output's output: a string, or
+// content items with text.
+func outputText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var items []struct{ Text string }
+	json.Unmarshal(raw, &items)
+	var parts []string
+	for _, it := range items {
+		parts = append(parts, it.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (m *scriptedModel) responses(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	os.WriteFile(fmt.Sprintf("/tmp/resp-%d.json", time.Now().UnixNano()), body, 0o644)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req responsesRequest
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	var names []string
+	for _, tl := range req.Tools {
+		if tl.Type == "namespace" {
+			for _, f := range tl.Tools {
+				names = append(names, tl.Name+"__"+f.Name)
+			}
+			continue
+		}
+		names = append(names, tl.Name)
+	}
+	step := agentStep{Text: "ok"}
+	turn := 0
+	if isMain(names) {
+		// The turn is the number of the model's function calls so far (one
+		// a turn); the results are the outputs after the last of them.
+		calls := map[string]string{}
+		var results []toolResult
+		for _, it := range req.Input {
+			switch it.Type {
+			case "function_call":
+				calls[it.CallID] = it.Name
+				turn++
+				results = nil
+			case "function_call_output":
+				results = append(results, toolResult{Tool: bare(calls[it.CallID]), Text: outputText(it.Output)})
+			}
+		}
+		step = m.next(names, turn, results)
+	}
+	var item map[string]any
+	if step.Tool != "" {
+		args, _ := json.Marshal(step.Input)
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", turn), "call_id": fmt.Sprintf("call_%d", turn),
+			"name": step.Tool, "arguments": string(args), "status": "completed"}
+		if i := strings.LastIndex(step.Tool, "__"); i >= 0 {
+			item["namespace"], item["name"] = step.Tool[:i], step.Tool[i+2:]
+		}
+	} else {
+		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", turn), "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": step.Text, "annotations": []any{}}}}
+	}
+	event := sse(w)
+	id := fmt.Sprintf("resp_%d", turn)
+	event("response.created", map[string]any{"response": map[string]any{"id": id, "status": "in_progress", "output": []any{}}})
+	event("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+	event("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+	event("response.completed", map[string]any{"response": map[string]any{"id": id, "status": "completed", "output": []any{item},
+		"usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15}}})
 }

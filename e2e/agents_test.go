@@ -1,3 +1,5 @@
+//go:build !windows
+
 package e2e
 
 import (
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,6 +33,43 @@ func agentBin(t *testing.T, name string) string {
 	return bin
 }
 
+// realAgent is a real coding agent set up to use Tabbridge: start runs one
+// prompt to its end (or until ctx is done) in the background, and wait
+// returns its final answer.
+type realAgent interface {
+	start(ctx context.Context, prompt string) (wait func(t *testing.T) (string, error))
+}
+
+// agentKind is one real agent the tests run: how to set one up; whether it
+// tells its model which tool results are errors (Codex hands the model the
+// result's text only); and whether its own tool timeout cancels the call
+// the way a person's cancel would. Claude Code's cancel says "timed out",
+// so the server keeps the request for a retry (the grace); Codex's says
+// "MCP request cancelled by caller" whatever the cause, so the request is
+// withdrawn at once, as a cancel must be, and a retry asks afresh.
+type agentKind struct {
+	name             string
+	bin              string
+	flagsErrors      bool
+	timeoutIsACancel bool
+	setUp            func(t *testing.T, model, url, token string, timeout time.Duration) realAgent
+}
+
+var realAgents = []agentKind{
+	{name: "Claude Code", bin: "claude", flagsErrors: true, setUp: newClaudeCode},
+	{name: "Codex", bin: "codex", timeoutIsACancel: true, setUp: newCodex},
+}
+
+// taskRequests reads the approval requests of a task.
+func (w *world) taskRequests(task string) []requestState {
+	w.t.Helper()
+	var out struct {
+		Approvals []requestState `json:"approvals"`
+	}
+	w.person.MustJSON("GET", "/api/tasks/"+task+"/approvals", nil, 200, &out)
+	return out.Approvals
+}
+
 // claudeCode is Claude Code, the real agent, set up in a fresh home to talk
 // to model (a stand-in Messages API) and to reach Tabbridge's /mcp at url
 // with token, as a person would configure it: an HTTP MCP server named
@@ -40,7 +80,7 @@ type claudeCode struct {
 	env                     []string
 }
 
-func newClaudeCode(t *testing.T, model, url, token string) *claudeCode {
+func newClaudeCode(t *testing.T, model, url, token string, timeout time.Duration) realAgent {
 	t.Helper()
 	c := &claudeCode{bin: agentBin(t, "claude"), home: t.TempDir(), work: t.TempDir()}
 	const key = "sk-ant-api03-standin-standin-standin"
@@ -58,20 +98,23 @@ func newClaudeCode(t *testing.T, model, url, token string) *claudeCode {
 	}
 	c.env = append(os.Environ(), "HOME="+c.home, "ANTHROPIC_BASE_URL="+model, "ANTHROPIC_API_KEY="+key,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "NO_COLOR=1")
+	if timeout > 0 {
+		c.env = append(c.env, fmt.Sprintf("MCP_TOOL_TIMEOUT=%d", timeout.Milliseconds()))
+	}
 	return c
 }
 
-// start runs one prompt in print mode with the Tabbridge tools allowed and
-// env added to its environment, in the background, until it ends or
+// start runs one prompt in print mode with the Tabbridge tools allowed, in
+// the background, until it ends or
 // ctx is done; wait returns its result and error.
-func (c *claudeCode) start(ctx context.Context, prompt string, env ...string) (wait func(t *testing.T) (string, error)) {
+func (c *claudeCode) start(ctx context.Context, prompt string) (wait func(t *testing.T) (string, error)) {
 	type ended struct {
 		result string
 		err    error
 	}
 	done := make(chan ended, 1)
 	go func() {
-		r, err := c.exec(ctx, prompt, env...)
+		r, err := c.exec(ctx, prompt)
 		done <- ended{r, err}
 	}()
 	return func(t *testing.T) (string, error) {
@@ -86,11 +129,12 @@ func (c *claudeCode) start(ctx context.Context, prompt string, env ...string) (w
 	}
 }
 
-func (c *claudeCode) exec(ctx context.Context, prompt string, env ...string) (string, error) {
+func (c *claudeCode) exec(ctx context.Context, prompt string) (string, error) {
 	cmd := exec.CommandContext(ctx, c.bin, "-p", prompt, "--mcp-config", c.config, "--strict-mcp-config",
 		"--allowedTools", "mcp__tabbridge__listSiteTools,mcp__tabbridge__getSiteToolDefinition,mcp__tabbridge__callSiteTool,mcp__tabbridge__createTask,mcp__tabbridge__listTasks,mcp__tabbridge__updateTask",
 		"--output-format", "json")
-	cmd.Dir, cmd.Env = c.work, append(slices.Clip(c.env), env...)
+	cmd.Dir, cmd.Env = c.work, c.env
+	killGroup(cmd)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -110,17 +154,19 @@ func (c *claudeCode) exec(ctx context.Context, prompt string, env ...string) (st
 	return res.Result, nil
 }
 
-// TestClaudeCodeThroughTabbridge drives the real Claude Code, its own MCP
-// client configured as a person would, through Tabbridge into a real tab of
+// TestRealAgentsThroughTabbridge drives real Claude Code and real Codex, each
+// with its own MCP client configured as a person would, through Tabbridge into a real tab of
 // real Chromium with the real extension: the model (a stand-in) has it list
 // the shared sites, read a tool's schema, run a read in the tab, try a write
 // without a task, create a task, and make two writes the person answers —
 // Allow once, then Deny — and send a call with wrong arguments. The test
 // reads what Claude Code handed back to its model at each step. Then the
-// ways Claude Code stops waiting for the person: its own tool timeout (and a
+// ways an agent stops waiting for the person: its own tool timeout (and a
 // retry, which rejoins the same card), and its process killed.
-func TestClaudeCodeThroughTabbridge(t *testing.T) {
-	agentBin(t, "claude")
+func TestRealAgentsThroughTabbridge(t *testing.T) {
+	for _, a := range realAgents {
+		agentBin(t, a.bin)
+	}
 	w := newWorld(t, func(o *server.Options) { o.ApprovalGrace = 3 * time.Second })
 	index := w.site + "/"
 	tab := w.b.Tab(t, index)
@@ -138,170 +184,190 @@ func TestClaudeCodeThroughTabbridge(t *testing.T) {
 			return in
 		}
 	}
-	t.Run("a session: reads, a write without a task, a write allowed once, one denied, wrong arguments", func(t *testing.T) {
-		w.enter(t)
-		model := newScriptedModel(t,
-			agentStep{Tool: "mcp__tabbridge__listSiteTools", Input: map[string]any{}},
-			agentStep{Tool: "mcp__tabbridge__getSiteToolDefinition", Input: map[string]any{"site": w.site, "tool": "addItem"}},
-			agentStep{Tool: "mcp__tabbridge__callSiteTool", Input: call("search", map[string]any{"q": "tea"})},
-			agentStep{Tool: "mcp__tabbridge__callSiteTool", Input: call("addItem", map[string]any{"text": "tea"})},
-			agentStep{Tool: "mcp__tabbridge__createTask", Input: map[string]any{"title": "Put tea on the list"}},
-			agentStep{Tool: "mcp__tabbridge__callSiteTool", From: inTask("addItem", map[string]any{"text": "tea"})},
-			agentStep{Tool: "mcp__tabbridge__callSiteTool", From: inTask("addItem", map[string]any{"text": "cake"})},
-			agentStep{Tool: "mcp__tabbridge__callSiteTool", Input: call("search", map[string]any{"q": 5})},
-			agentStep{Text: "Tea is on the list; cake was refused."},
-		)
-		cc := newClaudeCode(t, model.URL, w.live.env.URL, w.token)
-		wait := cc.start(context.Background(), "Put tea on the shop's list.")
+	for _, agent := range realAgents {
+		t.Run(agent.name, func(t *testing.T) {
+			t.Run("a session: reads, a write without a task, a write allowed once, one denied, wrong arguments", func(t *testing.T) {
+				w.enter(t)
+				// Both agents use the one tab: each adds its own items.
+				tea, cake := "tea for "+agent.bin, "cake for "+agent.bin
+				model := newScriptedModel(t,
+					agentStep{Tool: "listSiteTools", Input: map[string]any{}},
+					agentStep{Tool: "getSiteToolDefinition", Input: map[string]any{"site": w.site, "tool": "addItem"}},
+					agentStep{Tool: "callSiteTool", Input: call("search", map[string]any{"q": "tea"})},
+					agentStep{Tool: "callSiteTool", Input: call("addItem", map[string]any{"text": "tea"})},
+					agentStep{Tool: "createTask", Input: map[string]any{"title": "Put tea on the list"}},
+					agentStep{Tool: "callSiteTool", From: inTask("addItem", map[string]any{"text": tea})},
+					agentStep{Tool: "callSiteTool", From: inTask("addItem", map[string]any{"text": cake})},
+					agentStep{Tool: "callSiteTool", Input: call("search", map[string]any{"q": 5})},
+					agentStep{Text: "Tea is on the list; cake was refused."},
+				)
+				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, 0)
+				wait := cc.start(context.Background(), "Put tea on the shop's list.")
 
-		// The person answers the two writes as they arrive in the inbox.
-		first := w.pending(1)[0]
-		if first.Tool != "addItem" || !strings.Contains(first.Arguments, `"tea"`) {
-			t.Fatalf("first request %+v", first)
-		}
-		w.answer(first.ID, "once")
-		testutil.Eventually(t, testutil.WaitMedium, func() bool {
-			var out struct {
-				Approvals []pendingRequest `json:"approvals"`
-			}
-			w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
-			if len(out.Approvals) == 1 && out.Approvals[0].ID != first.ID {
-				if !strings.Contains(out.Approvals[0].Arguments, `"cake"`) {
-					t.Fatalf("second request %+v", out.Approvals[0])
+				// The person answers the two writes as they arrive in the inbox.
+				first := w.pending(1)[0]
+				if first.Tool != "addItem" || !strings.Contains(first.Arguments, tea) {
+					t.Fatalf("first request %+v", first)
 				}
-				w.answer(out.Approvals[0].ID, "deny")
-				return true
-			}
-			return false
-		}, "the second write asks the person")
-		final, err := wait(t)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if final != "Tea is on the list; cake was refused." {
-			t.Errorf("Claude Code's final answer %q", final)
-		}
+				w.answer(first.ID, "once")
+				testutil.Eventually(t, testutil.WaitMedium, func() bool {
+					var out struct {
+						Approvals []pendingRequest `json:"approvals"`
+					}
+					w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+					if len(out.Approvals) == 1 && out.Approvals[0].ID != first.ID {
+						if !strings.Contains(out.Approvals[0].Arguments, cake) {
+							t.Fatalf("second request %+v", out.Approvals[0])
+						}
+						w.answer(out.Approvals[0].ID, "deny")
+						return true
+					}
+					return false
+				}, "the second write asks the person")
+				final, err := wait(t)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if final != "Tea is on the list; cake was refused." {
+					t.Errorf("%s's final answer %q", agent.name, final)
+				}
 
-		got := model.Results()
-		if len(got) != 8 {
-			t.Fatalf("Claude Code returned %d tool results, want 8: %+v", len(got), got)
-		}
-		want := []struct {
-			tool    string
-			isError bool
-			has     []string
-		}{
-			{"listSiteTools", false, []string{w.site, `"online":true`, `"addItem"`, `"search"`}},
-			{"getSiteToolDefinition", false, []string{`"inputSchema"`, `"text"`}},
-			{"callSiteTool", false, []string{secret, `"q":"tea"`}},
-			{"callSiteTool", true, []string{"taskId"}},
-			{"createTask", false, []string{"Put tea on the list"}},
-			{"callSiteTool", false, []string{`"items":["tea"]`}},
-			{"callSiteTool", true, []string{"The person denied this call", "not run"}},
-			{"callSiteTool", true, []string{"q", "string"}},
-		}
-		for i, wn := range want {
-			r := got[i]
-			if r.Tool != "mcp__tabbridge__"+wn.tool || r.IsError != wn.isError {
-				t.Errorf("result %d: %s (error %v), want %s (error %v): %s", i, r.Tool, r.IsError, wn.tool, wn.isError, r.Text)
-				continue
-			}
-			for _, h := range wn.has {
-				if !strings.Contains(r.Text, h) {
-					t.Errorf("result %d (%s) does not contain %q: %s", i, wn.tool, h, r.Text)
+				got := model.Results()
+				if len(got) != 8 {
+					t.Fatalf("%s returned %d tool results, want 8: %+v", agent.name, len(got), got)
 				}
-			}
-		}
-		if log := w.pageLog(tab); !slices.Contains(log, "added tea") || slices.Contains(log, "added cake") {
-			t.Errorf("the page's log %q: want tea added once and cake not", log)
-		}
-	})
+				want := []struct {
+					tool    string
+					isError bool
+					has     []string
+				}{
+					{"listSiteTools", false, []string{w.site, `"online":true`, `"addItem"`, `"search"`}},
+					{"getSiteToolDefinition", false, []string{`"inputSchema"`, `"text"`}},
+					{"callSiteTool", false, []string{secret, `"q":"tea"`}},
+					{"callSiteTool", true, []string{"taskId"}},
+					{"createTask", false, []string{"Put tea on the list"}},
+					{"callSiteTool", false, []string{`"items":[`, tea}},
+					{"callSiteTool", true, []string{"The person denied this call", "not run"}},
+					{"callSiteTool", true, []string{"q", "string"}},
+				}
+				for i, wn := range want {
+					r := got[i]
+					if r.Tool != wn.tool || (agent.flagsErrors && r.IsError != wn.isError) {
+						t.Errorf("result %d: %s (error %v), want %s (error %v): %s", i, r.Tool, r.IsError, wn.tool, wn.isError, r.Text)
+						continue
+					}
+					for _, h := range wn.has {
+						if !strings.Contains(r.Text, h) {
+							t.Errorf("result %d (%s) does not contain %q: %s", i, wn.tool, h, r.Text)
+						}
+					}
+				}
+				if log := w.pageLog(tab); !slices.Contains(log, "added "+tea) || slices.Contains(log, "added "+cake) {
+					t.Errorf("the page's log %q: want tea added once and cake not", log)
+				}
+			})
 
-	t.Run("Claude Code retries after its timeout: the retry finds the same card, and the person's answer reaches it", func(t *testing.T) {
-		w.enter(t)
-		args := map[string]any{"text": "second try"}
-		model := newScriptedModel(t,
-			agentStep{Tool: "mcp__tabbridge__createTask", Input: map[string]any{"title": "Try twice"}},
-			agentStep{Tool: "mcp__tabbridge__callSiteTool", From: inTask("addItem", args)},
-			agentStep{Tool: "mcp__tabbridge__callSiteTool", From: inTask("addItem", args)},
-			agentStep{Text: "Added on the second try."},
-		)
-		cc := newClaudeCode(t, model.URL, w.live.env.URL, w.token)
-		// Claude Code gives up after 3 s; the grace (3 s here) is longer than the model's turn, so
-		// the retry arrives while the card still waits.
-		wait := cc.start(context.Background(), "Add it.", "MCP_TOOL_TIMEOUT=3000")
-		p := w.pending(1)[0]
-		testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(model.Results()) >= 2 }, "Claude Code's first call times out")
-		testutil.Eventually(t, testutil.WaitMedium, func() bool {
-			var out struct {
-				Approvals []requestState `json:"approvals"`
-			}
-			w.person.MustJSON("GET", "/api/tasks/"+p.TaskID+"/approvals", nil, 200, &out)
-			if len(out.Approvals) != 1 || out.Approvals[0].ID != p.ID {
-				t.Fatalf("the retry opened another card: %+v", out.Approvals)
-			}
-			return out.Approvals[0].Waiters == 1 && out.Approvals[0].AgentGoneAt == nil
-		}, "the retry waits on the first card")
-		w.answer(p.ID, "once")
-		if final, err := wait(t); err != nil || final != "Added on the second try." {
-			t.Fatalf("final answer %q (%v)", final, err)
-		}
-		got := model.Results()
-		if len(got) != 3 || !got[1].IsError || got[2].IsError || !strings.Contains(got[2].Text, "second try") {
-			t.Fatalf("Claude Code's results %+v: want a timeout, then the allowed call's result", got)
-		}
-		if n := strings.Count(strings.Join(w.pageLog(tab), "\n"), "added second try"); n != 1 {
-			t.Errorf("the page added it %d times, want once", n)
-		}
-	})
+			t.Run("it retries after its timeout: the person answers one card, and the answer reaches the retry", func(t *testing.T) {
+				w.enter(t)
+				second := "second try by " + agent.bin
+				args := map[string]any{"text": second}
+				model := newScriptedModel(t,
+					agentStep{Tool: "createTask", Input: map[string]any{"title": "Try twice"}},
+					agentStep{Tool: "callSiteTool", From: inTask("addItem", args)},
+					agentStep{Tool: "callSiteTool", From: inTask("addItem", args)},
+					agentStep{Text: "Added on the second try."},
+				)
+				// The agent gives up after 3 s; the grace (3 s here) is longer than the model's turn, so
+				// the retry arrives while a card left by a timeout still waits.
+				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, 3*time.Second)
+				wait := cc.start(context.Background(), "Add it.")
+				p := w.pending(1)[0]
+				testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(model.Results()) >= 2 }, "the first call times out")
+				var retry string
+				testutil.Eventually(t, testutil.WaitMedium, func() bool {
+					reqs := w.taskRequests(p.TaskID)
+					open := 0
+					for _, r := range reqs {
+						if r.Status == "pending" {
+							open++
+							retry = r.ID
+						}
+					}
+					if open > 1 {
+						t.Fatalf("the person is asked twice for one call: %+v", reqs)
+					}
+					if !agent.timeoutIsACancel {
+						// The retry rejoins the first card.
+						if len(reqs) != 1 || reqs[0].ID != p.ID {
+							t.Fatalf("the retry opened another card: %+v", reqs)
+						}
+						return reqs[0].Waiters == 1 && reqs[0].AgentGoneAt == nil
+					}
+					// The cancel withdrew the first card at once; the retry asks anew.
+					return len(reqs) == 2 && reqs[0].Status == "withdrawn" && reqs[0].WithdrawnReason == "cancelled" && open == 1
+				}, "the retry waits on one card")
+				w.answer(retry, "once")
+				if final, err := wait(t); err != nil || final != "Added on the second try." {
+					t.Fatalf("final answer %q (%v)", final, err)
+				}
+				got := model.Results()
+				if len(got) != 3 || (agent.flagsErrors && (!got[1].IsError || got[2].IsError)) || !strings.Contains(got[2].Text, second) {
+					t.Fatalf("%s's results %+v: want a timeout, then the allowed call's result", agent.name, got)
+				}
+				if n := strings.Count(strings.Join(w.pageLog(tab), "\n"), "added "+second); n != 1 {
+					t.Errorf("the page added it %d times, want once", n)
+				}
+			})
 
-	// Real clients give up on a call without telling the server why (Claude Code's MCP_TOOL_TIMEOUT,
-	// or its process ending): the request must leave the person's inbox, and the page never runs it.
-	for _, way := range []string{"times out", "is killed"} {
-		t.Run("Claude Code "+way+" while the person has not answered: the request is withdrawn", func(t *testing.T) {
-			w.enter(t)
-			model := newScriptedModel(t,
-				agentStep{Tool: "mcp__tabbridge__createTask", Input: map[string]any{"title": "Wait for me"}},
-				agentStep{Tool: "mcp__tabbridge__callSiteTool", From: inTask("addItem", map[string]any{"text": "never " + way})},
-				agentStep{Text: "The person did not answer."},
-			)
-			cc := newClaudeCode(t, model.URL, w.live.env.URL, w.token)
-			ctx, kill := context.WithCancel(context.Background())
-			defer kill()
-			wait := cc.start(ctx, "Add it.", "MCP_TOOL_TIMEOUT=3000")
-			p := w.pending(1)[0]
-			if way == "is killed" {
-				kill()
-			}
-			// The person sees at once that the agent stopped waiting; the request stays for the grace
-			// (a retry of the same call would rejoin it), then leaves the inbox.
-			testutil.Eventually(t, testutil.WaitMedium, func() bool {
-				var out struct {
-					Approvals []requestState `json:"approvals"`
-				}
-				w.person.MustJSON("GET", "/api/tasks/"+p.TaskID+"/approvals", nil, 200, &out)
-				return len(out.Approvals) == 1 && out.Approvals[0].AgentGoneAt != nil && out.Approvals[0].Waiters == 0
-			}, "the request shows that Claude Code stopped waiting")
-			w.pending(0)
-			var out struct {
-				Approvals []requestState `json:"approvals"`
-			}
-			w.person.MustJSON("GET", "/api/tasks/"+p.TaskID+"/approvals", nil, 200, &out)
-			if len(out.Approvals) != 1 || out.Approvals[0].Status != "withdrawn" {
-				t.Fatalf("the request after Claude Code %s: %+v", way, out.Approvals)
-			}
-			if way == "times out" {
-				if final, err := wait(t); err != nil || final != "The person did not answer." {
-					t.Errorf("final answer %q (%v)", final, err)
-				}
-				if got := model.Results(); len(got) != 2 || !got[1].IsError {
-					t.Errorf("Claude Code's results %+v: want its call to have failed", got)
-				}
-			} else if _, err := wait(t); err == nil {
-				t.Error("Claude Code killed mid-call ended as if it had finished")
-			}
-			if log := w.pageLog(tab); slices.Contains(log, "added never "+way) {
-				t.Errorf("the page ran a call nobody waited for: %q", log)
+			// Real clients give up on a call without the person's answer (their own tool timeout, or their
+			// process ending): the request must leave the person's inbox, and the page never runs it.
+			for _, way := range []string{"times out", "is killed"} {
+				t.Run("it "+way+" while the person has not answered: the request is withdrawn", func(t *testing.T) {
+					w.enter(t)
+					never := agent.bin + " " + way + ", never run"
+					model := newScriptedModel(t,
+						agentStep{Tool: "createTask", Input: map[string]any{"title": "Wait for me"}},
+						agentStep{Tool: "callSiteTool", From: inTask("addItem", map[string]any{"text": never})},
+						agentStep{Text: "The person did not answer."},
+					)
+					cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, 3*time.Second)
+					ctx, kill := context.WithCancel(context.Background())
+					defer kill()
+					wait := cc.start(ctx, "Add it.")
+					p := w.pending(1)[0]
+					if way == "is killed" {
+						kill()
+					}
+					if way == "is killed" || !agent.timeoutIsACancel {
+						// The person sees at once that the agent stopped waiting; the request stays for the
+						// grace (a retry of the same call would rejoin it), then leaves the inbox.
+						testutil.Eventually(t, testutil.WaitMedium, func() bool {
+							reqs := w.taskRequests(p.TaskID)
+							return len(reqs) == 1 && (reqs[0].AgentGoneAt != nil && reqs[0].Waiters == 0 || reqs[0].Status == "withdrawn")
+						}, "the request shows that the agent stopped waiting")
+					}
+					w.pending(0)
+					reqs := w.taskRequests(p.TaskID)
+					if len(reqs) != 1 || reqs[0].Status != "withdrawn" {
+						t.Fatalf("the request after %s %s: %+v", agent.name, way, reqs)
+					}
+					if why := reqs[0].WithdrawnReason; (why == "cancelled") != (way == "times out" && agent.timeoutIsACancel) {
+						t.Errorf("the request after %s %s was withdrawn as %q", agent.name, way, why)
+					}
+					if way == "times out" {
+						if final, err := wait(t); err != nil || final != "The person did not answer." {
+							t.Errorf("final answer %q (%v)", final, err)
+						}
+						if got := model.Results(); len(got) != 2 || (agent.flagsErrors && !got[1].IsError) {
+							t.Errorf("%s's results %+v: want its call to have failed", agent.name, got)
+						}
+					} else if _, err := wait(t); err == nil {
+						t.Errorf("%s killed mid-call ended as if it had finished", agent.name)
+					}
+					if log := w.pageLog(tab); slices.Contains(log, "added "+never) {
+						t.Errorf("the page ran a call nobody waited for: %q", log)
+					}
+				})
 			}
 		})
 	}
@@ -310,13 +376,106 @@ func TestClaudeCodeThroughTabbridge(t *testing.T) {
 // taskIDFrom reads the id of the task createTask answered in prior.
 func taskIDFrom(prior []toolResult) string {
 	for _, r := range slices.Backward(prior) {
-		if r.Tool == "mcp__tabbridge__createTask" {
+		if r.Tool == "createTask" {
 			var out struct {
 				TaskID string `json:"taskId"`
 			}
-			json.Unmarshal([]byte(r.Text), &out)
+			// The result's JSON, after whatever the agent wrapped it in (Codex
+			// puts "Wall time: … Output:" before it).
+			if i := strings.Index(r.Text, "{"); i >= 0 {
+				json.NewDecoder(strings.NewReader(r.Text[i:])).Decode(&out)
+			}
 			return out.TaskID
 		}
 	}
 	return ""
+}
+
+// codex is Codex, the real agent, set up in a fresh home to talk to model (a
+// stand-in Responses API) and to reach Tabbridge's /mcp at url, the token
+// read from an environment variable its config names (bearer_token_env_var),
+// as README.md tells a person to configure it: callSiteTool approved in
+// Codex itself (the person approves writes in Tabbridge), the other tools
+// left to Codex's default, which their annotations decide. A timeout, if
+// given, is the server's tool_timeout_sec.
+type codex struct {
+	bin, home, work string
+	env             []string
+}
+
+func newCodex(t *testing.T, model, url, token string, timeout time.Duration) realAgent {
+	t.Helper()
+	c := &codex{bin: agentBin(t, "codex"), home: t.TempDir(), work: t.TempDir()}
+	extra := ""
+	if timeout > 0 {
+		extra = fmt.Sprintf("tool_timeout_sec = %g\n", timeout.Seconds())
+	}
+	cfg := fmt.Sprintf(`model = "stand-in"
+model_provider = "standin"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.standin]
+name = "stand-in"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "STANDIN_KEY"
+
+[mcp_servers.tabbridge]
+url = "%s/mcp"
+bearer_token_env_var = "TABBRIDGE_TOKEN"
+%s
+[mcp_servers.tabbridge.tools.callSiteTool]
+approval_mode = "approve"
+
+
+[projects.%q]
+trust_level = "trusted"
+`, model, url, extra, c.work)
+	if err := os.WriteFile(filepath.Join(c.home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(os.Environ(), "CODEX_HOME="+c.home, "HOME="+c.home, "STANDIN_KEY=x", "TABBRIDGE_TOKEN="+token, "NO_COLOR=1")
+	return c
+}
+
+// start runs one prompt with codex exec in the background until it ends or
+// ctx is done; wait returns its last message and error.
+func (c *codex) start(ctx context.Context, prompt string) (wait func(t *testing.T) (string, error)) {
+	type ended struct {
+		result string
+		err    error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		last := filepath.Join(c.home, fmt.Sprintf("last-%d.txt", time.Now().UnixNano()))
+		cmd := exec.CommandContext(ctx, c.bin, "exec", "--skip-git-repo-check", "--output-last-message", last, prompt)
+		cmd.Dir, cmd.Env = c.work, c.env
+		killGroup(cmd)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			done <- ended{"", fmt.Errorf("codex exec: %v\n%s", err, out)}
+			return
+		}
+		msg, err := os.ReadFile(last)
+		done <- ended{strings.TrimSpace(string(msg)), err}
+	}()
+	return func(t *testing.T) (string, error) {
+		t.Helper()
+		select {
+		case e := <-done:
+			return e.result, e.err
+		case <-time.After(3 * time.Minute):
+			t.Fatal("codex exec did not end")
+		}
+		return "", nil
+	}
+}
+
+// killGroup makes cmd's cancel kill its whole process group: npm's codex
+// command is a Node wrapper around the native binary, and killing the
+// wrapper alone leaves the agent running.
+func killGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }

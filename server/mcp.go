@@ -137,21 +137,40 @@ func taskView(t *store.Task) taskOut {
 	return taskOut{TaskID: t.ID, Title: t.Title, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
+// The MCP tools' annotations say what each does to the world, so a client's
+// own policy (Codex asks before any tool that is not read-only; others
+// decide by destructiveHint) treats them as what they are. Without them
+// the spec's defaults apply: destructive, open-world.
+//
+// readsOwnRecords: a read of Tabbridge's own records (sites, tools, tasks).
+var readsOwnRecords = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
+
+// ownRecords is a change to Tabbridge's own records (a task) that touches
+// no website and destroys nothing.
+func ownRecords(idempotent bool) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: idempotent, OpenWorldHint: new(false)}
+}
+
 func (s *Server) addTaskTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{
-		Name: "createTask",
+		Name:        "createTask",
+		Title:       "Open a task",
+		Annotations: ownRecords(false),
 		Description: "Open a task in your workspace for the work you are about to do, and get its taskId. " +
 			"Every callSiteTool call that changes something must carry a taskId: the person sees and approves " +
 			"such calls inside that task. Reuse one task for one piece of work.",
 	}, s.mcpCreateTask)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "updateTask",
+		Title:       "Set a task's status",
+		Annotations: ownRecords(true),
 		Description: "Set a task's status as your work progresses: notstarted, ongoing, blocked, completed or rejected.",
 	}, s.mcpUpdateTask)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "listTasks",
+		Title:       "List tasks",
 		Description: "List your workspace's tasks, newest first, with their ids and statuses, 50 at a time; when older ones remain, next is set: pass it as before to read them.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Annotations: readsOwnRecords,
 	}, s.mcpListTasks)
 }
 

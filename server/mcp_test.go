@@ -96,3 +96,50 @@ func TestMCPRefusesCookiesAndBadTokens(t *testing.T) {
 		t.Errorf("session driven with another token: %d", resp.StatusCode)
 	}
 }
+
+// TestMCPToolsSayWhatTheyDo: every tool carries a title and annotations that
+// say what it does, so a client's own policy treats it as what it is — Codex
+// asks before (or, unattended, refuses) any tool whose annotations leave it
+// destructive, as the spec's defaults do.
+func TestMCPToolsSayWhatTheyDo(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	_, _, token := aliceWorld(t, env)
+	cs := env.MCP(t, token, nil)
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct{ readOnly, destructive, idempotent, openWorld bool }
+	wants := map[string]want{
+		"listSiteTools":         {readOnly: true},
+		"getSiteToolDefinition": {readOnly: true},
+		"listTasks":             {readOnly: true},
+		"createTask":            {},
+		"updateTask":            {idempotent: true},
+		"callSiteTool":          {destructive: true, openWorld: true},
+	}
+	for _, tool := range res.Tools {
+		w, ok := wants[tool.Name]
+		if !ok {
+			t.Errorf("tool %s has no expectation here", tool.Name)
+			continue
+		}
+		delete(wants, tool.Name)
+		a := tool.Annotations
+		if tool.Title == "" || a == nil {
+			t.Errorf("%s: title %q, annotations %v", tool.Name, tool.Title, a)
+			continue
+		}
+		got := want{readOnly: a.ReadOnlyHint, idempotent: a.IdempotentHint,
+			destructive: a.DestructiveHint == nil || *a.DestructiveHint, openWorld: a.OpenWorldHint == nil || *a.OpenWorldHint}
+		if a.ReadOnlyHint {
+			got.destructive = false // the spec: destructiveHint means nothing for a read-only tool
+		}
+		if got != w {
+			t.Errorf("%s: annotations read as %+v, want %+v", tool.Name, got, w)
+		}
+	}
+	for name := range wants {
+		t.Errorf("tool %s is not listed", name)
+	}
+}

@@ -98,20 +98,27 @@ func startKind(b byte) string {
 
 func (s *Server) addSiteTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{
-		Name: "listSiteTools",
+		Name:  "listSiteTools",
+		Title: "List shared sites and their tools",
 		Description: "List the websites shared with your workspace and the tools each offers: name, title, description, " +
 			"and whether it is read-only. online says whether the person's Chrome is connected (calls can run); " +
 			"openTabs how many of the site's pages are open. Schemas are not included: call getSiteToolDefinition for the one you need.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Annotations: readsOwnRecords,
 	}, s.mcpListSiteTools)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "getSiteToolDefinition",
+		Title:       "Read one site tool's schema",
 		Description: "Get one site tool's full input schema and annotations, to build a valid callSiteTool request.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Annotations: readsOwnRecords,
 	}, s.mcpGetSiteToolDefinition)
 	srv.AddTool(&mcp.Tool{
 		Name:        "callSiteTool",
+		Title:       "Call a site's tool in the person's tab",
 		InputSchema: callSiteToolSchema,
+		// A site's tool may change anything the person can change on that
+		// site (each such call waits for the person's approval): destructive
+		// and open-world, as the spec's defaults say, but said.
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)},
 		Description: "Run one tool of a shared website inside the person's own signed-in Chrome tab and return the page's result. " +
 			"Arguments are checked against the tool's input schema first. Read-only tools run at once; any other tool needs taskId " +
 			"and waits for the person to approve it (Allow once, Always allow, or Deny) — this can take minutes, and progress " +
