@@ -1,17 +1,13 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // agentStep is one turn of a scripted model: call a tool with an input, or
@@ -294,9 +290,6 @@ func outputText(raw json.RawMessage) string {
 }
 
 func (m *scriptedModel) responses(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	os.WriteFile(fmt.Sprintf("/tmp/resp-%d.json", time.Now().UnixNano()), body, 0o644)
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	var req responsesRequest
 	_ = json.NewDecoder(r.Body).Decode(&req)
 	var names []string
