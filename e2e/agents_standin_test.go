@@ -20,7 +20,10 @@ type agentStep struct {
 	// From, if set, builds the input from the results the agent returned
 	// so far (a task id the model read from createTask's answer, say).
 	From func(prior []toolResult) map[string]any
-	Text string
+	// Before, if set, runs (once) before the model answers with this step:
+	// what the test does between two turns of the agent.
+	Before func()
+	Text   string
 }
 
 // toolResult is what the agent sent back for one of the model's tool calls.
@@ -44,6 +47,7 @@ type scriptedModel struct {
 	results []toolResult
 	offered []string // the tool names of the last main-loop request
 	turns   int      // the turn whose results were recorded last
+	started bool     // the first main-loop request came
 }
 
 func newScriptedModel(t *testing.T, steps ...agentStep) *scriptedModel {
@@ -90,9 +94,14 @@ func (m *scriptedModel) next(offered []string, turn int, results []toolResult) a
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.offered = offered
-	if turn > m.turns {
+	if turn > m.turns || turn == 0 && !m.started {
 		m.results = append(m.results, results...)
-		m.turns = turn
+		m.turns, m.started = turn, true
+		if turn < len(m.steps) && m.steps[turn].Before != nil {
+			m.mu.Unlock()
+			m.steps[turn].Before()
+			m.mu.Lock()
+		}
 	}
 	if turn >= len(m.steps) {
 		return agentStep{Text: "All done."}

@@ -319,6 +319,30 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 				}
 			})
 
+			t.Run("the server restarts between two of its calls: the next opens a new session and runs", func(t *testing.T) {
+				w.enter(t)
+				search := func(q string) map[string]any {
+					return map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": q}}
+				}
+				model := newScriptedModel(t,
+					agentStep{Tool: "callSiteTool", Input: search("before")},
+					agentStep{Tool: "callSiteTool", Input: search("after"), Before: func() {
+						before := w.link().Stats.Welcomes
+						w.live.restart()
+						w.b.waitJS(t, w.worker, 30*time.Second, fmt.Sprintf(`__tabbridgeTest.link.status().stats.welcomes > %d && __tabbridgeTest.link.status().state === 'open'`, before), nil)
+					}},
+					agentStep{Text: "Searched twice."},
+				)
+				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, 0)
+				if final, err := cc.start(context.Background(), "Search twice.")(t); err != nil || final != "Searched twice." {
+					t.Fatalf("final answer %q (%v)", final, err)
+				}
+				got := model.Results()
+				if len(got) != 2 || got[0].IsError || got[1].IsError || !strings.Contains(got[0].Text, `"q":"before"`) || !strings.Contains(got[1].Text, `"q":"after"`) {
+					t.Fatalf("%s's results across the restart: %+v", agent.name, got)
+				}
+			})
+
 			// Real clients give up on a call without the person's answer (their own tool timeout, or their
 			// process ending): the request must leave the person's inbox, and the page never runs it.
 			for _, way := range []string{"times out", "is killed"} {
