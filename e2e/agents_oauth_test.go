@@ -37,39 +37,15 @@ func TestCodexSignsInWithOAuth(t *testing.T) {
 	env.Opts.PublicURL = base
 	w := newOAuthE2E(t, &binaryServer{URL: base, env: env})
 
-	home, work := t.TempDir(), t.TempDir()
 	model := newScriptedModel(t,
 		agentStep{Tool: "listSiteTools", Input: map[string]any{}},
 		agentStep{Tool: "callSiteTool", Input: map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": "tea"}}},
 		agentStep{Text: "Found tea."},
 	)
-	cfg := fmt.Sprintf(`model = "stand-in"
-model_provider = "standin"
-approval_policy = "never"
-sandbox_mode = "read-only"
-mcp_oauth_credentials_store = "file"
-
-[model_providers.standin]
-name = "stand-in"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "STANDIN_KEY"
-
-[mcp_servers.tabbridge]
-url = "%s/mcp"
-
-[mcp_servers.tabbridge.tools.callSiteTool]
-approval_mode = "approve"
-
-[projects.%q]
-trust_level = "trusted"
-`, model.URL, base, work)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home, work, cxEnv := codexHome(t, model.URL, fmt.Sprintf("[mcp_servers.tabbridge]\nurl = %q\n", base+"/mcp")+codexApproveCalls)
 	// No browser for Codex to open (BROWSER fails): it prints the address, as
 	// on a remote machine, and the person opens it.
-	cxEnv := append(os.Environ(), "CODEX_HOME="+home, "HOME="+home, "STANDIN_KEY=x", "BROWSER=/bin/false", "NO_COLOR=1")
+	cxEnv = append(cxEnv, "BROWSER=/bin/false")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -48,6 +48,17 @@ type scriptedModel struct {
 	offered []string // the tool names of the last main-loop request
 	turns   int      // the turn whose results were recorded last
 	started bool     // the first main-loop request came
+	// Chat, if set, answers the requests that do not offer Tabbridge's
+	// tools (an agent used without them), instead of "ok".
+	Chat    string
+	prompts []string // the last user text of every request
+}
+
+// Prompts returns the last user text of every request so far.
+func (m *scriptedModel) Prompts() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.prompts...)
 }
 
 func newScriptedModel(t *testing.T, steps ...agentStep) *scriptedModel {
@@ -209,7 +220,15 @@ func (m *scriptedModel) messages(w http.ResponseWriter, r *http.Request) {
 	for _, tl := range req.Tools {
 		names = append(names, tl.Name)
 	}
+	m.mu.Lock()
 	step := agentStep{Text: "ok"}
+	if m.Chat != "" {
+		step.Text = m.Chat
+	}
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "user" {
+		m.prompts = append(m.prompts, textOf(req.Messages[n-1].Content))
+	}
+	m.mu.Unlock()
 	if isMain(names) {
 		// The turn is the number of assistant messages so far; the results
 		// are those of the last user message, matched to the tool calls.
@@ -275,6 +294,8 @@ type responsesRequest struct {
 	} `json:"tools"`
 	Input []struct {
 		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
 		Name      string          `json:"name"`
 		Namespace string          `json:"namespace"`
 		CallID    string          `json:"call_id"`
@@ -311,7 +332,15 @@ func (m *scriptedModel) responses(w http.ResponseWriter, r *http.Request) {
 		}
 		names = append(names, tl.Name)
 	}
+	m.mu.Lock()
 	step := agentStep{Text: "ok"}
+	if m.Chat != "" {
+		step.Text = m.Chat
+	}
+	if n := len(req.Input); n > 0 && req.Input[n-1].Type == "message" && req.Input[n-1].Role == "user" {
+		m.prompts = append(m.prompts, outputText(req.Input[n-1].Content))
+	}
+	m.mu.Unlock()
 	turn := 0
 	if isMain(names) {
 		// The turn is the number of the model's function calls so far (one

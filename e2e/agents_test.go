@@ -82,26 +82,36 @@ type claudeCode struct {
 
 func newClaudeCode(t *testing.T, model, url, token string, timeout time.Duration) realAgent {
 	t.Helper()
-	c := &claudeCode{bin: agentBin(t, "claude"), home: t.TempDir(), work: t.TempDir()}
-	const key = "sk-ant-api03-standin-standin-standin"
-	state, _ := json.Marshal(map[string]any{"hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3,
-		"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
-		"projects":              map[string]any{c.work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}})
-	if err := os.WriteFile(filepath.Join(c.home, ".claude.json"), state, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	c := &claudeCode{bin: agentBin(t, "claude")}
+	c.home, c.work, c.env = claudeHome(t, model)
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tabbridge": map[string]any{
 		"type": "http", "url": url + "/mcp", "headers": map[string]string{"Authorization": "Bearer " + token}}}})
 	c.config = filepath.Join(c.home, "tabbridge-mcp.json")
 	if err := os.WriteFile(c.config, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.env = append(os.Environ(), "HOME="+c.home, "ANTHROPIC_BASE_URL="+model, "ANTHROPIC_API_KEY="+key,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "NO_COLOR=1")
 	if timeout > 0 {
 		c.env = append(c.env, fmt.Sprintf("MCP_TOOL_TIMEOUT=%d", timeout.Milliseconds()))
 	}
 	return c
+}
+
+// claudeHome is a fresh home in which Claude Code starts straight at its
+// prompt in the folder work (onboarding done, the folder trusted, the API
+// key accepted), talking to model; env is the environment to run it with.
+func claudeHome(t *testing.T, model string) (home, work string, env []string) {
+	t.Helper()
+	home, work = t.TempDir(), t.TempDir()
+	const key = "sk-ant-api03-standin-standin-standin"
+	state, _ := json.Marshal(map[string]any{"hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3,
+		"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), state, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+model, "ANTHROPIC_API_KEY="+key,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "NO_COLOR=1")
+	return home, work, env
 }
 
 // start runs one prompt in print mode with the Tabbridge tools allowed, in
@@ -429,15 +439,33 @@ type codex struct {
 
 func newCodex(t *testing.T, model, url, token string, timeout time.Duration) realAgent {
 	t.Helper()
-	c := &codex{bin: agentBin(t, "codex"), home: t.TempDir(), work: t.TempDir()}
-	extra := ""
+	c := &codex{bin: agentBin(t, "codex")}
+	servers := fmt.Sprintf("[mcp_servers.tabbridge]\nurl = %q\nbearer_token_env_var = \"TABBRIDGE_TOKEN\"\n", url+"/mcp")
 	if timeout > 0 {
-		extra = fmt.Sprintf("tool_timeout_sec = %g\n", timeout.Seconds())
+		servers += fmt.Sprintf("tool_timeout_sec = %g\n", timeout.Seconds())
 	}
+	servers += codexApproveCalls
+	c.home, c.work, c.env = codexHome(t, model, servers)
+	c.env = append(c.env, "TABBRIDGE_TOKEN="+token)
+	return c
+}
+
+// codexApproveCalls is what README.md tells a person to add for Tabbridge:
+// Codex leaves the asking to Tabbridge for callSiteTool; the other tools
+// run by their annotations.
+const codexApproveCalls = "\n[mcp_servers.tabbridge.tools.callSiteTool]\napproval_mode = \"approve\"\n"
+
+// codexHome is a fresh CODEX_HOME whose config talks to model (a stand-in
+// Responses API) and trusts the folder work, with servers (TOML, maybe
+// empty) added; env is the environment to run Codex with.
+func codexHome(t *testing.T, model, servers string) (home, work string, env []string) {
+	t.Helper()
+	home, work = t.TempDir(), t.TempDir()
 	cfg := fmt.Sprintf(`model = "stand-in"
 model_provider = "standin"
 approval_policy = "never"
 sandbox_mode = "read-only"
+mcp_oauth_credentials_store = "file"
 
 [model_providers.standin]
 name = "stand-in"
@@ -445,22 +473,14 @@ base_url = "%s/v1"
 wire_api = "responses"
 env_key = "STANDIN_KEY"
 
-[mcp_servers.tabbridge]
-url = "%s/mcp"
-bearer_token_env_var = "TABBRIDGE_TOKEN"
-%s
-[mcp_servers.tabbridge.tools.callSiteTool]
-approval_mode = "approve"
-
-
 [projects.%q]
 trust_level = "trusted"
-`, model, url, extra, c.work)
-	if err := os.WriteFile(filepath.Join(c.home, "config.toml"), []byte(cfg), 0o600); err != nil {
+
+%s`, model, work, servers)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.env = append(os.Environ(), "CODEX_HOME="+c.home, "HOME="+c.home, "STANDIN_KEY=x", "TABBRIDGE_TOKEN="+token, "NO_COLOR=1")
-	return c
+	return home, work, append(os.Environ(), "CODEX_HOME="+home, "HOME="+home, "STANDIN_KEY=x", "NO_COLOR=1")
 }
 
 // start runs one prompt with codex exec in the background until it ends or
