@@ -156,7 +156,7 @@ func (s *Server) authorizeFrom(c *fiber.Ctx, q url.Values) error {
 	if err != nil {
 		return err
 	}
-	v := view{Title: "Allow " + req.Client.Name, Nav: "workspaces", User: s.pageUser(c),
+	v := view{Title: "Allow " + shown(req.Client.Name), Nav: "workspaces", User: s.pageUser(c),
 		Data: fiber.Map{"Req": req, "Workspaces": ws, "Params": req.Params, "Target": redirectShown(req.RedirectURI)}}
 	if err := s.render(c, http.StatusOK, "oauth_consent", v); err != nil {
 		return err
