@@ -23,6 +23,10 @@ const (
 type ArgumentsError struct {
 	Code string
 	Violation
+	// Ambiguous is true when the arguments could be read two ways: a property named twice in one
+	// object (encoding/json keeps the last, other parsers the first, and the card shows both), or
+	// a number a browser would read as another value than the one checked.
+	Ambiguous bool
 }
 
 func (e *ArgumentsError) Error() string { return e.Violation.String() }
@@ -73,7 +77,111 @@ func decodeValue(args json.RawMessage) (any, *ArgumentsError) {
 	if nestedDeeper(value, MaxArgumentDepth) {
 		return nil, argumentsErr(CodeInvalidArguments, "arguments", "nest deeper than %d levels; flatten them", MaxArgumentDepth)
 	}
+	if objectMembers(args) != decodedMembers(value) { // decoding merged two members of one object
+		path, key := duplicateKey(args)
+		e := argumentsErr(CodeInvalidArguments, path, "has the property %q more than once; send each property once", key)
+		e.Ambiguous = true
+		return nil, e
+	}
 	return value, nil
+}
+
+// objectMembers counts the members of every object in JSON text, in one pass over the bytes.
+// Decoding into maps keeps one member per name, so a count above the decoded one means some
+// object names a property twice: the validator saw one value (the last), the approval card's
+// JSON shows both, and a page's parser may take either.
+func objectMembers(text []byte) int {
+	var inObject []bool // per open container: is it an object
+	n, inString, escaped, opened := 0, false, false, false
+	for _, c := range text {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		top := len(inObject) > 0 && inObject[len(inObject)-1]
+		if (opened && c != '}') || (c == ',' && top) {
+			if top {
+				n++
+			}
+		}
+		opened = false
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			inObject = append(inObject, c == '{')
+			opened = c == '{'
+		case '}', ']':
+			if len(inObject) > 0 {
+				inObject = inObject[:len(inObject)-1]
+			}
+		}
+	}
+	return n
+}
+
+// decodedMembers counts the members of every object in a decoded value.
+func decodedMembers(v any) int {
+	n := 0
+	switch t := v.(type) {
+	case map[string]any:
+		n += len(t)
+		for _, c := range t {
+			n += decodedMembers(c)
+		}
+	case []any:
+		for _, c := range t {
+			n += decodedMembers(c)
+		}
+	}
+	return n
+}
+
+// duplicateKey finds the first property named twice in one object: the object's path and the
+// name (as decoded: "\u0061" and "a" are one name, and so are two lone surrogates, which both
+// decode to U+FFFD).
+func duplicateKey(args []byte) (path, key string) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var stack []pathFrame
+	var seen []map[string]bool
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "arguments", ""
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				seen = append(seen, map[string]bool{})
+			case '}':
+				seen = seen[:len(seen)-1]
+			}
+			stack = pushPop(stack, d)
+			continue
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].object && !stack[top].keyed {
+			k, _ := tok.(string)
+			if seen[len(seen)-1][k] {
+				return writePath(stack, false), k
+			}
+			seen[len(seen)-1][k] = true
+			stack[top].key, stack[top].keyed = k, true
+			continue
+		}
+		stack = advance(stack)
+	}
 }
 
 // notUTF8 says where the first byte that is not UTF-8 is: the JSON path of the string (or

@@ -46,11 +46,16 @@ func FuzzDecodeArguments(f *testing.F) {
 	f.Add([]byte("\xff{}"))
 	f.Add([]byte(`{"a":"\ud800"}`))
 	f.Add([]byte(`{"a":`))
+	f.Add([]byte(`{"a":1,"b":{"a":2,"a":3}}`))
+	f.Add([]byte(`{"a":"\"}\",","b":[{"c":1},{"c":1}]}`))
 	f.Fuzz(func(t *testing.T, args []byte) {
 		value, aerr := decodeArguments(args)
 		if aerr == nil {
 			if _, ok := value.(map[string]any); !ok {
 				t.Fatalf("decoded %q into %T", args, value)
+			}
+			if _, key := duplicateKey(bytes.TrimSpace(args)); key != "" {
+				t.Fatalf("accepted %q, which names %q twice in one object", args, key)
 			}
 			if !utf8.Valid(args) {
 				t.Fatalf("accepted %q, which is not UTF-8", args)

@@ -158,6 +158,9 @@ func (o *Ops) validate(d Descriptor, origin string, args json.RawMessage) error 
 // UTF-8 text, or not a JSON object the schema can be applied to.
 func argumentsRefusal(e *ArgumentsError, tool, origin string) error {
 	line := listViolations([]Violation{e.Violation})
+	if e.Ambiguous {
+		return agentErr(e.Code, "The arguments for %s on %s could be read two ways, so they were not checked and nothing was run:\n%s\nFix them and call again.", tool, origin, line)
+	}
 	switch e.Code {
 	case CodeArgumentsTooLarge:
 		return agentErr(e.Code, "The arguments for %s on %s are too large, so they were not checked and nothing was run:\n%s", tool, origin, line)
