@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -43,4 +44,51 @@ func TestArgumentsTwoParsersWouldReadDifferentlyAreRefused(t *testing.T) {
 	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "found" {
 		t.Fatalf("good call after refused ones: %q", servertest.ResultText(res))
 	}
+}
+
+// TestInputFieldNamesAreExact: encoding/json matches member names without regard to case and
+// keeps the last of two, so callSiteTool's {"site": A, "Site": B} ran on B while the schema it
+// advertises (additionalProperties false), the agent's own transcript and any other reader saw A;
+// and an API body {"name": A, "Name": B} named the workspace B. Both are refused, saying why.
+func TestInputFieldNamesAreExact(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	for in, want := range map[string]string{
+		`{"site":"https://harmless.example","Site":"` + shop + `","tool":"search"}`: `field "Site" is not one this takes (field names are case-sensitive)`,
+		`{"site":"https://harmless.example","site":"` + shop + `","tool":"search"}`: `field "site" appears twice`,
+		`{"site":"` + shop + `","tool":"search","TaskId":"t"}`:                      `field "TaskId" is not one`,
+	} {
+		body := rawCall(t, w, `{"jsonrpc":"2.0","id":79,"method":"tools/call","params":{"name":"callSiteTool","arguments":`+in+`}}`)
+		if text, isErr := resultOf(t, body); !isErr || !strings.Contains(text, want) {
+			t.Errorf("%s: answer %q does not say %q", in, text, want)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"name":"Shown","Name":"Kept"}`: `field "Name" is not one`,
+		`{"name":"Shown","name":"Kept"}`: `field "name" appears twice`,
+	} {
+		st, out := w.person.Do("POST", "/api/workspaces", body)
+		if code, msg := servertest.ErrorOf(out); st != 400 || code != "invalid_json" || !strings.Contains(msg, want) {
+			t.Errorf("%s: %d %s", body, st, out)
+		}
+	}
+}
+
+// resultOf reads a tools/call answer from a response body (JSON or one event): its text and
+// whether it is an error.
+func resultOf(t *testing.T, body string) (string, bool) {
+	t.Helper()
+	if i := strings.Index(body, "data: "); i >= 0 {
+		body, _, _ = strings.Cut(body[i+len("data: "):], "\n")
+	}
+	var out struct {
+		Result struct {
+			Content []struct{ Text string }
+			IsError bool
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil || len(out.Result.Content) == 0 {
+		t.Fatalf("not a tools/call result: %q", body)
+	}
+	return out.Result.Content[0].Text, out.Result.IsError
 }
