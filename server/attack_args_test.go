@@ -14,19 +14,22 @@ import (
 // TestArgumentsTwoParsersWouldReadDifferentlyAreRefused: arguments sent as raw JSON-RPC, as no
 // client library would, whose text two parsers read differently — a property named twice (the
 // validator keeps one value, the person's card shows both, a page's parser may take either), a
-// number a browser reads as Infinity — are refused with where, and never reach the browser.
+// number a browser reads as Infinity, a lone surrogate escape (U+FFFD here and on the card, a
+// lone half in a browser) — are refused with where, and never reach the browser.
 func TestArgumentsTwoParsersWouldReadDifferentlyAreRefused(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
 	w.announce(t, "d1", time.Now())
-	for args, want := range map[string]string{
-		`{"q":"tea","q":"coffee"}`: `arguments: has the property \"q\" more than once`,
-		`{"q":"tea","n":1e999}`:    "arguments.n: is a number outside what a browser holds",
+	for args, want := range map[string][]string{
+		`{"q":"tea","q":"coffee"}`: {"could be read two ways", `arguments: has the property "q" more than once`},
+		`{"q":"tea","n":1e999}`:    {"could be read two ways", "arguments.n: is a number outside what a browser holds"},
+		`{"q":"tea\ud800"}`:        {"not valid UTF-8 text", `arguments.q: holds the escape \ud800`, "half of a UTF-16 surrogate pair"},
 	} {
 		body := rawCall(t, w, `{"jsonrpc":"2.0","id":78,"method":"tools/call","params":{"name":"callSiteTool",`+
 			`"arguments":{"site":"`+shop+`","tool":"search","arguments":`+args+`}}}`)
-		for _, s := range []string{"could be read two ways", want, "nothing was run"} {
-			if !strings.Contains(body, s) {
-				t.Fatalf("%s: answer %q does not say %q", args, body, s)
+		text, isErr := resultOf(t, body)
+		for _, s := range append(want, "nothing was run") {
+			if !isErr || !strings.Contains(text, s) {
+				t.Fatalf("%s: answer %q does not say %q", args, text, s)
 			}
 		}
 	}

@@ -9,8 +9,7 @@ import (
 // TestArgumentsReadOneWayOnly: arguments the validator and a page's parser could read
 // differently are refused before validation, saying where: a property named twice in one object
 // (encoding/json, which the validator uses, keeps the last; the approval card's JSON shows both),
-// also when the two names differ only in escapes or are lone surrogates (both U+FFFD here, two
-// names in a browser); and a number a float64 does not hold, which the page would read as
+// also when the two names differ only in escapes; and a number a float64 does not hold, which the page would read as
 // Infinity or 0 — so {"exclusiveMinimum": 0}, checked exactly, passed 1e-400 and the page got 0.
 func TestArgumentsReadOneWayOnly(t *testing.T) {
 	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","exclusiveMinimum":0}}}`))
@@ -22,7 +21,6 @@ func TestArgumentsReadOneWayOnly(t *testing.T) {
 		{`{"to":{"name":"a","iban":"x","name":"b"}}`, "arguments.to", `"name" more than once`},
 		{`{"list":[{"a":1},{"b":1,"b":2}]}`, "arguments.list[1]", `"b" more than once`},
 		{`{"amount":1,"\u0061mount":2}`, "arguments", `"amount" more than once`},
-		{`{"\ud800":1,"\udc00":2}`, "arguments", "more than once"},
 		{`{"amount":1e-400}`, "arguments.amount", "the page would read it as Infinity or 0"},
 		{`{"amount":1e400}`, "arguments.amount", "Infinity or 0"},
 		{`{"x":[-1E+309]}`, "arguments.x[0]", "Infinity or 0"},

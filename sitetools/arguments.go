@@ -57,7 +57,53 @@ func checkText(args json.RawMessage) (json.RawMessage, *ArgumentsError) {
 	if !utf8.Valid(args) {
 		return nil, notUTF8(args)
 	}
+	if off := loneSurrogate(args); off >= 0 {
+		path, _ := pathAt(args, off)
+		return nil, argumentsErr(CodeArgumentsNotUTF8, path, "holds the escape %s (at byte %d of the arguments), half of a UTF-16 surrogate pair: it stands for no character, "+
+			"and parsers disagree on what it is (the server reads U+FFFD, a browser a lone surrogate), so the person would approve other text than the page gets; "+
+			"send the character itself, or both halves of its pair", args[off:off+6], off)
+	}
 	return args, nil
+}
+
+// loneSurrogate is the offset of the first \u escape in a JSON string that is half of a
+// surrogate pair without the other half, or -1. Outside strings there are no escapes, and the
+// scan only needs to tell strings apart; decoding checks the syntax.
+func loneSurrogate(b []byte) int {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case !inString:
+			inString = b[i] == '"'
+		case b[i] == '"':
+			inString = false
+		case b[i] == '\\' && i+1 < len(b) && b[i+1] != 'u':
+			i++ // a one-character escape, \\ included
+		case b[i] == '\\':
+			r := escapedUnit(b, i)
+			switch {
+			case r >= 0xd800 && r < 0xdc00 && escapedUnit(b, i+6) >= 0xdc00 && escapedUnit(b, i+6) < 0xe000:
+				i += 11 // a whole pair
+			case r >= 0xd800 && r < 0xe000:
+				return i
+			default:
+				i += 5
+			}
+		}
+	}
+	return -1
+}
+
+// escapedUnit is the code unit of the \uXXXX escape at b[i:], or -1.
+func escapedUnit(b []byte, i int) int {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return int(n)
 }
 
 // decodeValue decodes checked text into the value gojsonschema validates.
@@ -148,8 +194,7 @@ func decodedMembers(v any) int {
 }
 
 // duplicateKey finds the first property named twice in one object: the object's path and the
-// name (as decoded: "\u0061" and "a" are one name, and so are two lone surrogates, which both
-// decode to U+FFFD).
+// name (as decoded: "\u0061" and "a" are one name).
 func duplicateKey(args []byte) (path, key string) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
