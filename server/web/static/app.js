@@ -102,6 +102,20 @@ document.addEventListener('visibilitychange', () => {
   if (document.visibilityState === 'visible' && document.hasFocus()) settle.focus(performance.now());
   else settle.blur();
 });
+// A page another site sent the browser to holds a click on a form's button
+// (an answer, the consent's Allow) until the window has held focus a moment.
+if (body.getAttribute('data-arrived') === 'cross-site') {
+  document.addEventListener('click', (ev) => {
+    const btn = ev.target && ev.target.closest && ev.target.closest('button, input[type=submit]');
+    if (!btn || !btn.form || btn.type !== 'submit' || btn.form.method !== 'post') return;
+    const now = performance.now();
+    settle.focus(now);
+    const card = btn.closest('[data-request]');
+    if (card ? settle.allows(card.getAttribute('data-request'), now) : settle.settled(now)) return;
+    ev.preventDefault();
+    ev.stopImmediatePropagation();
+  }, true);
+}
 
 // Requests answer from the keyboard: Y allows once, A always allows, N
 // denies, on the focused request (the one holding focus, else the first),

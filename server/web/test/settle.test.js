@@ -36,3 +36,11 @@ test('a request that has just appeared takes no key; a re-rendered one keeps its
   g.shown(['r1', 'r2'], 9100); // r1 gone and back: new again
   assert.equal(g.allows('r1', 9200), false);
 });
+
+test('settled is the window\'s own wait, for pages with no request on them (the consent page)', () => {
+  const g = new SettleGate(true, 100);
+  assert.equal(g.settled(100 + SETTLE_MS - 1), false);
+  assert.equal(g.settled(100 + SETTLE_MS), true);
+  g.blur();
+  assert.equal(g.settled(100 + 5 * SETTLE_MS), false);
+});

@@ -4,7 +4,10 @@
 // and the next keys — "a" would be "Always allow" on the first waiting request (keyjacking).
 // Frame-ancestors cannot stop that, as nothing is framed. So the answer keys (Y, A, N) count only
 // once the window has held focus, visible, for SETTLE_MS, and the request has been on screen as
-// long; a key in the first moments does nothing. Clicking a button is unaffected.
+// long; a key in the first moments does nothing. A page another site sent the browser to (the
+// server marks it data-arrived="cross-site") holds clicks on its form buttons the same way: the
+// site may have asked for a double-click and put the page under the second click
+// (double-clickjacking). Elsewhere clicks are unaffected.
 
 export const SETTLE_MS = 1000;
 
@@ -30,9 +33,14 @@ export class SettleGate {
     for (const id of ids) if (!this.seen.has(id)) this.seen.set(id, now);
   }
 
-  // allows reports whether an answer key for request id counts at now.
+  // settled reports whether the window has held focus for SETTLE_MS at now.
+  settled(now) {
+    return this.since !== null && now - this.since >= SETTLE_MS;
+  }
+
+  // allows reports whether an answer for request id counts at now.
   allows(id, now) {
     const seen = this.seen.has(id) ? this.seen.get(id) : now;
-    return this.since !== null && now - this.since >= SETTLE_MS && now - seen >= SETTLE_MS;
+    return this.settled(now) && now - seen >= SETTLE_MS;
   }
 }
