@@ -490,6 +490,11 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 	if !strings.Contains(shown, "Metadata client") || !strings.Contains(shown, doc.Listener.Addr().String()) {
 		t.Fatalf("consent page does not show the client's name and host:\n%s", shown)
 	}
+	// The document's address is checked, but its redirect is a loopback one, which any app on
+	// the computer can listen on while giving this client_id: the page does not call that checked.
+	if !strings.Contains(shown, `id="consent-local-claim"`) || strings.Contains(shown, "(checked:") {
+		t.Fatalf("consent page vouches for a metadata client whose answer goes to loopback:\n%s", shown)
+	}
 	if res := servertest.CallTool(t, cs, "listTasks", map[string]any{}); res.IsError {
 		t.Fatal(servertest.ResultText(res))
 	}
