@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tabbridge/tabbridge/bridge/bridgetest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -94,4 +97,40 @@ func resultOf(t *testing.T, body string) (string, bool) {
 		t.Fatalf("not a tools/call result: %q", body)
 	}
 	return out.Result.Content[0].Text, out.Result.IsError
+}
+
+// TestAgentsAreNotToldSecretsInAddresses: the address of the person's tab often carries a secret
+// in its query or fragment (a password-reset token, an OAuth code, an implicit grant's
+// #access_token, a session id); listSiteTools, getSiteToolDefinition and the needs_person refusal
+// tell the agent the page's scheme, host and path only, while the extension still gets the whole
+// address to reopen the page.
+func TestAgentsAreNotToldSecretsInAddresses(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	page := shop + "/account/reset?token=s3cret-reset&sid=s3cret-session#access_token=s3cret-grant"
+	m, err := w.br.Announce(bridgetest.Doc{ID: "d1", Origin: shop, URL: page, Title: "Shop", TabID: 7, LastUsed: time.Now(), Tools: shopTools}, testutil.WaitShort)
+	if err != nil || m.Type != "tools.accepted" {
+		t.Fatalf("announce: %+v %v", m, err)
+	}
+	for _, res := range []*mcp.CallToolResult{
+		servertest.CallTool(t, w.agent, "listSiteTools", map[string]any{}),
+		servertest.CallTool(t, w.agent, "getSiteToolDefinition", map[string]any{"site": shop, "tool": "search"}),
+	} {
+		text := servertest.ResultText(res)
+		b, _ := json.Marshal(res.StructuredContent)
+		if res.IsError || strings.Contains(text+string(b), "s3cret") || !strings.Contains(text, shop+"/account/reset") {
+			t.Fatalf("the agent is told %s / %s", text, b)
+		}
+	}
+	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
+	defer cancel()
+	call, err := w.br.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if call.URL != page[:strings.IndexByte(page, '#')] && call.URL != page {
+		t.Errorf("the extension was given %q to reopen, want the page's whole address", call.URL)
+	}
+	w.br.Dispatched(call.ID, "d1")
+	w.br.Result(call.ID, "ok")
+	awaitCall(t, ch)
 }

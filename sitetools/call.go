@@ -184,7 +184,7 @@ func listViolations(viol []Violation) string {
 // form without toolautosubmit is one the site wants the person to submit themselves.
 func (o *Ops) runnable(a Agent, origin string, d Descriptor) error {
 	if d.NeedsPerson() {
-		return agentErr("needs_person", "%s on %s is a form the site wants the person to check and submit themselves (it has no toolautosubmit), so it cannot be run remotely; nothing was filled in or submitted. Ask the person to fill it in on %s, or use another tool.", d.Name, origin, d.URL)
+		return agentErr("needs_person", "%s on %s is a form the site wants the person to check and submit themselves (it has no toolautosubmit), so it cannot be run remotely; nothing was filled in or submitted. Ask the person to fill it in on %s, or use another tool.", d.Name, origin, AgentAddress(d.URL))
 	}
 	if !o.opts.Invoker.Online(a.OwnerID) {
 		return offlineError(origin)
