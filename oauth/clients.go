@@ -230,10 +230,16 @@ func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	return &Client{ID: row.ID, Name: row.Name, RedirectURIs: row.Redirects()}, nil
 }
 
-// short keeps an untrusted value readable in an error.
+// short keeps an untrusted value readable in an error: at most 80 bytes,
+// cut between characters (a cut inside one would put bytes that are not
+// UTF-8 into the error the person or the client reads).
 func short(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+	if len(s) <= 80 {
+		return s
 	}
-	return s
+	cut := 80
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
