@@ -335,15 +335,21 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if w := g.byKey[key]; w != nil {
-		w.waiters++
-		if w.grace != nil { // a retry of a call that went away: it waits again
-			w.grace.Stop()
-			w.grace, w.req.AgentGoneAt = nil, nil
+		n, err := g.addWaiters(w.req.ID, 1)
+		if err != nil || n >= 0 {
+			w.waiters++
+			if w.grace != nil { // a retry of a call that went away: it waits again
+				w.grace.Stop()
+				w.grace, w.req.AgentGoneAt = nil, nil
+			}
+			if n > 0 {
+				w.req.Waiters = n
+			}
+			return w, "approval.updated", w.req, nil
 		}
-		if n, err := g.addWaiters(w.req.ID, 1); err == nil && n > 0 {
-			w.req.Waiters = n
-		}
-		return w, "approval.updated", w.req, nil
+		// The row was settled a moment ago (on another instance, or here between its UPDATE and
+		// this map's cleanup): that answer counted the calls it was given for, not this one,
+		// which asks anew below. Joining would have handed it an Allow nobody gave it.
 	}
 	db := g.opts.DB.WithContext(context.WithoutCancel(ctx))
 	for range 3 { // an identical request may settle between our insert and our join
@@ -530,7 +536,9 @@ func (g *Gate) detach(w *waiting) bool {
 		return false
 	}
 	w.settled = true
-	delete(g.byKey, w.key)
+	if g.byKey[w.key] == w { // a call that came as it settled may have opened the next one
+		delete(g.byKey, w.key)
+	}
 	delete(g.byID, w.req.ID)
 	w.timer.Stop()
 	if w.grace != nil {
