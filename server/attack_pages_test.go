@@ -41,3 +41,30 @@ func TestPagesSayWhenAnotherSiteSentTheBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIAnswersAreNotStored: API answers carry secrets shown once (a new agent token, an
+// invitation link, a ticket, the CSRF token) and are one person's: none may be kept by a cache,
+// errors included.
+func TestAPIAnswersAreNotStored(t *testing.T) {
+	w := newOAuthWorld(t, storetest.SQLite)
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/api/workspaces/" + w.ws + "/tokens", `{"name":"cached?"}`, 201}, {"POST", "/api/invitations", `{}`, 201},
+		{"POST", "/api/tickets", "", 201}, {"GET", "/api/auth/csrf", "", 200}, {"GET", "/api/workspaces", "", 200},
+		{"GET", "/api/no-such-thing", "", 404}, {"GET", "/api/agent/workspace", "", 401},
+	} {
+		req, _ := http.NewRequest(tc.method, w.env.URL+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-CSRF-Token", w.alice.CSRF)
+		resp, err := w.alice.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Cache-Control"); got != "no-store" || resp.StatusCode != tc.status {
+			t.Errorf("%s %s (%d): Cache-Control %q, want no-store on a %d", tc.method, tc.path, resp.StatusCode, got, tc.status)
+		}
+	}
+}
