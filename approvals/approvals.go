@@ -105,6 +105,9 @@ var (
 	// ErrNoStandingGrant is returned for "Always allow" on a request of a
 	// tool the site marks consequentialHint: each of its calls must be asked.
 	ErrNoStandingGrant = errors.New("approvals: the site asks for every call of this tool to be confirmed, so it cannot be always allowed")
+	// ErrMoreCalls refuses an Allow given for fewer identical calls than wait on the request now
+	// (AnswerFor): more joined after the person's screen showed it.
+	ErrMoreCalls = errors.New("approvals: more identical calls wait than the answer was given for")
 )
 
 // Call is a validated tool call asking to run.
@@ -332,15 +335,21 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if w := g.byKey[key]; w != nil {
-		w.waiters++
-		if w.grace != nil { // a retry of a call that went away: it waits again
-			w.grace.Stop()
-			w.grace, w.req.AgentGoneAt = nil, nil
+		n, err := g.addWaiters(w.req.ID, 1)
+		if err != nil || n >= 0 {
+			w.waiters++
+			if w.grace != nil { // a retry of a call that went away: it waits again
+				w.grace.Stop()
+				w.grace, w.req.AgentGoneAt = nil, nil
+			}
+			if n > 0 {
+				w.req.Waiters = n
+			}
+			return w, "approval.updated", w.req, nil
 		}
-		if n, err := g.addWaiters(w.req.ID, 1); err == nil && n > 0 {
-			w.req.Waiters = n
-		}
-		return w, "approval.updated", w.req, nil
+		// The row was settled a moment ago (on another instance, or here between its UPDATE and
+		// this map's cleanup): that answer counted the calls it was given for, not this one,
+		// which asks anew below. Joining would have handed it an Allow nobody gave it.
 	}
 	db := g.opts.DB.WithContext(context.WithoutCancel(ctx))
 	for range 3 { // an identical request may settle between our insert and our join
@@ -527,7 +536,9 @@ func (g *Gate) detach(w *waiting) bool {
 		return false
 	}
 	w.settled = true
-	delete(g.byKey, w.key)
+	if g.byKey[w.key] == w { // a call that came as it settled may have opened the next one
+		delete(g.byKey, w.key)
+	}
 	delete(g.byID, w.req.ID)
 	w.timer.Stop()
 	if w.grace != nil {
@@ -667,6 +678,15 @@ func (g *Gate) notify(ownerID, typ string, r Request) {
 // creates the grant. The database decides: the first answer (or expiry, or
 // withdrawal) to move the row from pending wins.
 func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) (Request, error) {
+	return g.AnswerFor(ctx, ownerID, requestID, a, 0)
+}
+
+// AnswerFor is Answer from a person whose screen showed seen identical calls waiting on the
+// request. An Allow runs every call waiting, and a call can join between the screen's last update
+// and the click; so an Allow is refused with ErrMoreCalls when more than seen wait, atomically
+// with settling the request, and the person looks again: every call an Allow runs was counted on
+// the card it answered. Deny, and seen <= 0 (a client that does not say), check nothing.
+func (g *Gate) AnswerFor(ctx context.Context, ownerID, requestID string, a Answer, seen int) (Request, error) {
 	if a != AllowOnce && a != AlwaysAllow && a != Deny {
 		return Request{}, ErrBadAnswer
 	}
@@ -686,9 +706,18 @@ func (g *Gate) Answer(ctx context.Context, ownerID, requestID string, a Answer) 
 	if a == Deny {
 		status = StatusDenied
 	}
-	won, err := g.settleRow(requestID, status, d, "waiters > 0")
+	cond := "waiters > 0"
+	if seen > 0 && a != Deny {
+		cond = fmt.Sprintf("waiters > 0 AND waiters <= %d", seen)
+	}
+	won, err := g.settleRow(requestID, status, d, cond)
 	if err != nil {
 		return Request{}, fmt.Errorf("answer approval request: %w", err)
+	}
+	if !won && seen > 0 && a != Deny {
+		if now, err := g.row(requestID); err == nil && now.Status == StatusPending && now.Waiters > seen {
+			return now, ErrMoreCalls
+		}
 	}
 	if !won { // nobody waits (nothing would receive the result: nothing runs), or it ended first
 		gone := Decision{Source: SourceWithdrawn, Withdrawn: WithdrawGone, DecidedAt: now, RequestID: requestID}

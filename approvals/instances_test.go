@@ -200,3 +200,43 @@ func TestOverdueRequestsExpire(t *testing.T) {
 		t.Fatalf("status %s", got.Status)
 	}
 }
+
+// TestCallJoiningASettledRequestAsksAgain: between an answer settling a request's row (here on
+// another instance) and this instance hearing of it, an identical call arriving here opens a
+// request of its own instead of joining the settled one: the Allow counted the calls it was given
+// for, and must not run one that came after.
+func TestCallJoiningASettledRequestAsksAgain(t *testing.T) {
+	w := newWorld(t, storetest.Open(t, storetest.Postgres), time.Minute)
+	held := make(chan string, 4) // b's "settled" signals, delivered to a when the test says
+	w.gate = approvals.New(approvals.Options{DB: w.db, Window: time.Minute, InstanceID: "a",
+		Notify: func(_ string, e approvals.Event) { w.events <- e }})
+	a := w.gate
+	b := approvals.New(approvals.Options{DB: w.db, Window: time.Minute, InstanceID: "b", Settled: func(id string) { held <- id }})
+	ctx := context.Background()
+	c := w.call("buy", `{"item":"tea"}`)
+	first := w.decideAsync(ctx, c)
+	created := w.nextEvent(t, "approval.created")
+	if _, err := b.AnswerFor(ctx, w.owner, created.Request.ID, approvals.AllowOnce, 1); err != nil {
+		t.Fatal(err)
+	}
+	second := w.decideAsync(ctx, c) // a has not heard of the answer yet
+	again := w.nextEvent(t, "approval.created")
+	if again.Request.ID == created.Request.ID {
+		t.Fatal("the later call did not ask anew")
+	}
+	a.Settled(testutil.RequireReceive(t, testutil.WaitShort, held))
+	if r := await(t, first); r.err != nil || !r.d.Allowed || r.d.RequestID != created.Request.ID {
+		t.Fatalf("the counted call: %+v %v", r.d, r.err)
+	}
+	select {
+	case r := <-second:
+		t.Fatalf("the later call got %+v, %v from an answer that did not count it", r.d, r.err)
+	default:
+	}
+	if _, err := a.Answer(ctx, w.owner, again.Request.ID, approvals.Deny); err != nil {
+		t.Fatal(err)
+	}
+	if r := await(t, second); r.err != nil || r.d.Allowed || r.d.RequestID != again.Request.ID {
+		t.Fatalf("the later call: %+v %v, want denied by its own request", r.d, r.err)
+	}
+}

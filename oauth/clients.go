@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
@@ -101,8 +105,9 @@ func checkMetadata(meta *oauthex.ClientRegistrationMetadata) (*Client, error) {
 		}
 	}
 	name := strings.TrimSpace(meta.ClientName)
-	if strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, badRequest("invalid_client_metadata", "The client_name has control characters.")
+	if i := strings.IndexFunc(name, hiddenInName); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return nil, badRequest("invalid_client_metadata", "The client_name has the invisible character U+%04X (at byte %d); the consent page shows the name as the person reads it, so send it without control or formatting characters.", r, i)
 	}
 	if len([]rune(name)) > maxNameLen {
 		name = string([]rune(name)[:maxNameLen])
@@ -112,6 +117,38 @@ func checkMetadata(meta *oauthex.ClientRegistrationMetadata) (*Client, error) {
 	}
 	return &Client{Name: name, RedirectURIs: meta.RedirectURIs}, nil
 }
+
+// hiddenInName reports a character a client name may not hold: one that is
+// invisible or reorders the text around it (a right-to-left override can make
+// "Claude Code" out of other letters on the consent page), or a control
+// character.
+func hiddenInName(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || r == '\u115f' || r == '\u1160' || r == '\u3164' || r == '\uffa0'
+}
+
+// plainURI refuses a URI whose text is not what the consent page can show
+// plainly: a URI is ASCII (RFC 3986), so a host in another script must come
+// in its punycode form (xn--…), where a look-alike of a known name (Cyrillic
+// "а" for Latin "a") shows as what it is; no credentials before the host
+// ("https://claude.ai@evil.example" goes to evil.example); and a host that is
+// a name or an address, not a pattern ("*.example.com" is never matched as
+// one, and would only mislead the person).
+func plainURI(raw string, u *url.URL) error {
+	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= 0x20 || r >= 0x7f || strings.ContainsRune("\"<>\\^`{|}", r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(raw[i:])
+		return fmt.Errorf("has the character %U (at byte %d), which a URI cannot hold; percent-encode it, and write an international host name in its ASCII (punycode, xn--) form", r, i)
+	}
+	if u.User != nil {
+		return errors.New("has credentials before its host (user@host); the answer would go to the host after the @")
+	}
+	if h := u.Hostname(); h != "" && !hostRE.MatchString(h) && net.ParseIP(h) == nil {
+		return fmt.Errorf("has the host %q, which is not a host name or an IP address", h)
+	}
+	return nil
+}
+
+// hostRE is a DNS name: labels of letters, digits and hyphens.
+var hostRE = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))*\.?$`)
 
 // checkRedirectURI allows what OAuth 2.1 allows a public client: https,
 // http only on a loopback address (RFC 8252 §7.3), or a private-use scheme
@@ -126,6 +163,9 @@ func checkRedirectURI(raw string) error {
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return errors.New("has a fragment")
+	}
+	if err := plainURI(raw, u); err != nil {
+		return err
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
@@ -190,10 +230,16 @@ func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	return &Client{ID: row.ID, Name: row.Name, RedirectURIs: row.Redirects()}, nil
 }
 
-// short keeps an untrusted value readable in an error.
+// short keeps an untrusted value readable in an error: at most 80 bytes,
+// cut between characters (a cut inside one would put bytes that are not
+// UTF-8 into the error the person or the client reads).
 func short(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+	if len(s) <= 80 {
+		return s
 	}
-	return s
+	cut := 80
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

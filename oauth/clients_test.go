@@ -1,6 +1,10 @@
 package oauth
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestRedirectMatches(t *testing.T) {
 	for _, c := range []struct {
@@ -34,9 +38,25 @@ func TestCheckRedirectURI(t *testing.T) {
 		"https://app.example/cb": true, "com.example.app:/oauth": true,
 		"http://app.example/cb": false, "https://app.example/cb#x": false, "javascript:alert(1)": false,
 		"data:text/html,x": false, "/relative": false, "https:///nohost": false, "": false,
+		"https://\u0430pple.com/cb": false, "https://xn--pple-43d.com/cb": true, "https://a@app.example/cb": false,
+		"https://*.app.example/cb": false, "https://app.example/c b": false, "cursor://anysphere.cursor-retrieval/cb": true,
 	} {
 		if err := checkRedirectURI(uri); (err == nil) != ok {
 			t.Errorf("checkRedirectURI(%q) = %v, want ok=%v", uri, err, ok)
 		}
+	}
+}
+
+// TestShortCutsBetweenCharacters: an untrusted value quoted in an error is cut between
+// characters, so the error stays UTF-8 text.
+func TestShortCutsBetweenCharacters(t *testing.T) {
+	for _, s := range []string{strings.Repeat("é", 60), strings.Repeat("a", 79) + "😀😀", strings.Repeat("x", 200)} {
+		got := short(s)
+		if !utf8.ValidString(got) || len(got) > 80+len("…") || !strings.HasPrefix(s, strings.TrimSuffix(got, "…")) {
+			t.Errorf("short(%q) = %q", s, got)
+		}
+	}
+	if got := short("client"); got != "client" {
+		t.Errorf("short(client) = %q", got)
 	}
 }

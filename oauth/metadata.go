@@ -163,6 +163,9 @@ func checkMetadataURL(raw string) (*url.URL, error) {
 	if u.Fragment != "" || u.User != nil {
 		return nil, errors.New("it has a fragment or credentials")
 	}
+	if err := plainURI(raw, u); err != nil { // its host is what the consent page shows as checked
+		return nil, fmt.Errorf("it %w", err)
+	}
 	return u, nil
 }
 

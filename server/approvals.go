@@ -46,11 +46,13 @@ func (s *Server) getTaskApprovals(c *fiber.Ctx) error {
 func (s *Server) postAnswer(c *fiber.Ctx) error {
 	var in struct {
 		Answer string `json:"answer"`
+		// Waiters is how many identical calls the answering screen showed; optional.
+		Waiters int `json:"waiters"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	r, err := s.gate.Answer(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(in.Answer))
+	r, err := s.gate.AnswerFor(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(in.Answer), in.Waiters)
 	if err != nil {
 		return approvalError(err)
 	}
@@ -71,6 +73,8 @@ func approvalError(err error) error {
 		return notFound("approval request")
 	case errors.Is(err, approvals.ErrAgentGone):
 		return errorf(http.StatusConflict, codeAgentGone, agentGoneNotice)
+	case errors.Is(err, approvals.ErrMoreCalls):
+		return errorf(http.StatusConflict, codeMoreCalls, "More identical calls joined this request since it was shown, and Allow would run each of them; nothing was run yet. Look at the request again and answer it anew.")
 	case errors.Is(err, approvals.ErrNotPending):
 		return errorf(http.StatusConflict, codeNotPending, "This request was already answered, expired, or withdrawn by its caller; nothing waits on it now.")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -40,10 +41,82 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return badRequest(codeInvalidJSON, "%s", describeJSONError(err))
 	}
+	if err := exactFields(body, v); err != nil {
+		return badRequest(codeInvalidJSON, "%s; see docs/API.md for the fields this endpoint takes.", err)
+	}
 	if _, err := dec.Token(); err != io.EOF {
 		return badRequest(codeInvalidJSON, "The body must hold exactly one JSON object, with nothing after it.")
 	}
 	return nil
+}
+
+// exactFields checks the names of a JSON object's members against the json
+// names of the struct v points to, exactly. encoding/json matches names
+// without regard to case and keeps the last of two members with one name,
+// so {"site": A, "Site": B} decoded as B while anything else reading the
+// same bytes (a client's schema check, the agent's own transcript, a log)
+// reads A. Run after a successful decode, so the text is one JSON object.
+func exactFields(body []byte, v any) error {
+	names := jsonNames(reflect.TypeOf(v))
+	if names == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		switch {
+		case seen[k]:
+			return fmt.Errorf("field %q appears twice; send each field once", k)
+		case !names[k]:
+			return fmt.Errorf("field %q is not one this takes (field names are case-sensitive)", k)
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// jsonNames are the member names a struct type decodes from, or nil for a
+// type that is not a struct (or a pointer to one).
+func jsonNames(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case name == "" && f.Anonymous:
+			for k := range jsonNames(f.Type) {
+				names[k] = true
+			}
+			continue
+		case name == "":
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
 }
 
 func describeJSONError(err error) string {

@@ -139,8 +139,11 @@ func (s *Server) pageAuthorize(c *fiber.Ctx) error {
 func (s *Server) authorizeFrom(c *fiber.Ctx, q url.Values) error {
 	req, err := s.oauth.ParseAuthorize(c.UserContext(), q)
 	var re *oauth.RedirectError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && c.Method() == fiber.MethodPost {
 		return s.redirectToClient(c, re.URL)
+	}
+	if errors.As(err, &re) {
+		return s.errorForClient(c, re)
 	}
 	var oe *oauth.Error
 	if errors.As(err, &oe) {
@@ -156,13 +159,25 @@ func (s *Server) authorizeFrom(c *fiber.Ctx, q url.Values) error {
 	if err != nil {
 		return err
 	}
-	v := view{Title: "Allow " + req.Client.Name, Nav: "workspaces", User: s.pageUser(c),
+	v := view{Title: "Allow " + shown(req.Client.Name), Nav: "workspaces", User: s.pageUser(c),
 		Data: fiber.Map{"Req": req, "Workspaces": ws, "Params": req.Params, "Target": redirectShown(req.RedirectURI)}}
 	if err := s.render(c, http.StatusOK, "oauth_consent", v); err != nil {
 		return err
 	}
 	s.allowFormTarget(c, req.RedirectURI)
 	return nil
+}
+
+// errorForClient shows an authorization request's error to the person with
+// a link that takes it back to the client, instead of redirecting at once:
+// registration is open, so a redirect URI is anyone's, and a link to this
+// server that bounced the browser straight on to it would make the server an
+// open redirector for whoever registered (RFC 9700 §4.11.2). The person
+// leaves with a click, seeing where to.
+func (s *Server) errorForClient(c *fiber.Ctx, re *oauth.RedirectError) error {
+	return s.render(c, re.Err.Status, "error", view{Title: "This app's sign-in request cannot go on", User: s.pageUser(c),
+		Error: "The app's request is not one this server can answer: " + re.Err.Description + " Tell the app, or close this page.",
+		Data:  fiber.Map{"Return": fiber.Map{"URL": re.URL, "Host": redirectShown(re.URL)}}})
 }
 
 // answerAuthorize applies the person's answer on the consent form.

@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -259,6 +261,22 @@ func (w *oauthWorld) mcpStatus(t *testing.T, tok string) int {
 	return resp.StatusCode
 }
 
+// wantErrorLink checks that a faulty authorization request was shown to the
+// person, not redirected (registration is open: a redirect URI is anyone's),
+// with a link that takes the error, state and iss back to the client.
+func wantErrorLink(t *testing.T, loc *url.URL, status int, body, code string) *url.URL {
+	t.Helper()
+	m := regexp.MustCompile(`id="error-return" href="([^"]+)"`).FindStringSubmatch(body)
+	if loc != nil || status != 400 || m == nil {
+		t.Fatalf("want the error shown with a link back, got %v %d %s", loc, status, body)
+	}
+	back, err := url.Parse(html.UnescapeString(m[1]))
+	if err != nil || back.Host != "127.0.0.1:7777" || back.Query().Get("error") != code || back.Query().Get("iss") == "" || back.Query().Get("state") != "st" {
+		t.Fatalf("link back %q, want error %s with iss and state", m[1], code)
+	}
+	return back
+}
+
 func wantRedirectError(t *testing.T, loc *url.URL, status int, body, code string) {
 	t.Helper()
 	if loc == nil || loc.Query().Get("error") != code || loc.Query().Get("iss") == "" {
@@ -270,15 +288,14 @@ func TestOAuthAuthorizationRequestsAreChecked(t *testing.T) {
 	w := newOAuthWorld(t, storetest.SQLite)
 	// PKCE missing, or not S256.
 	loc, st, body := w.alice.Consent(w.authURL(map[string]string{"code_challenge": "", "code_challenge_method": ""}), w.ws, "allow")
-	wantRedirectError(t, loc, st, body, "invalid_request")
-	if !strings.Contains(loc.Query().Get("error_description"), "PKCE") {
-		t.Errorf("missing PKCE: %q", loc.Query().Get("error_description"))
+	if back := wantErrorLink(t, loc, st, body, "invalid_request"); !strings.Contains(back.Query().Get("error_description"), "PKCE") {
+		t.Errorf("missing PKCE: %q", back.Query().Get("error_description"))
 	}
 	loc, st, body = w.alice.Consent(w.authURL(map[string]string{"code_challenge_method": "plain"}), w.ws, "allow")
-	wantRedirectError(t, loc, st, body, "invalid_request")
+	wantErrorLink(t, loc, st, body, "invalid_request")
 	// A resource that is not this server.
 	loc, st, body = w.alice.Consent(w.authURL(map[string]string{"resource": "https://elsewhere.example/mcp"}), w.ws, "allow")
-	wantRedirectError(t, loc, st, body, "invalid_target")
+	wantErrorLink(t, loc, st, body, "invalid_target")
 	// An unregistered redirect URI is never redirected to.
 	for _, r := range []string{"https://evil.example/callback", "http://127.0.0.1:7777/other"} {
 		loc, st, body = w.alice.Consent(w.authURL(map[string]string{"redirect_uri": r}), w.ws, "allow")
@@ -489,6 +506,11 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 	}
 	if !strings.Contains(shown, "Metadata client") || !strings.Contains(shown, doc.Listener.Addr().String()) {
 		t.Fatalf("consent page does not show the client's name and host:\n%s", shown)
+	}
+	// The document's address is checked, but its redirect is a loopback one, which any app on
+	// the computer can listen on while giving this client_id: the page does not call that checked.
+	if !strings.Contains(shown, `id="consent-local-claim"`) || strings.Contains(shown, "(checked:") {
+		t.Fatalf("consent page vouches for a metadata client whose answer goes to loopback:\n%s", shown)
 	}
 	if res := servertest.CallTool(t, cs, "listTasks", map[string]any{}); res.IsError {
 		t.Fatal(servertest.ResultText(res))

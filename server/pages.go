@@ -129,6 +129,29 @@ type view struct {
 	// Pending counts the person's requests waiting for an answer, for the
 	// Inbox badge in the navigation; set by render.
 	Pending int
+	// Arrived is "cross-site" when another site sent the browser to this
+	// page (set by render; see arrivedFrom).
+	Arrived string
+}
+
+// arrivedFrom says whether another site navigated the browser to this page:
+// the browser's own Sec-Fetch headers, which no page can set, name a
+// top-level navigation started by a page of another site (window.open, a
+// link, or a popup setting its opener's location). Such a page's buttons
+// wait until the window has held focus a moment (static/lib/settle.js):
+// the site may have placed it under the person's second click of a
+// double-click it asked for, so the click lands on Allow (double-
+// clickjacking, which frame-ancestors cannot stop, as nothing is framed).
+// Typed addresses, bookmarks, the app's own links and the popup's frame
+// are not touched.
+func arrivedFrom(c *fiber.Ctx) string {
+	switch c.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		if c.Get("Sec-Fetch-Dest") == "document" {
+			return "cross-site"
+		}
+	}
+	return ""
 }
 
 // render writes a page with status.
@@ -138,6 +161,7 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 		return fmt.Errorf("render: no page %q", name)
 	}
 	v.CSRF = s.pageCSRF(c)
+	v.Arrived = arrivedFrom(c)
 	v.Now = s.opts.Now()
 	v.Items = navItems
 	if v.User != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -188,7 +189,16 @@ func (s *Server) pageInbox(c *fiber.Ctx) error {
 // page says so calmly and shows what still waits.
 func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 	back := answerBack(c.FormValue("back"))
-	_, err := s.gate.Answer(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")))
+	seen, _ := strconv.Atoi(c.FormValue("waiters"))
+	r, err := s.gate.AnswerFor(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")), max(seen, 1))
+	if errors.Is(err, approvals.ErrMoreCalls) {
+		v, verr := s.backView(c, back)
+		if verr != nil {
+			return verr
+		}
+		v.Data["Notice"] = fmt.Sprintf("More identical calls joined this request after it was shown: %d wait now, and Allow runs each of them. Nothing was run yet; look at it again and answer.", r.Waiters)
+		return s.render(c, http.StatusConflict, backPage(back), v)
+	}
 	if errors.Is(err, approvals.ErrNotPending) || errors.Is(err, approvals.ErrAgentGone) {
 		v, verr := s.backView(c, back)
 		if verr != nil {
@@ -199,16 +209,20 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 		} else {
 			v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
 		}
-		page := "inbox"
-		if back != "/" {
-			page = "task"
-		}
-		return s.render(c, http.StatusConflict, page, v)
+		return s.render(c, http.StatusConflict, backPage(back), v)
 	}
 	if err != nil {
 		return approvalError(err)
 	}
 	return c.Redirect(back, http.StatusSeeOther)
+}
+
+// backPage is the template of the page an answer form came from.
+func backPage(back string) string {
+	if back != "/" {
+		return "task"
+	}
+	return "inbox"
 }
 
 // endedNotice tells the person how a request they tried to answer ended.

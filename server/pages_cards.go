@@ -77,10 +77,10 @@ func (s *Server) agentName(ctx context.Context, workspaceID, id string) string {
 	var name string
 	db := s.opts.DB.WithContext(ctx)
 	if db.Table("agent_tokens").Select("name").Where("id = ? AND workspace_id = ?", id, workspaceID).Scan(&name); name != "" {
-		return "token “" + name + "”"
+		return "token “" + shown(name) + "”"
 	}
 	if db.Table("oauth_grants").Select("client_name").Where("id = ? AND workspace_id = ?", id, workspaceID).Scan(&name); name != "" {
-		return name
+		return shown(name) // the connected app's own claim, perhaps registered before names were checked
 	}
 	return ""
 }

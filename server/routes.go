@@ -14,6 +14,7 @@ import (
 func (s *Server) routes() {
 	app := s.app
 	app.Use(noSniff)
+	app.Use("/api", noStore)
 	app.Use(s.requestID)
 	app.Use(s.logRequests)
 	app.Get("/healthz", s.healthz)
@@ -46,6 +47,14 @@ func (s *Server) routes() {
 // page. It is set before any handler runs, so errors and 404s carry it too.
 func noSniff(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	return c.Next()
+}
+
+// noStore keeps every API answer out of caches: many carry a secret shown
+// once (a new agent token, an invitation link, a ticket, the CSRF token) and
+// all of them are one person's.
+func noStore(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Next()
 }
 

@@ -71,6 +71,9 @@ func decodeCall(raw json.RawMessage) (callIn, error) {
 	if dec.More() {
 		return in, fmt.Errorf("the callSiteTool input has more than one JSON value. %s", shape)
 	}
+	if err := exactFields(raw, &in); err != nil {
+		return in, fmt.Errorf("the callSiteTool input's %v. %s", err, shape)
+	}
 	if in.Site == "" || in.Tool == "" {
 		return in, fmt.Errorf("callSiteTool needs both \"site\" and \"tool\". %s", shape)
 	}

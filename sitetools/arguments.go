@@ -23,6 +23,10 @@ const (
 type ArgumentsError struct {
 	Code string
 	Violation
+	// Ambiguous is true when the arguments could be read two ways: a property named twice in one
+	// object (encoding/json keeps the last, other parsers the first, and the card shows both), or
+	// a number a browser would read as another value than the one checked.
+	Ambiguous bool
 }
 
 func (e *ArgumentsError) Error() string { return e.Violation.String() }
@@ -53,7 +57,53 @@ func checkText(args json.RawMessage) (json.RawMessage, *ArgumentsError) {
 	if !utf8.Valid(args) {
 		return nil, notUTF8(args)
 	}
+	if off := loneSurrogate(args); off >= 0 {
+		path, _ := pathAt(args, off)
+		return nil, argumentsErr(CodeArgumentsNotUTF8, path, "holds the escape %s (at byte %d of the arguments), half of a UTF-16 surrogate pair: it stands for no character, "+
+			"and parsers disagree on what it is (the server reads U+FFFD, a browser a lone surrogate), so the person would approve other text than the page gets; "+
+			"send the character itself, or both halves of its pair", args[off:off+6], off)
+	}
 	return args, nil
+}
+
+// loneSurrogate is the offset of the first \u escape in a JSON string that is half of a
+// surrogate pair without the other half, or -1. Outside strings there are no escapes, and the
+// scan only needs to tell strings apart; decoding checks the syntax.
+func loneSurrogate(b []byte) int {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case !inString:
+			inString = b[i] == '"'
+		case b[i] == '"':
+			inString = false
+		case b[i] == '\\' && i+1 < len(b) && b[i+1] != 'u':
+			i++ // a one-character escape, \\ included
+		case b[i] == '\\':
+			r := escapedUnit(b, i)
+			switch {
+			case r >= 0xd800 && r < 0xdc00 && escapedUnit(b, i+6) >= 0xdc00 && escapedUnit(b, i+6) < 0xe000:
+				i += 11 // a whole pair
+			case r >= 0xd800 && r < 0xe000:
+				return i
+			default:
+				i += 5
+			}
+		}
+	}
+	return -1
+}
+
+// escapedUnit is the code unit of the \uXXXX escape at b[i:], or -1.
+func escapedUnit(b []byte, i int) int {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return int(n)
 }
 
 // decodeValue decodes checked text into the value gojsonschema validates.
@@ -73,7 +123,110 @@ func decodeValue(args json.RawMessage) (any, *ArgumentsError) {
 	if nestedDeeper(value, MaxArgumentDepth) {
 		return nil, argumentsErr(CodeInvalidArguments, "arguments", "nest deeper than %d levels; flatten them", MaxArgumentDepth)
 	}
+	if objectMembers(args) != decodedMembers(value) { // decoding merged two members of one object
+		path, key := duplicateKey(args)
+		e := argumentsErr(CodeInvalidArguments, path, "has the property %q more than once; send each property once", key)
+		e.Ambiguous = true
+		return nil, e
+	}
 	return value, nil
+}
+
+// objectMembers counts the members of every object in JSON text, in one pass over the bytes.
+// Decoding into maps keeps one member per name, so a count above the decoded one means some
+// object names a property twice: the validator saw one value (the last), the approval card's
+// JSON shows both, and a page's parser may take either.
+func objectMembers(text []byte) int {
+	var inObject []bool // per open container: is it an object
+	n, inString, escaped, opened := 0, false, false, false
+	for _, c := range text {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		top := len(inObject) > 0 && inObject[len(inObject)-1]
+		if (opened && c != '}') || (c == ',' && top) {
+			if top {
+				n++
+			}
+		}
+		opened = false
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			inObject = append(inObject, c == '{')
+			opened = c == '{'
+		case '}', ']':
+			if len(inObject) > 0 {
+				inObject = inObject[:len(inObject)-1]
+			}
+		}
+	}
+	return n
+}
+
+// decodedMembers counts the members of every object in a decoded value.
+func decodedMembers(v any) int {
+	n := 0
+	switch t := v.(type) {
+	case map[string]any:
+		n += len(t)
+		for _, c := range t {
+			n += decodedMembers(c)
+		}
+	case []any:
+		for _, c := range t {
+			n += decodedMembers(c)
+		}
+	}
+	return n
+}
+
+// duplicateKey finds the first property named twice in one object: the object's path and the
+// name (as decoded: "\u0061" and "a" are one name).
+func duplicateKey(args []byte) (path, key string) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var stack []pathFrame
+	var seen []map[string]bool
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "arguments", ""
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				seen = append(seen, map[string]bool{})
+			case '}':
+				seen = seen[:len(seen)-1]
+			}
+			stack = pushPop(stack, d)
+			continue
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].object && !stack[top].keyed {
+			k, _ := tok.(string)
+			if seen[len(seen)-1][k] {
+				return writePath(stack, false), k
+			}
+			seen[len(seen)-1][k] = true
+			stack[top].key, stack[top].keyed = k, true
+			continue
+		}
+		stack = advance(stack)
+	}
 }
 
 // notUTF8 says where the first byte that is not UTF-8 is: the JSON path of the string (or

@@ -31,8 +31,17 @@ func TestValidateRefusesNonUTF8(t *testing.T) {
 			t.Errorf("%q: got %s, want path %s and %q", tc.args, aerr, tc.path, tc.where)
 		}
 	}
-	if v, aerr := s.Check(json.RawMessage(`{"t":"é😀\ud800"}`)); aerr != nil || len(v) != 0 {
+	if v, aerr := s.Check(json.RawMessage(`{"t":"é😀\ud83d\ude00\\ud800\u0041"}`)); aerr != nil || len(v) != 0 {
 		t.Fatalf("valid text refused: %v %v", v, aerr)
+	}
+	// A lone surrogate escape is ASCII but no character: the server would validate and show
+	// U+FFFD, a browser's parser keeps the lone half.
+	for args, path := range map[string]string{`{"t":"ab\ud800"}`: "arguments.t", `{"t":["\udc00x"]}`: "arguments.t[0]",
+		`{"a":{"\ud83dk":1}}`: "arguments.a", `{"t":"\ud800\ud800"}`: "arguments.t", `{"t":"\\\ud800"}`: "arguments.t"} {
+		_, aerr := s.Check(json.RawMessage(args))
+		if aerr == nil || aerr.Code != CodeArgumentsNotUTF8 || aerr.Path != path || !strings.Contains(aerr.Message, "half of a UTF-16 surrogate pair") {
+			t.Errorf("%s: got %v, want a refusal at %s", args, aerr, path)
+		}
 	}
 }
 
@@ -46,11 +55,16 @@ func FuzzDecodeArguments(f *testing.F) {
 	f.Add([]byte("\xff{}"))
 	f.Add([]byte(`{"a":"\ud800"}`))
 	f.Add([]byte(`{"a":`))
+	f.Add([]byte(`{"a":1,"b":{"a":2,"a":3}}`))
+	f.Add([]byte(`{"a":"\"}\",","b":[{"c":1},{"c":1}]}`))
 	f.Fuzz(func(t *testing.T, args []byte) {
 		value, aerr := decodeArguments(args)
 		if aerr == nil {
 			if _, ok := value.(map[string]any); !ok {
 				t.Fatalf("decoded %q into %T", args, value)
+			}
+			if _, key := duplicateKey(bytes.TrimSpace(args)); key != "" {
+				t.Fatalf("accepted %q, which names %q twice in one object", args, key)
 			}
 			if !utf8.Valid(args) {
 				t.Fatalf("accepted %q, which is not UTF-8", args)

@@ -1,8 +1,11 @@
 package sitetools
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // shape is what the cost model needs of the arguments, read from their text before they are
@@ -14,6 +17,9 @@ type shape struct {
 	numbers [MaxArgumentDepth + 1]float64 // the work of parsing each number there once, summed
 	total   int64
 	huge    int // offset of the first number too long to check, or -1
+	// unheld is the offset of the first number a float64 cannot hold (it would be read as
+	// Infinity, or as 0 though it is not), or -1.
+	unheld int
 }
 
 // Limits on one number in the arguments. gojsonschema parses every number as a big.Rat each time
@@ -29,7 +35,7 @@ const (
 // cost. It does not check the syntax (decoding does, after); on text that is not JSON the counts
 // are only an estimate.
 func measure(text []byte) shape {
-	s := shape{huge: -1}
+	s := shape{huge: -1, unheld: -1}
 	if len(text) == 0 {
 		return s
 	}
@@ -86,19 +92,38 @@ func (s *shape) number(text []byte, i, depth int) int {
 			inExp = true
 		case c == '-' || c == '+' || c == '.':
 		default:
-			s.addNumber(start, depth, digits, exp)
+			s.addNumber(text[start:i], start, depth, digits, exp)
 			return i
 		}
 	}
-	s.addNumber(start, depth, digits, exp)
+	s.addNumber(text[start:], start, depth, digits, exp)
 	return i
 }
 
-func (s *shape) addNumber(start, depth, digits, exp int) {
+func (s *shape) addNumber(num []byte, start, depth, digits, exp int) {
 	if (digits > MaxNumberDigits || exp > MaxNumberExponent) && s.huge < 0 {
 		s.huge = start
 	}
+	if digits+exp > 290 && s.unheld < 0 && !heldByFloat(num) { // below, every number is within range
+		s.unheld = start
+	}
 	s.numbers[min(depth, MaxArgumentDepth)] += numberWork(digits, exp)
+}
+
+// heldByFloat reports whether a float64, which is what a browser's JSON.parse makes of every
+// number, holds the number at least approximately: 1e400 becomes Infinity and 1e-400 becomes 0,
+// so a page would act on another value than the one validated (exactly, as a big.Rat) and shown
+// to the person — {"exclusiveMinimum": 0} passes 1e-400, and the page gets 0.
+func heldByFloat(num []byte) bool {
+	f, err := strconv.ParseFloat(string(num), 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return false
+	}
+	if err != nil || f != 0 {
+		return true // not a number (decoding refuses it), or held
+	}
+	mantissa, _, _ := bytes.Cut(bytes.ToLower(num), []byte("e"))
+	return len(bytes.Trim(mantissa, "-+.0")) == 0 // 0e5 is 0
 }
 
 // numberWork is what parsing a number once as a big.Rat costs, in checks, fitted to measurements
@@ -142,6 +167,12 @@ func (s *Schema) withinBudget(args []byte) *ArgumentsError {
 	if sh.huge >= 0 {
 		path, _ := pathAt(args, sh.huge)
 		return argumentsErr(CodeArgumentsTooLarge, path, "is a number too long to check (at byte %d of the arguments): at most %d digits and an exponent of at most %d are allowed; send it as a string", sh.huge, MaxNumberDigits, MaxNumberExponent)
+	}
+	if sh.unheld >= 0 {
+		path, _ := pathAt(args, sh.unheld)
+		e := argumentsErr(CodeInvalidArguments, path, "is a number outside what a browser holds (at byte %d of the arguments): the page would read it as Infinity or 0; send a number between ±1.7e308 that is not closer to 0 than 5e-324, or send it as a string", sh.unheld)
+		e.Ambiguous = true
+		return e
 	}
 	w := s.work(sh, len(args))
 	if w <= MaxValidationCost {

@@ -158,6 +158,9 @@ func (o *Ops) validate(d Descriptor, origin string, args json.RawMessage) error 
 // UTF-8 text, or not a JSON object the schema can be applied to.
 func argumentsRefusal(e *ArgumentsError, tool, origin string) error {
 	line := listViolations([]Violation{e.Violation})
+	if e.Ambiguous {
+		return agentErr(e.Code, "The arguments for %s on %s could be read two ways, so they were not checked and nothing was run:\n%s\nFix them and call again.", tool, origin, line)
+	}
 	switch e.Code {
 	case CodeArgumentsTooLarge:
 		return agentErr(e.Code, "The arguments for %s on %s are too large, so they were not checked and nothing was run:\n%s", tool, origin, line)
@@ -181,7 +184,7 @@ func listViolations(viol []Violation) string {
 // form without toolautosubmit is one the site wants the person to submit themselves.
 func (o *Ops) runnable(a Agent, origin string, d Descriptor) error {
 	if d.NeedsPerson() {
-		return agentErr("needs_person", "%s on %s is a form the site wants the person to check and submit themselves (it has no toolautosubmit), so it cannot be run remotely; nothing was filled in or submitted. Ask the person to fill it in on %s, or use another tool.", d.Name, origin, d.URL)
+		return agentErr("needs_person", "%s on %s is a form the site wants the person to check and submit themselves (it has no toolautosubmit), so it cannot be run remotely; nothing was filled in or submitted. Ask the person to fill it in on %s, or use another tool.", d.Name, origin, AgentAddress(d.URL))
 	}
 	if !o.opts.Invoker.Online(a.OwnerID) {
 		return offlineError(origin)

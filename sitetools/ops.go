@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -212,7 +213,7 @@ func (o *Ops) List(ctx context.Context, a Agent) ([]SiteListing, error) {
 		if err != nil {
 			return nil, err
 		}
-		l := SiteListing{Site: s.Origin, Online: online, LastURL: site.LastURL, Title: site.LastTitle, Tools: []ToolSummary{}}
+		l := SiteListing{Site: s.Origin, Online: online, LastURL: AgentAddress(site.LastURL), Title: site.LastTitle, Tools: []ToolSummary{}}
 		for _, n := range o.opts.Catalog.OpenTabs(a.OwnerID, s.Origin) {
 			l.OpenTabs += n
 		}
@@ -251,7 +252,20 @@ func (o *Ops) Describe(ctx context.Context, a Agent, site, tool string) (*Defini
 		return nil, err
 	}
 	return &Definition{Site: s.Origin, Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema, Annotations: d.Annotations,
-		Kind: d.Kind, Autosubmit: d.Autosubmit, ReadOnly: d.ReadOnly(), Page: d.URL}, nil
+		Kind: d.Kind, Autosubmit: d.Autosubmit, ReadOnly: d.ReadOnly(), Page: AgentAddress(d.URL)}, nil
+}
+
+// AgentAddress is a page's address as an agent is told it: scheme, host and path, without the
+// query, the fragment or credentials. Those are where sites carry secrets in an address — a
+// session id, a password-reset or magic sign-in token, an OAuth code (?code=), an implicit
+// grant's #access_token — and the agent must never see the person's secrets. The catalog keeps
+// the whole address, for the extension to reopen the page.
+func AgentAddress(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
 }
 
 // find resolves a site shared with the workspace and one of its tools, or

@@ -17,6 +17,7 @@
 // stable id.
 import { Backoff } from './lib/backoff.js';
 import { liveTypes, isField, swapAction, countdown } from './lib/live.js';
+import { SettleGate } from './lib/settle.js';
 
 const body = document.body;
 const src = body.getAttribute('data-src');
@@ -88,6 +89,34 @@ function selectText(el) {
   sel.addRange(range);
 }
 
+// The answer keys count only once this window has held focus, and the
+// request has been on screen, for a moment (lib/settle.js: a hostile site
+// can open this page under the person's typing).
+const settle = new SettleGate(document.hasFocus() && document.visibilityState === 'visible', performance.now());
+const noteRequests = () => settle.shown(Array.from(document.querySelectorAll('[data-request]'), (c) => c.getAttribute('data-request')), performance.now());
+noteRequests();
+new MutationObserver(noteRequests).observe(document.body, { childList: true, subtree: true });
+window.addEventListener('focus', () => settle.focus(performance.now()));
+window.addEventListener('blur', () => settle.blur());
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && document.hasFocus()) settle.focus(performance.now());
+  else settle.blur();
+});
+// A page another site sent the browser to holds a click on a form's button
+// (an answer, the consent's Allow) until the window has held focus a moment.
+if (body.getAttribute('data-arrived') === 'cross-site') {
+  document.addEventListener('click', (ev) => {
+    const btn = ev.target && ev.target.closest && ev.target.closest('button, input[type=submit]');
+    if (!btn || !btn.form || btn.type !== 'submit' || btn.form.method !== 'post') return;
+    const now = performance.now();
+    settle.focus(now);
+    const card = btn.closest('[data-request]');
+    if (card ? settle.allows(card.getAttribute('data-request'), now) : settle.settled(now)) return;
+    ev.preventDefault();
+    ev.stopImmediatePropagation();
+  }, true);
+}
+
 // Requests answer from the keyboard: Y allows once, A always allows, N
 // denies, on the focused request (the one holding focus, else the first),
 // each key shown on its button. A key typed into a field, or with a
@@ -103,6 +132,9 @@ document.addEventListener('keydown', (ev) => {
   const btn = card.querySelector('button[data-key="' + key + '"]');
   if (!btn || btn.disabled) return;
   ev.preventDefault();
+  const now = performance.now();
+  settle.focus(now); // a key arrived, so this window has focus (if its focus event was missed, from now)
+  if (!settle.allows(card.getAttribute('data-request'), now)) return;
   btn.click();
 });
 

@@ -30,6 +30,17 @@
 //   its cookies.
 import { Backoff } from './lib/backoff.js';
 import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, CLOSE_SIGNED_OUT } from './lib/frames.js';
+import { SettleGate } from './lib/settle.js';
+
+// A terminal page another site sent the browser to (data-arrived, see
+// lib/settle.js) does not take the keyboard at once: the site may have opened
+// it under the person's typing, and every key goes to the program. It is not
+// focused on load, and no input is sent until the window has held focus a
+// moment.
+const arrived = document.body.getAttribute('data-arrived') === 'cross-site';
+const settle = new SettleGate(document.hasFocus(), performance.now());
+window.addEventListener('focus', () => settle.focus(performance.now()));
+window.addEventListener('blur', () => settle.blur());
 
 const page = document.getElementById('term-page');
 const host = document.getElementById('term-host');
@@ -327,6 +338,11 @@ function start() {
 
   function send(bytes) {
     if (watchOnly || !ws || !connected || ws.readyState !== WebSocket.OPEN) return;
+    if (arrived) {
+      const now = performance.now();
+      settle.focus(now); // input came, so the window has focus (from now, if its focus event was missed)
+      if (!settle.settled(now)) return;
+    }
     ws.send(inputFrame(bytes));
   }
 
@@ -371,6 +387,6 @@ function start() {
   window.addEventListener('resize', sizeSoon);
   if (window.ResizeObserver) new ResizeObserver(sizeSoon).observe(host.parentElement);
 
-  term.focus();
+  if (!arrived) term.focus();
   connect();
 }
