@@ -67,10 +67,32 @@
     return p;
   }
 
+  // warn tells the site's developer, in the page's console, why tools the page registered are
+  // not shared (a missing tool says nothing by itself): one line per reason, each once per page.
+  // refused is [{name, reason}]; an empty name is the page's whole list.
+  const warned = new Set();
+  function warn(refused, by) {
+    const byReason = new Map();
+    for (const { name, reason } of refused) byReason.set(reason, [...(byReason.get(reason) ?? []), name]);
+    for (const [reason, names] of byReason) {
+      const fresh = names.filter((n) => !warned.has(`${n}\n${reason}`));
+      if (fresh.length === 0 || warned.size > 4096) continue;
+      for (const n of fresh) warned.add(`${n}\n${reason}`);
+      const quoted = fresh.map((n) => `"${n}"`);
+      const what = fresh[0] === '' ? "this page's tools" : fresh.length === 1 ? `the WebMCP tool ${quoted[0]}` :
+        `${fresh.length} WebMCP tools (${quoted.slice(0, 5).join(', ')}${fresh.length > 5 ? ', …' : ''})`;
+      console.warn(`Tabbridge: ${by} did not share ${what}: ${reason}.`);
+    }
+  }
+
   function fromWorker(raw) {
     const r = M.checkWorkerMessage(raw);
     if (!r.ok) {
       if (raw && M.checkCallId(raw.callId)) post({ type: 'result', callId: raw.callId, ok: false, error: `The extension refused the call: ${r.reason}.` });
+      return;
+    }
+    if (r.msg.type === 'refused') {
+      warn(r.msg.tools.map((t) => ({ name: t.tool, reason: t.reason })), r.msg.by === 'server' ? 'the Tabbridge server' : 'the Tabbridge extension');
       return;
     }
     toPage(r.msg);
@@ -78,7 +100,12 @@
 
   function fromPage(ev) {
     const r = M.parsePageMessage(ev.detail);
-    if (!r.ok || r.msg === null) return;
+    if (!r.ok) {
+      if (r.whole) warn([{ name: '', reason: r.reason }], 'the Tabbridge extension');
+      return;
+    }
+    if (r.refused) warn(r.refused, 'the Tabbridge extension');
+    if (r.msg === null) return;
     if (r.msg.type === 'tools') {
       tools = r.msg.tools;
       announce();

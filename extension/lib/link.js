@@ -302,8 +302,11 @@ export class ServerLink {
       case 'error':
         this.log.warn(`tabbridge: the server says ${m.code}: ${m.message}`);
         break;
+      case 'tools.accepted':
+        if (m.refused.length > 0) this.pages.refused(m.documentId, m.refused, 'server');
+        break;
       default:
-        break; // browser, tools.accepted: nothing to do
+        break; // browser: nothing to do
     }
   }
 

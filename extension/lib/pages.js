@@ -138,6 +138,19 @@ export class Pages {
     this.settle(m.callId, documentId, outcome);
   }
 
+  // refused tells a document's bridge which of its tools were not shared and why, so the site's
+  // developer reads it in the page's console (a tool that is simply missing says nothing). by is
+  // who refused them: the Tabbridge server, or this extension.
+  refused(documentId, tools, by) {
+    const live = this.ports.get(documentId);
+    if (!live || tools.length === 0) return;
+    try {
+      live.port.postMessage({ type: 'refused', by, tools });
+    } catch {
+      // The page is gone; its tools went with it.
+    }
+  }
+
   onGone(port, documentId) {
     if (this.ports.get(documentId)?.port !== port) return; // an older port of a restored page
     this.ports.delete(documentId);
