@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -320,6 +321,9 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	}
 	next := mergeOffered(known.tools, addr, doc.Tools)
 	if len(next) > MaxToolsPerSite {
+		next = c.makeRoom(userID, &doc, next)
+	}
+	if len(next) > MaxToolsPerSite {
 		// The site's pages together offer too many: keep what was there.
 		return refuse(ErrBadAnnouncement, "the site's pages would offer %d tools together; the limit is %d per site", len(next), MaxToolsPerSite)
 	}
@@ -336,6 +340,37 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	err = c.persist(ctx, userID, &doc, next)
 	c.liveChanged(userID, d.Origin, true)
 	return err
+}
+
+// makeRoom drops from next, a site's known tools over the cap, those that only
+// memory holds — no open page of the site offers them, here or in d — until the
+// cap is met or none is left: a page that is open now always counts for more
+// than one that offered other tools once (a renamed tool, a route not visited
+// since), which would otherwise keep every new page of the site from being
+// shared. It drops from the end of the name order, so the same tools go each
+// time. The live pages' own tools are never dropped: more of those than the
+// cap is still refused.
+func (c *Catalog) makeRoom(userID string, d *Document, next []Descriptor) []Descriptor {
+	live := map[string]bool{}
+	for _, t := range d.Tools {
+		live[t.Name] = true
+	}
+	c.mu.RLock()
+	for k, o := range c.docs[userID] {
+		if o.Origin == d.Origin && k != (docKey{d.BrowserID, d.DocumentID}) {
+			for _, t := range o.Tools {
+				live[t.Name] = true
+			}
+		}
+	}
+	c.mu.RUnlock()
+	out := slices.Clone(next)
+	for i := len(out) - 1; i >= 0 && len(out) > MaxToolsPerSite; i-- {
+		if !live[out[i].Name] {
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	return out
 }
 
 // mergeOffered returns the known tools after a page at addr announced

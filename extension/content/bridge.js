@@ -68,19 +68,39 @@
   }
 
   // warn tells the site's developer, in the page's console, why tools the page registered are
-  // not shared (a missing tool says nothing by itself): one line per reason, each once per page.
-  // refused is [{name, reason}]; an empty name is the page's whole list.
+  // not shared (a missing tool says nothing by itself): each tool and reason once per page, and
+  // what arrives within a quarter second (a page registering its tools in a loop announces after
+  // each) in one line per reason. refused is [{name, reason}]; an empty name is the page's whole
+  // list.
   const warned = new Set();
+  let pending = [];
+  let flushing = false;
   function warn(refused, by) {
-    const byReason = new Map();
-    for (const { name, reason } of refused) byReason.set(reason, [...(byReason.get(reason) ?? []), name]);
-    for (const [reason, names] of byReason) {
-      const fresh = names.filter((n) => !warned.has(`${n}\n${reason}`));
-      if (fresh.length === 0 || warned.size > 4096) continue;
-      for (const n of fresh) warned.add(`${n}\n${reason}`);
-      const quoted = fresh.map((n) => `"${n}"`);
-      const what = fresh[0] === '' ? "this page's tools" : fresh.length === 1 ? `the WebMCP tool ${quoted[0]}` :
-        `${fresh.length} WebMCP tools (${quoted.slice(0, 5).join(', ')}${fresh.length > 5 ? ', …' : ''})`;
+    for (const { name, reason } of refused) {
+      const key = `${by}\n${name}\n${reason}`;
+      if (warned.has(key) || warned.size > 4096) continue;
+      warned.add(key);
+      pending.push({ name, reason, by });
+    }
+    if (pending.length > 0 && !flushing) {
+      flushing = true;
+      setTimeout(flushWarnings, 250);
+    }
+  }
+
+  function flushWarnings() {
+    const groups = new Map();
+    for (const p of pending) {
+      const k = `${p.by}\n${p.reason}`;
+      if (!groups.has(k)) groups.set(k, { by: p.by, reason: p.reason, names: [] });
+      groups.get(k).names.push(p.name);
+    }
+    pending = [];
+    flushing = false;
+    for (const { by, reason, names } of groups.values()) {
+      const quoted = names.map((n) => `"${n}"`);
+      const what = names[0] === '' ? "this page's tools" : names.length === 1 ? `the WebMCP tool ${quoted[0]}` :
+        `${names.length} WebMCP tools (${quoted.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''})`;
       console.warn(`Tabbridge: ${by} did not share ${what}: ${reason}.`);
     }
   }

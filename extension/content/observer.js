@@ -658,6 +658,28 @@
     }
   }
 
+  // A page may carry a registry of its own on navigator.modelContext beside the browser's (MCP-B's
+  // @mcp-b/global installs one where the browser has none there: Chromium 156 has only
+  // document.modelContext). Its tools are the script's, not the browser's, so they are not shared
+  // (docs/DECISIONS.md); the site's developer is told, once, after load and again a little later.
+  const nav = navigator;
+  const later = typeof setTimeout === 'function' ? setTimeout : null;
+  function otherRegistry() {
+    let other;
+    try {
+      other = nav.modelContext;
+    } catch {
+      return;
+    }
+    if (other && typeof other === 'object' && other !== mc) {
+      warnOnce('registry', "this page has a navigator.modelContext of its own (a script such as MCP-B's @mcp-b/global put it there) beside the browser's document.modelContext. Tools registered on it are not the browser's, so Tabbridge does not see or share them: register them with document.modelContext.registerTool.");
+    }
+  }
+  apply(addListener, win, ['load', () => {
+    otherRegistry();
+    if (later) later(otherRegistry, 3000);
+  }, { __proto__: null, once: true }]);
+
   apply(addListener, win, [nonce, onEvent]);
   apply(addListener, win, ['pagehide', leaving]);
   if (nativeGetTools && nativeExecuteTool) {
