@@ -130,6 +130,43 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		}
 	})
 
+	t.Run("a tool registered again with another schema is checked against the new one", func(t *testing.T) {
+		w.enter(t)
+		if got := w.call(w.agent, "versioned", map[string]any{"q": "tea"}, false); got != `{"v":1,"args":{"q":"tea"}}` {
+			t.Fatalf("versioned 1 = %s", got)
+		}
+		b.eval(t, tab, `window.unseen.reschema().then(() => true)`, nil)
+		b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`__tabbridgeTest.documents().find(d => d.url === %q)?.tools.some(t => t.name === 'versioned' && t.description === 'Version 2.')`, page), nil)
+		testutil.Eventually(t, testutil.WaitShort, func() bool { // the server hears the new announcement a moment later
+			return strings.Contains(servertest.ResultText(w.callResult("versioned", map[string]any{"q": "tea"})), `missing required property "n"`)
+		}, "the old arguments refused by the new schema")
+		if got := w.call(w.agent, "versioned", map[string]any{"n": 3}, false); got != `{"v":2,"args":{"n":3}}` {
+			t.Fatalf("versioned 2 = %s", got)
+		}
+	})
+
+	t.Run("a call that never settles ends when the agent cancels it, and the page hears why", func(t *testing.T) {
+		w.enter(t)
+		ch, cancel := w.callAsync(w.agent, "never", map[string]any{}, false)
+		b.waitJS(t, tab, 10*time.Second, `window.unseen.log.includes('never: started')`, nil)
+		cancel()
+		<-ch
+		b.waitJS(t, tab, 10*time.Second, `window.unseen.log.some(l => l.startsWith('never: aborted: '))`, nil)
+		var log []string
+		b.eval(t, tab, `window.unseen.log`, &log)
+		t.Logf("the page heard: %q", log[len(log)-1])
+	})
+
+	t.Run("a page with a strict CSP and Trusted Types shares its tools", func(t *testing.T) {
+		w.enter(t)
+		csp := w.site + "/unseen-csp.html"
+		b.Tab(t, csp)
+		waitDocument(t, b, w.worker, csp, "cspTool")
+		if got := w.callText("cspTool"); got != `{"csp":true,"trustedTypesEnforced":true}` {
+			t.Fatalf("cspTool = %s", got)
+		}
+	})
+
 	t.Run("an MCP-shaped result reaches the agent as MCP content", func(t *testing.T) {
 		w.enter(t)
 		res := w.callResult("retMCPImage", nil)

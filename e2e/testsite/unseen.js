@@ -59,9 +59,31 @@
       throw new TypeError();
     },
     rejectUndefined: () => Promise.reject(),
-    never: () => new Promise(() => {}),
   };
   for (const [name, f] of Object.entries(ret)) reg({ name, description: `Unseen: ${name}.`, execute: async () => f() });
+  // never answers only when cancelled: it says so in the page's log.
+  reg({
+    name: 'never',
+    description: 'Never answers.',
+    execute: (_, { signal }) => new Promise(() => {
+      window.unseen.log.push('never: started');
+      signal.addEventListener('abort', () => window.unseen.log.push(`never: aborted: ${signal.reason?.message}`));
+    }),
+  });
+  // versioned is withdrawn with its AbortController and registered again with another schema.
+  let versionCtl = new AbortController();
+  const versioned = (v) => reg({
+    name: 'versioned',
+    description: `Version ${v}.`,
+    inputSchema: v === 1 ? { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } : { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
+    execute: async (args) => ({ v, args }),
+  }, { signal: versionCtl.signal });
+  versioned(1);
+  window.unseen.reschema = () => {
+    versionCtl.abort();
+    versionCtl = new AbortController();
+    return versioned(2);
+  };
 
   // Names and schemas.
   for (const name of ['search products', 'shop:search', 'shop/search', 'recherche-é', 'a'.repeat(129)]) {

@@ -192,7 +192,7 @@
   // functions are left out of objects and become null in arrays, NaN and ±Infinity become null.
   // What JSON.stringify would throw on, and what it would not write at all, fails with the place
   // and the reason: {error}. Otherwise {value}, built of null-prototype objects and arrays.
-  function result(v) {
+  function result(v, root) {
     const stack = nullArray();
     let failure = null;
     const fail = (text) => {
@@ -246,11 +246,11 @@
     }
     let value;
     try {
-      value = convert(v, '', 'result', 0);
+      value = convert(v, '', root || 'result', 0);
     } catch (e) {
       value = fail(`reading it threw: ${errorText(e)}`);
     }
-    if (value === NOT_DATA) return { __proto__: null, error: `The tool's result cannot be sent as JSON: ${failure}. This is the site's to fix; no arguments change it.` };
+    if (value === NOT_DATA) return { __proto__: null, why: failure, error: `The tool's result cannot be sent as JSON: ${failure}. This is the site's to fix; no arguments change it.` };
     return { __proto__: null, value: value === undefined ? null : value };
   }
 
@@ -449,7 +449,9 @@
     for (let i = 0; i < fields.length; i++) {
       const v = tool[fields[i]];
       if (v !== undefined && (fields[i] !== 'name' || typeof v === 'string') && data(v, 0) === NOT_DATA) {
-        bad = `its ${fields[i]} is not JSON data (it holds a function, a class instance such as a Zod schema, NaN or a cycle): give a plain JSON Schema object`;
+        const r = result(v, fields[i]);
+        bad = r.why !== undefined ? `its ${fields[i]} cannot be sent as JSON: ${r.why}` :
+          `its ${fields[i]} is not JSON data (it holds a function, a class instance such as a Zod schema, NaN or undefined): give a plain JSON object`;
         break;
       }
     }

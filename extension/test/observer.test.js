@@ -8,7 +8,7 @@ import vm from 'node:vm';
 
 const source = readFileSync(new URL('../content/observer.js', import.meta.url), 'utf8');
 
-function page() {
+function page({ warn } = {}) {
   const attrs = { 'data-tabbridge-nonce': 'n0nce' };
   class ModelContext {
     registerTool() {
@@ -28,7 +28,7 @@ function page() {
     }
   }
   const win = new Window();
-  const ctx = vm.createContext({ EventTarget: Window, CustomEvent, AbortController, AbortSignal, DOMException, queueMicrotask, console });
+  const ctx = vm.createContext({ EventTarget: Window, CustomEvent, AbortController, AbortSignal, DOMException, queueMicrotask, console: warn ? { warn } : console });
   vm.runInContext('this.Element = class Element {}', ctx);
   ctx.Element.prototype.getAttribute = function (n) { return attrs[n] ?? null; };
   ctx.Element.prototype.removeAttribute = function (n) { delete attrs[n]; };
@@ -378,4 +378,24 @@ test('what the page throws is said in words the agent can read', async () => {
     await settle();
     assert.deepEqual(sent.findLast((m) => m.callId === `c-${name}`), { type: 'result', callId: `c-${name}`, ok: false, error: text, from: 'observer' }, name);
   }
+});
+
+test('a tool that cannot be described says why in the console', async () => {
+  const said = [];
+  const { ctx, sent } = page({ warn: (m) => said.push(m) });
+  vm.runInContext(`
+    class ZodString { constructor() { this._def = { typeName: 'ZodString' }; } }
+    let deep = { type: 'object' }; for (let i = 0; i < 70; i++) deep = { properties: { a: deep } };
+    this.zod = { type: 'object', properties: { q: new ZodString() } };
+    this.deep = deep;
+  `, ctx);
+  await ctx.document.modelContext.registerTool({ name: 'zod', description: 'd', inputSchema: ctx.zod, execute: () => 1 });
+  await ctx.document.modelContext.registerTool({ name: 'deep', description: 'd', inputSchema: ctx.deep, execute: () => 1 });
+  await ctx.document.modelContext.registerTool({ name: 'zod', description: 'again', inputSchema: ctx.zod, execute: () => 1 });
+  await settle();
+  assert.equal(sent.filter((m) => m.type === 'tools').length, 0, 'neither is shared');
+  assert.deepEqual(said, [
+    'Tabbridge: the WebMCP tool "zod" is not shared: its inputSchema is not JSON data (it holds a function, a class instance such as a Zod schema, NaN or undefined): give a plain JSON object.',
+    `Tabbridge: the WebMCP tool "deep" is not shared: its inputSchema cannot be sent as JSON: it is nested more than 64 levels deep at inputSchema${'.properties.a'.repeat(32)}.`,
+  ], 'each once');
 });
