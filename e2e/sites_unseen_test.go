@@ -254,6 +254,39 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		}
 	})
 
+	t.Run("a form the page's script handles without respondWith says it was submitted, not failed", func(t *testing.T) {
+		w.enter(t)
+		forms := w.site + "/unseen-forms.html"
+		ftab := b.Tab(t, forms)
+		w.activateTab(waitDocument(t, b, w.worker, forms, "subscribe").TabID)
+		ch, cancel := w.callAsync(w.agent, "subscribe", map[string]any{"email": "a@example.com"}, true)
+		defer cancel()
+		w.answer(w.pending(1)[0].ID, "once")
+		// Chromium's executeTool rejects ("the site has a programming error"), yet the page's
+		// script did subscribe the address: "failed" would have the agent subscribe it twice.
+		res := w.await(ch)
+		var r struct {
+			Submitted bool
+			Answer    any
+			Note      string
+		}
+		if err := json.Unmarshal([]byte(servertest.ResultText(res)), &r); res.IsError || err != nil || !r.Submitted || r.Answer != nil || !strings.Contains(r.Note, "Do not submit it again") {
+			t.Fatalf("subscribe = %q", servertest.ResultText(res))
+		}
+		var subscribed []string
+		b.eval(t, ftab, `window.subscribed`, &subscribed)
+		if !slices.Equal(subscribed, []string{"a@example.com"}) {
+			t.Fatalf("the page subscribed %v", subscribed)
+		}
+		// A form whose action is a fragment of its page (and a query) is followed like any other.
+		ch, cancel = w.callAsync(w.agent, "jumpTo", map[string]any{"q": "x"}, true)
+		defer cancel()
+		w.answer(w.pending(1)[0].ID, "once")
+		if res := w.await(ch); res.IsError || !strings.Contains(servertest.ResultText(res), `"url":"`+forms+`?q=x#results"`) {
+			t.Fatalf("jumpTo = %q", servertest.ResultText(res))
+		}
+	})
+
 	t.Run("a single-page app's routes: tools follow pushState, and an old route's tool reopens its address", func(t *testing.T) {
 		w.enter(t)
 		spa := page + "?spa"

@@ -501,6 +501,7 @@
         const form = apply(targetOf, this, []);
         const name = form ? apply(getAttr, form, ['toolname']) : null;
         if (typeof name === 'string' && forms[name]) {
+          if (submits[name]) submits[name].responded = true;
           delete pageErrors[name];
           apply(then, promise, [undefined, (e) => (pageErrors[name] = errorText(e))]);
         }
@@ -511,6 +512,34 @@
     };
     defineProperty(respondWith, 'length', { __proto__: null, value: nativeRespondWith.length });
     defineProperty(SE, 'respondWith', { __proto__: null, value: respondWith, writable: true, enumerable: true, configurable: true });
+  }
+
+  // A form of a running call that the page's own script handles (its submit listener calls
+  // preventDefault(), as nearly every site's does) without respondWith, since the site never heard
+  // of WebMCP: Chromium's executeTool then rejects ("the site has a programming error"), yet the
+  // page did handle the submit — the subscription made, the message sent. Saying "failed" would
+  // have an agent repeat it, so the call answers that the form was submitted and nothing came
+  // back. submits[name] is that call's submit event, seen in the capture phase (before any page
+  // listener), and whether respondWith was called.
+  const submits = create(null);
+  const preventedOf = typeof Event === 'function' ? Object.getOwnPropertyDescriptor(Event.prototype, 'defaultPrevented').get : null;
+  if (targetOf && preventedOf) {
+    apply(addListener, win, ['submit', (ev) => {
+      try {
+        const form = apply(targetOf, ev, []);
+        const name = form ? apply(getAttr, form, ['toolname']) : null;
+        if (typeof name === 'string' && submits[name] && submits[name].ev === null) submits[name].ev = ev;
+      } catch {
+        // Not a form of ours.
+      }
+    }, { __proto__: null, capture: true }]);
+  }
+
+  // handledInScript says whether the form of a call was submitted and the page prevented its
+  // default without answering.
+  function handledInScript(name) {
+    const s = submits[name];
+    return !!(s && s.ev && !s.responded && apply(preventedOf, s.ev, []));
   }
 
   // formError is why a form call failed: the page's own reason when its respondWith promise
@@ -602,7 +631,21 @@
       }
       return reject(new DOMEx(`The page has no form "${m.tool}" now.`, 'NotFoundError'));
     }]);
-    apply(then, found, [(text) => finish(m.callId, formOutcome(text)), (e) => finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) })]);
+    submits[m.tool] = { __proto__: null, ev: null, responded: false };
+    apply(then, found, [(text) => {
+      delete submits[m.tool];
+      finish(m.callId, formOutcome(text));
+    }, (e) => {
+      const handled = handledInScript(m.tool);
+      delete submits[m.tool];
+      if (handled) {
+        delete pageErrors[m.tool];
+        const result = { __proto__: null, submitted: true, answer: null, note: `The form was filled and submitted, and the page's own script handled it, but the page gave no answer (it does not call respondWith), so whether it succeeded is not known. Do not submit it again to find out: check the page's state with another of its tools, or ask the person.` };
+        finish(m.callId, { __proto__: null, ok: true, result });
+        return;
+      }
+      finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) });
+    }]);
   }
 
   // formOutcome turns what executeTool resolved with into a result: the JSON text of the page's
