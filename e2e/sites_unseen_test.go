@@ -307,6 +307,27 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		}
 	})
 
+	t.Run("a hash-routed app: each route's tools are remembered at the route, and reopened there", func(t *testing.T) {
+		w.enter(t)
+		catalogue := page + "?hashspa#/catalogue"
+		ht := b.Tab(t, catalogue)
+		w.activateTab(waitDocument(t, b, w.worker, catalogue, "hashCatalogue").TabID)
+		b.eval(t, ht, `location.hash = '#/cart', true`, nil)
+		waitDocument(t, b, w.worker, page+"?hashspa#/cart", "hashCart")
+		// The route #/cart announced without hashCatalogue; it is still known, at #/catalogue, and
+		// calling it opens that route beside the open tab.
+		testutil.Eventually(t, testutil.WaitShort, func() bool {
+			_, ok := w.toolFlags(w.agent)["hashCart"]
+			return ok
+		}, "the agent sees the cart route's tool")
+		if got := w.callText("hashCatalogue"); got != `{"hash":"#/catalogue"}` {
+			t.Fatalf("hashCatalogue = %s", got)
+		}
+		if got := w.callText("hashCart"); got != `{"hash":"#/cart"}` {
+			t.Fatalf("hashCart = %s", got)
+		}
+	})
+
 	t.Run("a site written for MCP-B's polyfill is told its tools are not the browser's", func(t *testing.T) {
 		w.enter(t)
 		assets := serveDir(t, filepath.Join(mcpbDir(t), "node_modules"))

@@ -285,12 +285,16 @@ func (siteRow) TableName() string { return "site_tools" }
 // PageAddress is the address a tool is remembered at: the page's URL without
 // its fragment. The query string counts (?id=1 and ?id=2 are two pages, as a
 // server sees them); a pushState address is whatever the page's location was
-// when it announced.
+// when it announced. A fragment that is a route of a hash-routed app ("#/cart",
+// "#!/cart", as routers in hash mode write them) is kept: there it is the page,
+// and without it every route of the app was one address, so each route's
+// announcement forgot the others' tools.
 func PageAddress(raw string) string {
-	if i := strings.IndexByte(raw, '#'); i >= 0 {
-		return raw[:i]
+	i := strings.IndexByte(raw, '#')
+	if i < 0 || strings.HasPrefix(raw[i:], "#/") || strings.HasPrefix(raw[i:], "#!") {
+		return raw
 	}
-	return raw
+	return raw[:i]
 }
 
 // Announce records what one document offers, replacing what that document

@@ -246,3 +246,19 @@ func TestCatalogKeepsEveryPagesTools(t *testing.T) {
 		}
 	})
 }
+
+// TestPageAddressKeepsHashRoutes: an anchor is not a page, but a hash-routed app's route is.
+func TestPageAddressKeepsHashRoutes(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://a.example/notes.html#top":  "https://a.example/notes.html",
+		"https://a.example/app?x=1#/cart":   "https://a.example/app?x=1#/cart",
+		"https://a.example/app#!/cart/2":    "https://a.example/app#!/cart/2",
+		"https://a.example/app#":            "https://a.example/app",
+		"https://a.example/app":             "https://a.example/app",
+		"https://a.example/app#section/two": "https://a.example/app",
+	} {
+		if got := sitetools.PageAddress(in); got != want {
+			t.Errorf("PageAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

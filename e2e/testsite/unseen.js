@@ -144,6 +144,19 @@
     };
   }
 
+  // A hash-routed single-page app (?hashspa#/catalogue, #/cart), as routers in hash mode do.
+  if (params.has('hashspa')) {
+    let ctl = null;
+    const route = () => {
+      if (ctl) ctl.abort();
+      ctl = new AbortController();
+      const name = location.hash === '#/cart' ? 'hashCart' : 'hashCatalogue';
+      reg({ name, description: `Hash route tool ${name}.`, execute: async () => ({ hash: location.hash }) }, { signal: ctl.signal });
+    };
+    window.addEventListener('hashchange', route);
+    route();
+  }
+
   // Single-page navigation: ?spa shows a catalogue whose tools change with the route.
   if (params.has('spa')) {
     let ctl = null;

@@ -453,9 +453,10 @@ function readJsonLd() {
   return { url: location.href, title: document.title, jsonLd: s ? s.textContent : null };
 }
 
-// pageAddress is an address without its fragment: the page a tool belongs to (as the server's
-// catalog counts pages).
-function pageAddress(url) {
+// pageAddress is an address without its fragment, unless the fragment is a hash-routed app's
+// route (#/cart, #!/cart): the page a tool belongs to, as the server's catalog counts pages
+// (sitetools.PageAddress).
+export function pageAddress(url) {
   const i = url.indexOf('#');
-  return i < 0 ? url : url.slice(0, i);
+  return i < 0 || url.startsWith('#/', i) || url.startsWith('#!', i) ? url : url.slice(0, i);
 }
