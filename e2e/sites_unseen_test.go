@@ -162,6 +162,7 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		csp := w.site + "/unseen-csp.html"
 		b.Tab(t, csp)
 		waitDocument(t, b, w.worker, csp, "cspTool")
+		w.waitOnline(w.agent, "cspTool")
 		if got := w.callText("cspTool"); got != `{"csp":true,"trustedTypesEnforced":true}` {
 			t.Fatalf("cspTool = %s", got)
 		}
@@ -211,12 +212,31 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`!__tabbridgeTest.documents().some(d => d.url === %q)`, many), nil)
 	})
 
+	t.Run("a page whose tools are over 1 MiB together shares those that fit", func(t *testing.T) {
+		w.enter(t)
+		heavy := w.site + "/unseen.html?heavy"
+		htab, heavyLogs := consoleTab(t, b, heavy)
+		waitDocument(t, b, w.worker, heavy, "heavy0", "retString")
+		w.waitConsole(heavyLogs, "extension did not share", `"heavy`, "at most 1048576 bytes together")
+		var n int
+		b.eval(t, w.worker, fmt.Sprintf(`__tabbridgeTest.documents().find(d => d.url === %q).tools.filter(t => t.name.startsWith('heavy')).length`, heavy), &n)
+		if n == 0 || n >= 25 {
+			t.Fatalf("%d of 25 heavy tools shared", n)
+		}
+		t.Logf("%d of 25 tools of 48 KB shared", n)
+		if err := chromedp.Cancel(htab); err != nil {
+			t.Fatal(err)
+		}
+		b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`!__tabbridgeTest.documents().some(d => d.url === %q)`, heavy), nil)
+	})
+
 	t.Run("a page that tampers with its own globals still answers", func(t *testing.T) {
 		w.enter(t)
 		for _, tamper := range []string{"tojson", "json", "events", "promise"} {
 			u := page + "?tamper=" + tamper
 			b.Tab(t, u)
 			w.activateTab(waitDocument(t, b, w.worker, u, "retDate").TabID)
+			testutil.Eventually(t, testutil.WaitShort, func() bool { return w.callText("whoAmI") == "?tamper="+tamper }, "the tampering tab answers")
 			if got := w.callText("retDate"); got != `{"at":"2026-01-02T03:04:05.000Z"}` {
 				t.Fatalf("tamper=%s: retDate = %s", tamper, got)
 			}
@@ -229,6 +249,7 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		forms := w.site + "/unseen-forms.html"
 		_, flogs := consoleTab(t, b, forms)
 		w.activateTab(waitDocument(t, b, w.worker, forms, "orderTea", "shadowSearch", "lateForm", "frameIntoParent").TabID)
+		w.waitOnline(w.agent, "orderTea", "shadowSearch", "lateForm", "frameIntoParent")
 		w.waitConsole(flogs, `"frameTool" is registered in a frame`, "shares only the top frame's tools")
 		w.waitConsole(flogs, `"frameForm" is registered in a frame`)
 		if got := w.callText("frameIntoParent"); got != `{"fromFrame":"/unseen-frame.html"}` {
@@ -259,6 +280,7 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		forms := w.site + "/unseen-forms.html"
 		ftab := b.Tab(t, forms)
 		w.activateTab(waitDocument(t, b, w.worker, forms, "subscribe").TabID)
+		w.waitOnline(w.agent, "subscribe", "jumpTo")
 		ch, cancel := w.callAsync(w.agent, "subscribe", map[string]any{"email": "a@example.com"}, true)
 		defer cancel()
 		w.answer(w.pending(1)[0].ID, "once")
@@ -292,12 +314,14 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		spa := page + "?spa"
 		st := b.Tab(t, spa)
 		w.activateTab(waitDocument(t, b, w.worker, spa, "browseCatalogue").TabID)
+		w.waitOnline(w.agent, "browseCatalogue")
 		if got := w.callText("browseCatalogue"); got != `{"route":"/unseen.html?spa"}` {
 			t.Fatalf("browseCatalogue = %s", got)
 		}
 		b.eval(t, st, `window.unseen.go('unseen.html?spa&view=cart'), true`, nil)
 		cart := page + "?spa&view=cart"
 		waitDocument(t, b, w.worker, cart, "viewCart")
+		w.waitOnline(w.agent, "viewCart")
 		if got := w.callText("viewCart"); got != `{"route":"/unseen.html?spa&view=cart"}` {
 			t.Fatalf("viewCart = %s", got)
 		}

@@ -85,6 +85,9 @@
     return versioned(2);
   };
 
+  // whoAmI says which of the site's tabs answered.
+  reg({ name: 'whoAmI', description: 'Says which page answered.', execute: async () => location.search });
+
   // Names and schemas.
   for (const name of ['search products', 'shop:search', 'shop/search', 'recherche-é', 'a'.repeat(129)]) {
     reg({ name, description: 'An odd name.', execute: async () => ({ ok: true }) });
@@ -116,6 +119,10 @@
   }
   reg({ name: 'zodSchema', description: 'A schema written with a Zod-like library.', inputSchema: { type: 'object', properties: { q: new ZodString() } }, execute: async (a) => a });
   reg({ name: 'bellDescription', description: 'A description with a bell \u0007 in it.', execute: async () => 1 });
+  if (params.has('heavy')) {
+    const schema = (i) => ({ type: 'object', description: `Schema ${i}: ${'a long, generated description of every field. '.repeat(1000)}` });
+    for (let i = 0; i < 25; i++) reg({ name: `heavy${i}`, description: `Tool ${i} with a 48 KB schema.`, inputSchema: schema(i), execute: async () => i });
+  }
   if (params.has('many')) {
     for (let i = 0; i < 130; i++) reg({ name: `many${i}`, description: `Tool ${i} of 130.`, execute: async () => i });
   }

@@ -153,19 +153,25 @@
   }
 
   // checkTools checks a whole tool list. Bad descriptors are dropped one by one, each with its
-  // reason in refused, and so are the tools beyond the first maxToolsPerSite (a page with more
-  // still shares that many); a list that is not a list, too large, or names a tool twice is
-  // refused whole.
+  // reason in refused, and so are the tools beyond the first maxToolsPerSite, or beyond
+  // maxAnnouncementBytes together (a page with more still shares what fits); a list that is not a
+  // list, or names a tool twice, is refused whole.
   function checkTools(list) {
     if (!Array.isArray(list)) return refuse('the tool list is not an array');
     const tools = [];
     const refused = [];
     const seen = new Set();
+    let size = 2; // the list's brackets
     for (const d of list) {
       const r = checkDescriptor(d);
       const name = isObject(d) && typeof d.name === 'string' ? d.name.slice(0, 128) : '';
       if (r.ok && tools.length >= limits.maxToolsPerSite) {
         refused.push({ name, reason: `a page may offer at most ${limits.maxToolsPerSite} tools; this one was registered after them` });
+        continue;
+      }
+      const own = r.ok ? bytes(JSON.stringify(r.msg)) + (tools.length > 0 ? 1 : 0) : 0;
+      if (r.ok && size + own > limits.maxAnnouncementBytes && !seen.has(r.msg.name)) {
+        refused.push({ name, reason: `a page's tools may take at most ${limits.maxAnnouncementBytes} bytes together; this one was registered after those that fill them` });
         continue;
       }
       if (!r.ok) {
@@ -175,6 +181,7 @@
       if (seen.has(r.msg.name)) return refuse(`the tool list names "${r.msg.name}" twice`);
       seen.add(r.msg.name);
       tools.push(r.msg);
+      size += own;
     }
     if (bytes(JSON.stringify(tools)) > limits.maxAnnouncementBytes) {
       return refuse(`the tool list is over ${limits.maxAnnouncementBytes} bytes`);

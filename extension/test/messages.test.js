@@ -60,6 +60,14 @@ test('a tool list drops bad tools one by one, and those over the cap, and refuse
   assert.deepEqual([many.ok, many.msg.length, many.msg.at(-1).name], [true, 128, 't127']);
   assert.deepEqual(many.refused.map((x) => x.name), ['t128', 't129']);
   assert.match(many.refused[0].reason, /at most 128 tools/);
+  // So does one whose tools together are over the announcement's bytes.
+  const big = (i) => ({ name: `b${i}`, description: 'd'.repeat(8000), inputSchema: { type: 'object', description: 'x'.repeat(50000) } });
+  const heavy = M.checkTools(Array.from({ length: 25 }, (_, i) => big(i)));
+  assert.ok(heavy.ok);
+  assert.ok(heavy.msg.length >= 17 && heavy.msg.length < 25, `${heavy.msg.length} shared`);
+  assert.ok(JSON.stringify(heavy.msg).length <= M.limits.maxAnnouncementBytes);
+  assert.deepEqual(heavy.refused.map((x) => x.name), Array.from({ length: 25 - heavy.msg.length }, (_, i) => `b${heavy.msg.length + i}`));
+  assert.match(heavy.refused[0].reason, /at most 1048576 bytes together/);
 });
 
 test('jsonSafe accepts plain data only', () => {
