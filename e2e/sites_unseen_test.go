@@ -186,7 +186,10 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		w.enter(t)
 		w.waitConsole(logs, `"zodSchema" is not shared`, "inputSchema is not JSON data", "Zod")
 		w.waitConsole(logs, "extension did not share", `"bellDescription"`, "control characters")
-		w.waitConsole(logs, "server did not share", `"stringSchema"`)
+		line := w.waitConsole(logs, "server did not share", `"stringSchema"`)
+		t.Logf("the console says: %s", line)
+		// An agent that asks for it is told the same, not that it does not exist.
+		wantErrorResult(t, w.callResult("stringSchema", nil), "The page "+page+` offers a tool named "stringSchema", but Tabbridge does not share it: `, "the site's developer must fix the tool")
 		names := w.waitOnline(w.agent).toolNames()
 		for _, n := range []string{"zodSchema", "bellDescription", "stringSchema"} {
 			if slices.Contains(names, n) {

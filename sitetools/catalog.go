@@ -34,6 +34,9 @@ type Document struct {
 	TabID      int
 	LastUsed   time.Time
 	Tools      []Descriptor
+	// Refused are the tools the page announced that were not taken, each with
+	// why, so an agent asking for one is told (RefusedTool).
+	Refused []*Refusal
 }
 
 // offers reports whether the document registered a tool named name.
@@ -627,6 +630,25 @@ func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error)
 		}
 	}
 	return s, nil
+}
+
+// RefusedTool finds an open page of a person's site that announced a tool named
+// name which was refused, and returns the page's address and the reason; ok is
+// false when no open page of this process did.
+func (c *Catalog) RefusedTool(userID, origin, name string) (url, reason string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, d := range c.docs[userID] {
+		if d.Origin != origin {
+			continue
+		}
+		for _, r := range d.Refused {
+			if r.Tool == name {
+				return d.URL, r.Reason, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // mergeLive lays the live documents' descriptors over the known ones.

@@ -101,7 +101,7 @@
       const quoted = names.map((n) => `"${n}"`);
       const what = names[0] === '' ? "this page's tools" : names.length === 1 ? `the WebMCP tool ${quoted[0]}` :
         `${names.length} WebMCP tools (${quoted.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''})`;
-      console.warn(`Tabbridge: ${by} did not share ${what}: ${reason}.`);
+      console.warn(`Tabbridge: ${by} did not share ${what}: ${reason.replace(/\.$/, '')}.`);
     }
   }
 
