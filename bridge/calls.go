@@ -234,7 +234,7 @@ func (c *conn) announce(in *Inbound) {
 	if c.h.opts.Catalog == nil {
 		return
 	}
-	err = c.h.opts.Catalog.Announce(c.h.ctx, c.userID, c.announceDocument(a, tools))
+	err = c.h.opts.Catalog.Announce(c.h.ctx, c.userID, c.announceDocument(a, tools, refused))
 	if errors.Is(err, sitetools.ErrNotShared) {
 		c.sendError(protoErr(ErrCodeSiteNotShared, in.ID, "%s is no longer shared, so its tools were not recorded.", a.Origin))
 		return

@@ -220,11 +220,11 @@ type ApprovalRef struct {
 }
 
 // announceDocument builds the catalog's Document from an announcement.
-func (c *conn) announceDocument(a *Announce, tools []sitetools.Descriptor) sitetools.Document {
+func (c *conn) announceDocument(a *Announce, tools []sitetools.Descriptor, refused []*sitetools.Refusal) sitetools.Document {
 	used := time.UnixMilli(a.LastUsed)
 	if a.LastUsed == 0 || used.After(time.Now().Add(maxLastUsedSkew)) {
 		used = time.Now()
 	}
 	return sitetools.Document{BrowserID: c.browserID, DocumentID: a.DocumentID, Origin: a.Origin, URL: a.URL,
-		Title: a.Title, TabID: a.TabID, LastUsed: used, Tools: tools}
+		Title: a.Title, TabID: a.TabID, LastUsed: used, Tools: tools, Refused: refused}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ type Document struct {
 	TabID      int
 	LastUsed   time.Time
 	Tools      []Descriptor
+	// Refused are the tools the page announced that were not taken, each with
+	// why, so an agent asking for one is told (RefusedTool).
+	Refused []*Refusal
 }
 
 // offers reports whether the document registered a tool named name.
@@ -284,12 +288,16 @@ func (siteRow) TableName() string { return "site_tools" }
 // PageAddress is the address a tool is remembered at: the page's URL without
 // its fragment. The query string counts (?id=1 and ?id=2 are two pages, as a
 // server sees them); a pushState address is whatever the page's location was
-// when it announced.
+// when it announced. A fragment that is a route of a hash-routed app ("#/cart",
+// "#!/cart", as routers in hash mode write them) is kept: there it is the page,
+// and without it every route of the app was one address, so each route's
+// announcement forgot the others' tools.
 func PageAddress(raw string) string {
-	if i := strings.IndexByte(raw, '#'); i >= 0 {
-		return raw[:i]
+	i := strings.IndexByte(raw, '#')
+	if i < 0 || strings.HasPrefix(raw[i:], "#/") || strings.HasPrefix(raw[i:], "#!") {
+		return raw
 	}
-	return raw
+	return raw[:i]
 }
 
 // Announce records what one document offers, replacing what that document
@@ -320,6 +328,9 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	}
 	next := mergeOffered(known.tools, addr, doc.Tools)
 	if len(next) > MaxToolsPerSite {
+		next = c.makeRoom(userID, &doc, next)
+	}
+	if len(next) > MaxToolsPerSite {
 		// The site's pages together offer too many: keep what was there.
 		return refuse(ErrBadAnnouncement, "the site's pages would offer %d tools together; the limit is %d per site", len(next), MaxToolsPerSite)
 	}
@@ -336,6 +347,37 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	err = c.persist(ctx, userID, &doc, next)
 	c.liveChanged(userID, d.Origin, true)
 	return err
+}
+
+// makeRoom drops from next, a site's known tools over the cap, those that only
+// memory holds — no open page of the site offers them, here or in d — until the
+// cap is met or none is left: a page that is open now always counts for more
+// than one that offered other tools once (a renamed tool, a route not visited
+// since), which would otherwise keep every new page of the site from being
+// shared. It drops from the end of the name order, so the same tools go each
+// time. The live pages' own tools are never dropped: more of those than the
+// cap is still refused.
+func (c *Catalog) makeRoom(userID string, d *Document, next []Descriptor) []Descriptor {
+	live := map[string]bool{}
+	for _, t := range d.Tools {
+		live[t.Name] = true
+	}
+	c.mu.RLock()
+	for k, o := range c.docs[userID] {
+		if o.Origin == d.Origin && k != (docKey{d.BrowserID, d.DocumentID}) {
+			for _, t := range o.Tools {
+				live[t.Name] = true
+			}
+		}
+	}
+	c.mu.RUnlock()
+	out := slices.Clone(next)
+	for i := len(out) - 1; i >= 0 && len(out) > MaxToolsPerSite; i-- {
+		if !live[out[i].Name] {
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	return out
 }
 
 // mergeOffered returns the known tools after a page at addr announced
@@ -588,6 +630,25 @@ func (c *Catalog) Site(ctx context.Context, userID, origin string) (Site, error)
 		}
 	}
 	return s, nil
+}
+
+// RefusedTool finds an open page of a person's site that announced a tool named
+// name which was refused, and returns the page's address and the reason; ok is
+// false when no open page of this process did.
+func (c *Catalog) RefusedTool(userID, origin, name string) (url, reason string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, d := range c.docs[userID] {
+		if d.Origin != origin {
+			continue
+		}
+		for _, r := range d.Refused {
+			if r.Tool == name {
+				return d.URL, r.Reason, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // mergeLive lays the live documents' descriptors over the known ones.

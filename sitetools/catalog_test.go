@@ -153,6 +153,56 @@ func TestCatalogLimitsToolsPerSiteAcrossPages(t *testing.T) {
 	})
 }
 
+// TestCatalogMakesRoomForAnOpenPage: tools only memory holds (their pages are closed) make room
+// for an open page's new tools when the site would be over the cap, so a site that once offered
+// many tools (a developer renaming them, routes not visited since) can still share a new page.
+func TestCatalogMakesRoomForAnOpenPage(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c, uid := newCatalog(t, db)
+		page := func(prefix string, n int) []sitetools.Descriptor {
+			var out []sitetools.Descriptor
+			for i := 0; i < n; i++ {
+				out = append(out, tool(fmt.Sprintf("%s%03d", prefix, i), true))
+			}
+			return out
+		}
+		for _, d := range []sitetools.Document{
+			{BrowserID: "b1", DocumentID: "d1", Origin: site, URL: site + "/a", Tools: page("a", 100)},
+			{BrowserID: "b1", DocumentID: "d2", Origin: site, URL: site + "/b", Tools: page("b", 20)},
+		} {
+			if err := c.Announce(ctx, uid, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok := c.Forget(uid, "b1", "d1"); !ok {
+			t.Fatal("forget d1")
+		}
+		// /b is still open with its 20; /c brings 50 more: 22 of /a's remembered tools make room.
+		if err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d3", Origin: site, URL: site + "/c", Tools: page("c", 50)}); err != nil {
+			t.Fatalf("an open page over the cap only because of remembered tools: %v", err)
+		}
+		s, _ := c.Site(ctx, uid, site)
+		count := map[byte]int{}
+		for _, tl := range s.Tools {
+			count[tl.Name[0]]++
+		}
+		if len(s.Tools) != sitetools.MaxToolsPerSite || count['a'] != 58 || count['b'] != 20 || count['c'] != 50 {
+			t.Fatalf("site tools after making room: %d %v", len(s.Tools), count)
+		}
+		for _, tl := range s.Tools {
+			if tl.Name == "a099" {
+				t.Fatal("the last of the name order should have made room first")
+			}
+		}
+		// The open pages' own tools are never dropped: 129 of them are refused.
+		err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d4", Origin: site, URL: site + "/d", Tools: page("d", 59)})
+		if !errors.Is(err, sitetools.ErrBadAnnouncement) || !strings.Contains(err.Error(), "129 tools") {
+			t.Fatalf("open pages over the cap: %v", err)
+		}
+	})
+}
+
 // TestCatalogKeepsEveryPagesTools: the catalog keeps each tool with the address (without
 // fragment) of the page that last offered it, after every tab closed, until a page of that
 // address announces without it.
@@ -195,4 +245,20 @@ func TestCatalogKeepsEveryPagesTools(t *testing.T) {
 			t.Fatalf("after notes.html announced without addNote:\n got %v\nwant %v", got, want)
 		}
 	})
+}
+
+// TestPageAddressKeepsHashRoutes: an anchor is not a page, but a hash-routed app's route is.
+func TestPageAddressKeepsHashRoutes(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://a.example/notes.html#top":  "https://a.example/notes.html",
+		"https://a.example/app?x=1#/cart":   "https://a.example/app?x=1#/cart",
+		"https://a.example/app#!/cart/2":    "https://a.example/app#!/cart/2",
+		"https://a.example/app#":            "https://a.example/app",
+		"https://a.example/app":             "https://a.example/app",
+		"https://a.example/app#section/two": "https://a.example/app",
+	} {
+		if got := sitetools.PageAddress(in); got != want {
+			t.Errorf("PageAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -284,6 +284,10 @@ func (o *Ops) find(ctx context.Context, a Agent, site, tool string) (Site, Descr
 		if len(s.Tools) == 0 {
 			return s, d, agentErr("no_such_tool", "%s has not announced any tools yet. Ask the person to open %s in Chrome, then call listSiteTools again.", origin, origin)
 		}
+		if url, reason, ok := o.opts.Catalog.RefusedTool(a.OwnerID, origin, tool); ok {
+			return s, d, agentErr("no_such_tool", "The page %s offers a tool named %q, but Tabbridge does not share it: %s. Nothing was run; the site's developer must fix the tool (the page's console says the same). Its tools that are shared: %s.",
+				url, tool, strings.TrimSuffix(reason, "."), strings.Join(s.Names(), ", "))
+		}
 		return s, d, agentErr("no_such_tool", "%s has no tool named %q. Its tools are: %s. Call listSiteTools for their descriptions.",
 			origin, tool, strings.Join(s.Names(), ", "))
 	}

@@ -67,10 +67,52 @@
     return p;
   }
 
+  // warn tells the site's developer, in the page's console, why tools the page registered are
+  // not shared (a missing tool says nothing by itself): each tool and reason once per page, and
+  // what arrives within a quarter second (a page registering its tools in a loop announces after
+  // each) in one line per reason. refused is [{name, reason}]; an empty name is the page's whole
+  // list.
+  const warned = new Set();
+  let pending = [];
+  let flushing = false;
+  function warn(refused, by) {
+    for (const { name, reason } of refused) {
+      const key = `${by}\n${name}\n${reason}`;
+      if (warned.has(key) || warned.size > 4096) continue;
+      warned.add(key);
+      pending.push({ name, reason, by });
+    }
+    if (pending.length > 0 && !flushing) {
+      flushing = true;
+      setTimeout(flushWarnings, 250);
+    }
+  }
+
+  function flushWarnings() {
+    const groups = new Map();
+    for (const p of pending) {
+      const k = `${p.by}\n${p.reason}`;
+      if (!groups.has(k)) groups.set(k, { by: p.by, reason: p.reason, names: [] });
+      groups.get(k).names.push(p.name);
+    }
+    pending = [];
+    flushing = false;
+    for (const { by, reason, names } of groups.values()) {
+      const quoted = names.map((n) => `"${n}"`);
+      const what = names[0] === '' ? "this page's tools" : names.length === 1 ? `the WebMCP tool ${quoted[0]}` :
+        `${names.length} WebMCP tools (${quoted.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''})`;
+      console.warn(`Tabbridge: ${by} did not share ${what}: ${reason.replace(/\.$/, '')}.`);
+    }
+  }
+
   function fromWorker(raw) {
     const r = M.checkWorkerMessage(raw);
     if (!r.ok) {
       if (raw && M.checkCallId(raw.callId)) post({ type: 'result', callId: raw.callId, ok: false, error: `The extension refused the call: ${r.reason}.` });
+      return;
+    }
+    if (r.msg.type === 'refused') {
+      warn(r.msg.tools.map((t) => ({ name: t.tool, reason: t.reason })), r.msg.by === 'server' ? 'the Tabbridge server' : 'the Tabbridge extension');
       return;
     }
     toPage(r.msg);
@@ -78,7 +120,12 @@
 
   function fromPage(ev) {
     const r = M.parsePageMessage(ev.detail);
-    if (!r.ok || r.msg === null) return;
+    if (!r.ok) {
+      if (r.whole) warn([{ name: '', reason: r.reason }], 'the Tabbridge extension');
+      return;
+    }
+    if (r.refused) warn(r.refused, 'the Tabbridge extension');
+    if (r.msg === null) return;
     if (r.msg.type === 'tools') {
       tools = r.msg.tools;
       announce();

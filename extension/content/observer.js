@@ -86,6 +86,15 @@
   const NL = typeof NodeList === 'function' ? NodeList.prototype : null;
   const listLength = NL ? Object.getOwnPropertyDescriptor(NL, 'length').get : null;
   const listItem = NL ? NL.item : null;
+  const ownDesc = Object.getOwnPropertyDescriptor;
+  const arrayProto = Array.prototype;
+  const reTest = RegExp.prototype.test;
+  const IDENT = /^[A-Za-z_$][\w$]*$/;
+  const con = console;
+  const warnLog = console.warn;
+  const shadowDesc = typeof Element === 'function' ? ownDesc(Element.prototype, 'shadowRoot') : undefined;
+  const shadowOf = shadowDesc && shadowDesc.get;
+  const fragQsa = typeof DocumentFragment === 'function' ? DocumentFragment.prototype.querySelectorAll : null;
   const MAX_DEPTH = 64;
 
   const proto = getProto(mc);
@@ -100,6 +109,7 @@
   const pageErrors = create(null); // form tool name → the page's reason its respondWith promise rejected
   let formsText = '[]'; // forms' descriptors as JSON, to announce only a change
   const calls = create(null); // callId → {reg, ctl, done}
+  const observed = create(null); // name → true for every tool the page passed to registerTool
   const NOT_DATA = create(null); // what data() returns for a value that is not JSON data
   let order = 0;
 
@@ -123,6 +133,14 @@
     apply(dispatch, win, [new CE(nonce, { __proto__: null, detail: apply(stringify, J, [msg]) })]);
   }
 
+  // plain says whether v is a plain object: its prototype is null or the root of a realm's
+  // objects (Object.prototype of this page or of one of its frames, whose objects a frame may
+  // hand the page), not a class's (a Zod schema, a Map, a Date).
+  function plain(v) {
+    const p = getProto(v);
+    return p === null || p === objectProto || getProto(p) === null;
+  }
+
   // data returns a copy of v made of null-prototype objects and arrays when v is JSON data that
   // survives a round trip unchanged, and NOT_DATA when it is not.
   function data(v, depth) {
@@ -139,8 +157,7 @@
       }
       return a;
     }
-    const p = getProto(v);
-    if (p !== objectProto && p !== null) return NOT_DATA;
+    if (!plain(v)) return NOT_DATA;
     const o = create(null);
     const ks = keys(v);
     for (let i = 0; i < ks.length; i++) {
@@ -149,6 +166,92 @@
       o[ks[i]] = x;
     }
     return o;
+  }
+
+  // toJSONOf returns the toJSON method v's own class gives it (Date's, or a library's money or
+  // date type), found without a lookup: an own data property or one on a prototype other than
+  // Object.prototype and Array.prototype (of any realm: the page's or a frame's), so a page's
+  // patch of those is never run.
+  function toJSONOf(v) {
+    for (let o = v, hops = 0; o !== null && hops < 32; o = getProto(o), hops++) {
+      if (o !== v && (o === objectProto || o === arrayProto || getProto(o) === null || isArray(o))) break;
+      const d = ownDesc(o, 'toJSON');
+      if (d) return typeof d.value === 'function' ? d.value : undefined;
+    }
+    return undefined;
+  }
+
+  // pathOf names where in a result a value sits, for the agent: result.items[2].price.
+  function pathOf(path, k) {
+    return typeof k === 'number' ? `${path}[${k}]` : apply(reTest, IDENT, [k]) ? `${path}.${k}` : `${path}[${apply(stringify, J, [k])}]`;
+  }
+
+  // result converts what a tool's execute returned into JSON data as JSON.stringify would (the
+  // page's own fetch bodies and other WebMCP clients do the same): toJSON is called (a Date
+  // becomes its ISO text), a class instance gives its own enumerable fields, undefined and
+  // functions are left out of objects and become null in arrays, NaN and ±Infinity become null.
+  // What JSON.stringify would throw on, and what it would not write at all, fails with the place
+  // and the reason: {error}. Otherwise {value}, built of null-prototype objects and arrays.
+  function result(v, root) {
+    const stack = nullArray();
+    let failure = null;
+    const fail = (text) => {
+      failure = text;
+      return NOT_DATA;
+    };
+    const convert = (v, key, path, depth) => {
+      if (v !== null && (typeof v === 'object' || typeof v === 'function')) {
+        const toJSON = toJSONOf(v);
+        if (toJSON) {
+          try {
+            v = apply(toJSON, v, [key]);
+          } catch (e) {
+            return fail(`its toJSON at ${path} threw: ${errorText(e)}`);
+          }
+        }
+      }
+      if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+      if (typeof v === 'number') return isFinite(v) ? v : null;
+      if (typeof v === 'bigint') return fail(`it holds a BigInt at ${path}, which JSON cannot carry (return it as a string or a number)`);
+      if (typeof v !== 'object') return undefined; // undefined, a function or a symbol: left out
+      if (depth >= MAX_DEPTH) return fail(`it is nested more than ${MAX_DEPTH} levels deep at ${path}`);
+      for (let i = 0; i < stack.length; i++) {
+        if (stack[i] === v) return fail(`it refers to itself at ${path} (a cycle), which JSON cannot carry`);
+      }
+      stack[stack.length] = v;
+      let out;
+      if (isArray(v)) {
+        out = nullArray();
+        const n = v.length;
+        for (let i = 0; i < n; i++) {
+          const x = convert(v[i], StringC(i), pathOf(path, i), depth + 1);
+          if (x === NOT_DATA) return NOT_DATA;
+          out[i] = x === undefined ? null : x;
+        }
+      } else {
+        out = create(null);
+        const ks = keys(v);
+        for (let i = 0; i < ks.length; i++) {
+          const x = convert(v[ks[i]], ks[i], pathOf(path, ks[i]), depth + 1);
+          if (x === NOT_DATA) return NOT_DATA;
+          if (x !== undefined) out[ks[i]] = x;
+        }
+      }
+      stack.length--;
+      return out;
+    };
+    if (v === undefined) return { __proto__: null, value: null };
+    if (typeof v === 'function' || typeof v === 'symbol') {
+      return { __proto__: null, error: `The tool returned a ${typeof v}, not JSON data. This is the site's to fix; no arguments change it.` };
+    }
+    let value;
+    try {
+      value = convert(v, '', root || 'result', 0);
+    } catch (e) {
+      value = fail(`reading it threw: ${errorText(e)}`);
+    }
+    if (value === NOT_DATA) return { __proto__: null, why: failure, error: `The tool's result cannot be sent as JSON: ${failure}. This is the site's to fix; no arguments change it.` };
+    return { __proto__: null, value: value === undefined ? null : value };
   }
 
   // describe copies the fields of a tool an agent is shown, or returns null when they cannot
@@ -193,18 +296,31 @@
 
   // formOf returns the first <form> of this document whose toolname is name, or null. Only such a
   // tool counts as declarative: getTools() also lists the tools of child frames.
+  // A form may sit in an open shadow root (a web component's): Chromium lists it as a tool of
+  // this document, so it is looked for there too, after the document itself.
   function formOf(name) {
     if (!qsa || !listLength) return null;
-    let found;
     try {
-      found = apply(qsa, doc, ['form[toolname]']);
+      return formIn(qsa, doc, name, 0);
     } catch {
       return null;
     }
+  }
+
+  function formIn(query, root, name, depth) {
+    const found = apply(query, root, ['form[toolname]']);
     const n = apply(listLength, found, []);
     for (let i = 0; i < n; i++) {
       const f = apply(listItem, found, [i]);
       if (apply(getAttr, f, ['toolname']) === name) return f;
+    }
+    if (!shadowOf || !fragQsa || depth >= 8) return null;
+    const all = apply(query, root, ['*']);
+    const m = apply(listLength, all, []);
+    for (let i = 0; i < m; i++) {
+      const sr = apply(shadowOf, apply(listItem, all, [i]), []);
+      const f = sr ? formIn(fragQsa, sr, name, depth + 1) : null;
+      if (f) return f;
     }
     return null;
   }
@@ -237,8 +353,15 @@
     for (let i = 0; i < n; i++) {
       const t = list[i];
       const name = own(t, 'name');
-      if (typeof name !== 'string' || own(t, 'window') !== win || next[name]) continue;
+      if (typeof name !== 'string' || next[name]) continue;
+      if (own(t, 'window') !== win) {
+        warnOnce(`frame:${name}`, `the WebMCP tool "${name}" is registered in a frame of this page, and Tabbridge shares only the top frame's tools (frames may be other sites). Register it in the top document to share it.`);
+        continue;
+      }
       const form = formOf(name);
+      if (!form && !observed[name]) {
+        warnOnce(`form:${name}`, `the WebMCP tool "${name}" is not shared: the browser lists it, but Tabbridge finds neither its <form toolname="${name}"> in the document or an open shadow root (a closed shadow root hides it), nor its registerTool call.`);
+      }
       const desc = form && describeForm(t, form);
       if (!desc) continue;
       const prev = forms[name];
@@ -303,10 +426,47 @@
     }
   }
 
+  // warnOnce tells the site's developer, in the page's console, why a tool is not shared, once
+  // per key.
+  const warned = create(null);
+  let warnings = 0;
+  function warnOnce(key, text) {
+    if (warned[key] || warnings >= 1000) return;
+    warned[key] = true;
+    warnings++;
+    try {
+      apply(warnLog, con, [`Tabbridge: ${text}`]);
+    } catch {
+      // The page replaced its console; nothing else to tell.
+    }
+  }
+
+  // unreadable tells the site's developer, in the page's console, which field of a tool the
+  // browser took cannot be described to an agent, so the tool is not shared.
+  function unreadable(tool) {
+    const fields = ['name', 'title', 'description', 'inputSchema', 'annotations'];
+    let bad = 'its name is not a string';
+    for (let i = 0; i < fields.length; i++) {
+      const v = tool[fields[i]];
+      if (v !== undefined && (fields[i] !== 'name' || typeof v === 'string') && data(v, 0) === NOT_DATA) {
+        const r = result(v, fields[i]);
+        bad = r.why !== undefined ? `its ${fields[i]} cannot be sent as JSON: ${r.why}` :
+          `its ${fields[i]} is not JSON data (it holds a function, a class instance such as a Zod schema, NaN or undefined): give a plain JSON object`;
+        break;
+      }
+    }
+    const name = typeof tool.name === 'string' ? tool.name : '';
+    warnOnce(`unreadable:${name}`, `the WebMCP tool "${name}" is not shared: ${bad}.`);
+  }
+
   function observe(tool, options, promise) {
     if (!tool || typeof tool !== 'object' || typeof tool.execute !== 'function') return;
+    if (typeof tool.name === 'string') observed[tool.name] = true;
     const desc = describe(tool);
-    if (!desc) return;
+    if (!desc) {
+      apply(then, promise, [() => unreadable(tool), () => {}]); // only a tool the browser took
+      return;
+    }
     let signal = options && typeof options === 'object' ? options.signal : undefined;
     if (!isSignal(signal)) signal = undefined;
     const reg = { __proto__: null, desc, tool, execute: tool.execute, signal, calls: create(null), n: ++order };
@@ -341,6 +501,7 @@
         const form = apply(targetOf, this, []);
         const name = form ? apply(getAttr, form, ['toolname']) : null;
         if (typeof name === 'string' && forms[name]) {
+          if (submits[name]) submits[name].responded = true;
           delete pageErrors[name];
           apply(then, promise, [undefined, (e) => (pageErrors[name] = errorText(e))]);
         }
@@ -353,6 +514,34 @@
     defineProperty(SE, 'respondWith', { __proto__: null, value: respondWith, writable: true, enumerable: true, configurable: true });
   }
 
+  // A form of a running call that the page's own script handles (its submit listener calls
+  // preventDefault(), as nearly every site's does) without respondWith, since the site never heard
+  // of WebMCP: Chromium's executeTool then rejects ("the site has a programming error"), yet the
+  // page did handle the submit — the subscription made, the message sent. Saying "failed" would
+  // have an agent repeat it, so the call answers that the form was submitted and nothing came
+  // back. submits[name] is that call's submit event, seen in the capture phase (before any page
+  // listener), and whether respondWith was called.
+  const submits = create(null);
+  const preventedOf = typeof Event === 'function' ? Object.getOwnPropertyDescriptor(Event.prototype, 'defaultPrevented').get : null;
+  if (targetOf && preventedOf) {
+    apply(addListener, win, ['submit', (ev) => {
+      try {
+        const form = apply(targetOf, ev, []);
+        const name = form ? apply(getAttr, form, ['toolname']) : null;
+        if (typeof name === 'string' && submits[name] && submits[name].ev === null) submits[name].ev = ev;
+      } catch {
+        // Not a form of ours.
+      }
+    }, { __proto__: null, capture: true }]);
+  }
+
+  // handledInScript says whether the form of a call was submitted and the page prevented its
+  // default without answering.
+  function handledInScript(name) {
+    const s = submits[name];
+    return !!(s && s.ev && !s.responded && apply(preventedOf, s.ev, []));
+  }
+
   // formError is why a form call failed: the page's own reason when its respondWith promise
   // rejected, else what the browser said.
   function formError(name, e) {
@@ -361,9 +550,21 @@
     return reason !== undefined ? `The form's answer failed: ${reason}` : errorText(e);
   }
 
+  // errorText is what the page threw, in words: an Error's message (its name when it has none),
+  // a thrown string as it is, a thrown object as its JSON, nothing at all said as such.
   function errorText(e) {
     try {
-      if (e && typeof e === 'object' && typeof e.message === 'string' && e.message !== '') return e.message;
+      if (e === undefined || e === null || e === '') return `The tool failed without saying why (it threw ${e === '' ? 'an empty string' : StringC(e)}).`;
+      if (typeof e !== 'object' && typeof e !== 'function') return StringC(e);
+      const message = own(e, 'message') !== undefined ? own(e, 'message') : e.message;
+      if (typeof message === 'string' && message !== '') return message;
+      const name = e.name;
+      if (typeof name === 'string' && name !== '' && typeof message === 'string') return `${name}, with no message`;
+      const r = result(e);
+      if (r.error === undefined && r.value !== null) {
+        const text = apply(stringify, J, [r.value]);
+        if (text !== '{}') return `The tool threw ${text}`;
+      }
       return StringC(e);
     } catch {
       return 'The tool failed with an error that cannot be read.';
@@ -393,13 +594,13 @@
       p = reject(e);
     }
     apply(then, p, [
-      (result) => {
-        const value = data(result === undefined ? null : result, 0);
-        if (value === NOT_DATA) {
-          finish(m.callId, { __proto__: null, ok: false, error: 'The tool returned a result that is not JSON data.' });
+      (returned) => {
+        const r = result(returned);
+        if (r.error !== undefined) {
+          finish(m.callId, { __proto__: null, ok: false, error: r.error });
           return;
         }
-        finish(m.callId, { __proto__: null, ok: true, result: value });
+        finish(m.callId, { __proto__: null, ok: true, result: r.value });
       },
       (e) => finish(m.callId, { __proto__: null, ok: false, error: errorText(e) }),
     ]);
@@ -430,7 +631,21 @@
       }
       return reject(new DOMEx(`The page has no form "${m.tool}" now.`, 'NotFoundError'));
     }]);
-    apply(then, found, [(text) => finish(m.callId, formOutcome(text)), (e) => finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) })]);
+    submits[m.tool] = { __proto__: null, ev: null, responded: false };
+    apply(then, found, [(text) => {
+      delete submits[m.tool];
+      finish(m.callId, formOutcome(text));
+    }, (e) => {
+      const handled = handledInScript(m.tool);
+      delete submits[m.tool];
+      if (handled) {
+        delete pageErrors[m.tool];
+        const result = { __proto__: null, submitted: true, answer: null, note: `The form was filled and submitted, and the page's own script handled it, but the page gave no answer (it does not call respondWith), so whether it succeeded is not known. Do not submit it again to find out: check the page's state with another of its tools, or ask the person.` };
+        finish(m.callId, { __proto__: null, ok: true, result });
+        return;
+      }
+      finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) });
+    }]);
   }
 
   // formOutcome turns what executeTool resolved with into a result: the JSON text of the page's
@@ -487,6 +702,28 @@
       if (calls[ids[i]].form) finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
     }
   }
+
+  // A page may carry a registry of its own on navigator.modelContext beside the browser's (MCP-B's
+  // @mcp-b/global installs one where the browser has none there: Chromium 156 has only
+  // document.modelContext). Its tools are the script's, not the browser's, so they are not shared
+  // (docs/DECISIONS.md); the site's developer is told, once, after load and again a little later.
+  const nav = navigator;
+  const later = typeof setTimeout === 'function' ? setTimeout : null;
+  function otherRegistry() {
+    let other;
+    try {
+      other = nav.modelContext;
+    } catch {
+      return;
+    }
+    if (other && typeof other === 'object' && other !== mc) {
+      warnOnce('registry', "this page has a navigator.modelContext of its own (a script such as MCP-B's @mcp-b/global put it there) beside the browser's document.modelContext. Tools registered on it are not the browser's, so Tabbridge does not see or share them: register them with document.modelContext.registerTool.");
+    }
+  }
+  apply(addListener, win, ['load', () => {
+    otherRegistry();
+    if (later) later(otherRegistry, 3000);
+  }, { __proto__: null, once: true }]);
 
   apply(addListener, win, [nonce, onEvent]);
   apply(addListener, win, ['pagehide', leaving]);

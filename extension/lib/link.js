@@ -42,6 +42,7 @@ export class ServerLink {
   // longer known (the server changed, or the person is signed out).
   constructor({ pages, onApprovals = () => {}, onApprovalsUnknown = () => {}, log = console, now = Date.now }) {
     this.pages = pages;
+    this.announcing = new Map(); // announcement id → documentId, the last 256
     this.onApprovals = onApprovals;
     this.onApprovalsUnknown = onApprovalsUnknown;
     this.log = log;
@@ -301,9 +302,13 @@ export class ServerLink {
         break;
       case 'error':
         this.log.warn(`tabbridge: the server says ${m.code}: ${m.message}`);
+        if (this.announcing.has(m.ref) && m.code !== 'site_not_shared') this.pages.refused(this.announcing.get(m.ref), [{ tool: '', reason: m.message }], 'server');
+        break;
+      case 'tools.accepted':
+        if (m.refused.length > 0) this.pages.refused(m.documentId, m.refused, 'server');
         break;
       default:
-        break; // browser, tools.accepted: nothing to do
+        break; // browser: nothing to do
     }
   }
 
@@ -324,7 +329,18 @@ export class ServerLink {
     const { messages, sent } = plan(this.sent, this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
     this.sent = sent;
     if (messages.some((m) => m.type === 'document.gone')) this.sendDispatched();
-    for (const m of messages) this.send(m.type === 'tools.announce' ? { ...m, id: `a-${++this.seq}` } : m);
+    for (const m of messages) {
+      if (m.type !== 'tools.announce') {
+        this.send(m);
+        continue;
+      }
+      const id = `a-${++this.seq}`;
+      // Which document each recent announcement was of, so the server's refusal of one reaches
+      // that page's console (pages.refused).
+      this.announcing.set(id, m.documentId);
+      if (this.announcing.size > 256) this.announcing.delete(this.announcing.keys().next().value);
+      this.send({ ...m, id });
+    }
     const open = openSites(this.pages.rec.docs, this.sharedOrigins(), this.pages.rec.tabUsed);
     const text = JSON.stringify(open);
     if (text !== this.sentOpen) {

@@ -153,17 +153,27 @@
   }
 
   // checkTools checks a whole tool list. Bad descriptors are dropped one by one, each with its
-  // reason in refused; a list that is not a list, too long, too large, or names a tool twice is
-  // refused whole.
+  // reason in refused, and so are the tools beyond the first maxToolsPerSite, or beyond
+  // maxAnnouncementBytes together (a page with more still shares what fits); a list that is not a
+  // list, or names a tool twice, is refused whole.
   function checkTools(list) {
     if (!Array.isArray(list)) return refuse('the tool list is not an array');
-    if (list.length > limits.maxToolsPerSite) return refuse(`a page may announce at most ${limits.maxToolsPerSite} tools`);
     const tools = [];
     const refused = [];
     const seen = new Set();
+    let size = 2; // the list's brackets
     for (const d of list) {
       const r = checkDescriptor(d);
       const name = isObject(d) && typeof d.name === 'string' ? d.name.slice(0, 128) : '';
+      if (r.ok && tools.length >= limits.maxToolsPerSite) {
+        refused.push({ name, reason: `a page may offer at most ${limits.maxToolsPerSite} tools; this one was registered after them` });
+        continue;
+      }
+      const own = r.ok ? bytes(JSON.stringify(r.msg)) + (tools.length > 0 ? 1 : 0) : 0;
+      if (r.ok && size + own > limits.maxAnnouncementBytes && !seen.has(r.msg.name)) {
+        refused.push({ name, reason: `a page's tools may take at most ${limits.maxAnnouncementBytes} bytes together; this one was registered after those that fill them` });
+        continue;
+      }
       if (!r.ok) {
         refused.push({ name, reason: r.reason });
         continue;
@@ -171,6 +181,7 @@
       if (seen.has(r.msg.name)) return refuse(`the tool list names "${r.msg.name}" twice`);
       seen.add(r.msg.name);
       tools.push(r.msg);
+      size += own;
     }
     if (bytes(JSON.stringify(tools)) > limits.maxAnnouncementBytes) {
       return refuse(`the tool list is over ${limits.maxAnnouncementBytes} bytes`);
@@ -240,7 +251,8 @@
     if (m.from !== 'observer') return refuse('the message does not say who sent it');
     if (m.type === 'tools') {
       const r = checkTools(m.tools);
-      return r.ok ? { ok: true, msg: { type: 'tools', tools: r.msg }, refused: r.refused } : r;
+      // whole: the observer's list itself was refused, so the page shares nothing (said in its console).
+      return r.ok ? { ok: true, msg: { type: 'tools', tools: r.msg }, refused: r.refused } : { ...r, whole: true };
     }
     if (m.type === 'result') return checkOutcome(m);
     return refuse(`unknown message type ${JSON.stringify(String(m.type)).slice(0, 40)}`);
@@ -250,6 +262,7 @@
   // call to cancel.
   function checkWorkerMessage(m) {
     if (!isObject(m)) return refuse('the message is not an object');
+    if (m.type === 'refused') return checkRefused(m);
     if (!checkCallId(m.callId)) return refuse('the message has no valid callId');
     if (m.type === 'call') {
       if (typeof m.tool !== 'string' || !toolName.test(m.tool)) return refuse('the call names no valid tool');
@@ -261,6 +274,19 @@
       return accept({ type: 'cancel', callId: m.callId, reason });
     }
     return refuse('unknown message type');
+  }
+
+  // checkRefused checks the worker's word of which of the page's tools were not shared:
+  // {type: "refused", by: "server" | "extension", tools: [{tool, reason}]}.
+  function checkRefused(m) {
+    if (m.by !== 'server' && m.by !== 'extension') return refuse('the refusal does not say who refused');
+    if (!Array.isArray(m.tools) || m.tools.length > 1024) return refuse('the refusal has no list of tools');
+    const tools = [];
+    for (const r of m.tools) {
+      if (!isObject(r) || typeof r.tool !== 'string' || typeof r.reason !== 'string') return refuse('a refused tool has no name or reason');
+      tools.push({ tool: r.tool.slice(0, 128), reason: r.reason.slice(0, 1024) });
+    }
+    return accept({ type: 'refused', by: m.by, tools });
   }
 
   // checkBridgeMessage checks what a bridge sends the worker over its port: an announcement of

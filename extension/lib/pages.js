@@ -138,6 +138,19 @@ export class Pages {
     this.settle(m.callId, documentId, outcome);
   }
 
+  // refused tells a document's bridge which of its tools were not shared and why, so the site's
+  // developer reads it in the page's console (a tool that is simply missing says nothing). by is
+  // who refused them: the Tabbridge server, or this extension.
+  refused(documentId, tools, by) {
+    const live = this.ports.get(documentId);
+    if (!live || tools.length === 0) return;
+    try {
+      live.port.postMessage({ type: 'refused', by, tools });
+    } catch {
+      // The page is gone; its tools went with it.
+    }
+  }
+
   onGone(port, documentId) {
     if (this.ports.get(documentId)?.port !== port) return; // an older port of a restored page
     this.ports.delete(documentId);
@@ -440,9 +453,10 @@ function readJsonLd() {
   return { url: location.href, title: document.title, jsonLd: s ? s.textContent : null };
 }
 
-// pageAddress is an address without its fragment: the page a tool belongs to (as the server's
-// catalog counts pages).
-function pageAddress(url) {
+// pageAddress is an address without its fragment, unless the fragment is a hash-routed app's
+// route (#/cart, #!/cart): the page a tool belongs to, as the server's catalog counts pages
+// (sitetools.PageAddress).
+export function pageAddress(url) {
   const i = url.indexOf('#');
-  return i < 0 ? url : url.slice(0, i);
+  return i < 0 || url.startsWith('#/', i) || url.startsWith('#!', i) ? url : url.slice(0, i);
 }

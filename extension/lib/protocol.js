@@ -86,8 +86,12 @@ export function checkServerMessage(m) {
     case 'pong':
       return accept({ type: 'pong', id: isString(m.id, 64) ? m.id : '', time: Number.isFinite(m.time) ? m.time : null });
     case 'browser':
-    case 'tools.accepted':
       return accept({ type: m.type });
+    case 'tools.accepted': {
+      // The server's refusals of a document's tools, for the page's console (lib/pages.js).
+      const refused = Array.isArray(m.refused) ? m.refused.filter((r) => isObject(r) && isString(r.tool, 128) && isString(r.reason, 1024)).slice(0, 256).map((r) => ({ tool: r.tool, reason: r.reason })) : [];
+      return accept({ type: m.type, documentId: isString(m.documentId, 128) ? m.documentId : '', refused });
+    }
     case 'error':
       return accept({ type: 'error', code: isString(m.code, 64) ? m.code : '', message: isString(m.message, 4096) ? m.message : '', ref: isString(m.ref, 64) ? m.ref : '' });
     case 'call': {

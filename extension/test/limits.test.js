@@ -19,7 +19,9 @@ const tool = (name) => ({ name, description: 'd' });
 test("the bridge checks with the server's limits once storage has answered", async () => {
   await flush();
   assert.equal(M.limits.maxToolsPerSite, 1);
-  assert.match(M.checkTools([tool('a'), tool('b')]).reason, /at most 1 tools/);
+  const capped = M.checkTools([tool('a'), tool('b')]);
+  assert.deepEqual(capped.msg.map((t) => t.name), ['a'], 'a page over the cap still shares the first tools');
+  assert.match(capped.refused[0].reason, /at most 1 tools/);
   assert.equal(M.checkOutcome({ callId: 'c1', ok: true, result: 'x'.repeat(6) }).msg.code, 'result_too_large');
   // Another server's welcome: the worker changes what is kept, and every bridge follows.
   for (const f of listeners) f({ limits: { newValue: { maxToolsPerSite: 3 } } }, 'local');

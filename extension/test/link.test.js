@@ -64,6 +64,10 @@ function fakePages() {
   return {
     rec: { docs: { D1: { documentId: 'D1', tabId: 7, origin: 'https://shop.example', url: 'https://shop.example/', title: 'Shop', tools: [tool] } }, tabUsed: { 7: 5 } },
     calls: [],
+    told: [],
+    refused(documentId, tools, by) {
+      this.told.push({ documentId, tools, by });
+    },
     call(c) {
       this.calls.push(c);
       return new Promise((resolve) => {
@@ -328,4 +332,23 @@ test('signed out, the keep-alive alarm asks for a ticket again at most once a pe
   for (let i = 0; i < 3; i++) await flush();
   assert.equal(link.state, 'connecting');
   assert.equal(FakeSocket.all.at(-1).url, 'wss://tb.example/ws/extension?ticket=tbt_back');
+});
+
+// A site's developer reads in the page's console why its tools are not shared: the server's
+// refusals reach the document's bridge, one by one (tools.accepted) or whole (an error answering
+// the announcement).
+test("the server's refusals of a page's tools go to that page", async (t) => {
+  const pages = fakePages();
+  const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
+  await link.load();
+  const ws = await connected(link, [site]);
+  const a = of(ws, 'tools.announce')[0];
+  ws.receive({ type: 'tools.accepted', ref: a.id, documentId: 'D1', accepted: [], refused: [{ tool: 'search', reason: 'its schema is a string' }] });
+  ws.receive({ type: 'error', code: 'invalid_field', ref: a.id, message: 'tools.announce: the limit is 128 per site' });
+  ws.receive({ type: 'error', code: 'invalid_field', ref: 'a-999', message: 'not ours' });
+  assert.deepEqual(pages.told, [
+    { documentId: 'D1', tools: [{ tool: 'search', reason: 'its schema is a string' }], by: 'server' },
+    { documentId: 'D1', tools: [{ tool: '', reason: 'tools.announce: the limit is 128 per site' }], by: 'server' },
+  ]);
 });

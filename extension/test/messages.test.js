@@ -48,14 +48,26 @@ test('bad descriptors are refused with a reason', () => {
   }
 });
 
-test('a tool list drops bad tools one by one and refuses duplicates whole', () => {
+test('a tool list drops bad tools one by one, and those over the cap, and refuses duplicates whole', () => {
   const r = M.checkTools([good, { name: 'bad name', description: 'd' }]);
   assert.ok(r.ok);
   assert.deepEqual(r.msg.map((t) => t.name), ['search']);
   assert.deepEqual(r.refused, [{ name: 'bad name', reason: "the tool name must be 1 to 128 letters, digits, '_', '.' or '-'" }]);
   assert.match(M.checkTools([good, good]).reason, /twice/);
   assert.match(M.checkTools({}).reason, /not an array/);
-  assert.match(M.checkTools(Array.from({ length: 129 }, (_, i) => ({ ...good, name: `t${i}` }))).reason, /at most 128/);
+  // A page with more tools than the cap shares the first 128 and is told of the rest.
+  const many = M.checkTools(Array.from({ length: 130 }, (_, i) => ({ ...good, name: `t${i}` })));
+  assert.deepEqual([many.ok, many.msg.length, many.msg.at(-1).name], [true, 128, 't127']);
+  assert.deepEqual(many.refused.map((x) => x.name), ['t128', 't129']);
+  assert.match(many.refused[0].reason, /at most 128 tools/);
+  // So does one whose tools together are over the announcement's bytes.
+  const big = (i) => ({ name: `b${i}`, description: 'd'.repeat(8000), inputSchema: { type: 'object', description: 'x'.repeat(50000) } });
+  const heavy = M.checkTools(Array.from({ length: 25 }, (_, i) => big(i)));
+  assert.ok(heavy.ok);
+  assert.ok(heavy.msg.length >= 17 && heavy.msg.length < 25, `${heavy.msg.length} shared`);
+  assert.ok(JSON.stringify(heavy.msg).length <= M.limits.maxAnnouncementBytes);
+  assert.deepEqual(heavy.refused.map((x) => x.name), Array.from({ length: 25 - heavy.msg.length }, (_, i) => `b${heavy.msg.length + i}`));
+  assert.match(heavy.refused[0].reason, /at most 1048576 bytes together/);
 });
 
 test('jsonSafe accepts plain data only', () => {

@@ -8,7 +8,7 @@ import vm from 'node:vm';
 
 const source = readFileSync(new URL('../content/observer.js', import.meta.url), 'utf8');
 
-function page() {
+function page({ warn } = {}) {
   const attrs = { 'data-tabbridge-nonce': 'n0nce' };
   class ModelContext {
     registerTool() {
@@ -28,7 +28,7 @@ function page() {
     }
   }
   const win = new Window();
-  const ctx = vm.createContext({ EventTarget: Window, CustomEvent, AbortController, AbortSignal, DOMException, queueMicrotask, console });
+  const ctx = vm.createContext({ EventTarget: Window, CustomEvent, AbortController, AbortSignal, DOMException, queueMicrotask, console: warn ? { warn } : console });
   vm.runInContext('this.Element = class Element {}', ctx);
   ctx.Element.prototype.getAttribute = function (n) { return attrs[n] ?? null; };
   ctx.Element.prototype.removeAttribute = function (n) { delete attrs[n]; };
@@ -294,4 +294,108 @@ test('a hostile page neither sees nor changes the declarative path', async () =>
   assert.deepEqual(p.sent.find((m) => m.callId === 'c1'), { type: 'result', callId: 'c1', ok: true, result: { found: ['cats'] }, from: 'observer' });
   assert.match(p.sent.find((m) => m.callId === 'c2').error, /toolautosubmit/);
   assert.equal(vm.runInContext('hooked.join(", ")', p.ctx), '');
+});
+
+// A site's execute returns what its own code has at hand: objects with undefined fields, Dates,
+// class instances, a library's value with toJSON. They reach the agent as JSON.stringify would
+// write them; what JSON cannot carry fails with the place and the reason.
+test('results are converted as JSON.stringify would, and what JSON cannot carry says where', async () => {
+  const { ctx, sent, toPage } = page();
+  vm.runInContext(`
+    class Product { constructor(id) { this.id = id; this.note = undefined; } get label() { return 'x'; } }
+    class Money { constructor(c) { this.c = c; } toJSON() { return (this.c / 100).toFixed(2) + ' EUR'; } }
+    const cycle = { a: 1 }; cycle.items = [cycle];
+    this.returns = {
+      mixed: { name: 'tea', discount: undefined, f() {}, list: [1, undefined, () => 1], n: NaN, at: new Date(Date.UTC(2026, 0, 2)), p: new Product(7), price: new Money(250), m: new Map([[1, 2]]) },
+      big: { order: { total: 10n } },
+      cycle,
+      deep: JSON.parse('['.repeat(70) + ']'.repeat(70)),
+      undef: undefined,
+      fn: () => 1,
+      str: 'a\\ud800b',
+    };
+  `, ctx);
+  for (const name of Object.keys(ctx.returns)) {
+    await ctx.document.modelContext.registerTool({ name, description: 'd', execute: () => ctx.returns[name] });
+  }
+  const outcome = async (tool) => {
+    toPage({ type: 'call', callId: `c-${tool}`, tool, args: {} });
+    await settle();
+    const m = sent.findLast((x) => x.callId === `c-${tool}`);
+    return m.ok ? m.result : m.error;
+  };
+  assert.deepEqual(await outcome('mixed'), { name: 'tea', list: [1, null, null], n: null, at: '2026-01-02T00:00:00.000Z', p: { id: 7 }, price: '2.50 EUR', m: {} });
+  assert.match(await outcome('big'), /cannot be sent as JSON: it holds a BigInt at result\.order\.total.*site's to fix/);
+  assert.match(await outcome('cycle'), /refers to itself at result\.items\[0\]/);
+  assert.match(await outcome('deep'), /nested more than 64 levels deep/);
+  assert.equal(await outcome('undef'), null);
+  assert.match(await outcome('fn'), /returned a function, not JSON data/);
+  assert.equal(await outcome('str'), 'a\ud800b');
+});
+
+test('a page patching Object.prototype.toJSON changes no result, and runs nothing', async () => {
+  const { ctx, sent, toPage } = page();
+  vm.runInContext(`
+    this.ran = 0;
+    Object.prototype.toJSON = function () { ran++; return 'hijacked'; };
+    Array.prototype.toJSON = function () { ran++; return 'hijacked'; };
+  `, ctx);
+  await ctx.document.modelContext.registerTool({ name: 'r', description: 'd', execute: () => vm.runInContext('({ a: [1, { b: 2 }] })', ctx) });
+  toPage({ type: 'call', callId: 'c1', tool: 'r', args: {} });
+  await settle();
+  assert.deepEqual(sent.at(-1).result, { a: [1, { b: 2 }] });
+  assert.equal(ctx.ran, 0);
+});
+
+// What a page throws is often not an Error: a string, an object of its own, nothing at all.
+test('what the page throws is said in words the agent can read', async () => {
+  const { ctx, sent, toPage } = page();
+  vm.runInContext(`
+    this.throws = {
+      str: () => { throw 'out of stock'; },
+      obj: () => { throw { code: 'E42', detail: 'the basket is locked' }; },
+      nul: () => { throw null; },
+      undef: () => Promise.reject(),
+      empty: () => { throw new TypeError(); },
+      dom: () => { throw new DOMException('sign in first', 'NotAllowedError'); },
+      err: () => { throw new Error('page says no'); },
+    };
+  `, ctx);
+  for (const name of Object.keys(ctx.throws)) {
+    await ctx.document.modelContext.registerTool({ name, description: 'd', execute: ctx.throws[name] });
+  }
+  const want = {
+    str: 'out of stock',
+    obj: 'The tool threw {"code":"E42","detail":"the basket is locked"}',
+    nul: 'The tool failed without saying why (it threw null).',
+    undef: 'The tool failed without saying why (it threw undefined).',
+    empty: 'TypeError, with no message',
+    dom: 'sign in first',
+    err: 'page says no',
+  };
+  for (const [name, text] of Object.entries(want)) {
+    toPage({ type: 'call', callId: `c-${name}`, tool: name, args: {} });
+    await settle();
+    assert.deepEqual(sent.findLast((m) => m.callId === `c-${name}`), { type: 'result', callId: `c-${name}`, ok: false, error: text, from: 'observer' }, name);
+  }
+});
+
+test('a tool that cannot be described says why in the console', async () => {
+  const said = [];
+  const { ctx, sent } = page({ warn: (m) => said.push(m) });
+  vm.runInContext(`
+    class ZodString { constructor() { this._def = { typeName: 'ZodString' }; } }
+    let deep = { type: 'object' }; for (let i = 0; i < 70; i++) deep = { properties: { a: deep } };
+    this.zod = { type: 'object', properties: { q: new ZodString() } };
+    this.deep = deep;
+  `, ctx);
+  await ctx.document.modelContext.registerTool({ name: 'zod', description: 'd', inputSchema: ctx.zod, execute: () => 1 });
+  await ctx.document.modelContext.registerTool({ name: 'deep', description: 'd', inputSchema: ctx.deep, execute: () => 1 });
+  await ctx.document.modelContext.registerTool({ name: 'zod', description: 'again', inputSchema: ctx.zod, execute: () => 1 });
+  await settle();
+  assert.equal(sent.filter((m) => m.type === 'tools').length, 0, 'neither is shared');
+  assert.deepEqual(said, [
+    'Tabbridge: the WebMCP tool "zod" is not shared: its inputSchema is not JSON data (it holds a function, a class instance such as a Zod schema, NaN or undefined): give a plain JSON object.',
+    `Tabbridge: the WebMCP tool "deep" is not shared: its inputSchema cannot be sent as JSON: it is nested more than 64 levels deep at inputSchema${'.properties.a'.repeat(32)}.`,
+  ], 'each once');
 });

@@ -37,7 +37,7 @@ let tabStatus = 'loading';
 let readPage = async () => [{ result: { url: '', title: '', jsonLd: null } }];
 globalThis.chrome.scripting = { executeScript: (...a) => readPage(...a) };
 
-const { Pages, codes } = await import('../lib/pages.js');
+const { Pages, codes, pageAddress } = await import('../lib/pages.js');
 
 const origin = 'https://shop.example';
 const quiet = { warn() {} };
@@ -250,4 +250,11 @@ test('a navigating form is followed to the page it went to', async () => {
   readPage = async () => assert.fail('a page of another origin is never read');
   r = await run('https://pay.example/checkout', null);
   assert.deepEqual(r.outcome.result, { navigated: true, url: 'https://pay.example', note: 'The form navigated to another site (https://pay.example); its page is not read.' });
+});
+
+test('a page address keeps a hash route and drops an anchor, as the server counts pages', () => {
+  assert.equal(pageAddress('https://a.example/notes.html#top'), 'https://a.example/notes.html');
+  assert.equal(pageAddress('https://a.example/app?x=1#/cart'), 'https://a.example/app?x=1#/cart');
+  assert.equal(pageAddress('https://a.example/app#!/cart'), 'https://a.example/app#!/cart');
+  assert.equal(pageAddress('https://a.example/app'), 'https://a.example/app');
 });

@@ -166,3 +166,9 @@ test('openSites counts tabs per shared origin with their last use', () => {
   assert.deepEqual(openSites(docs, new Set(['https://shop.example']), { 1: 10, 2: 20, 3: 30 }), [{ origin: 'https://shop.example', lastUsed: 20, tabs: 2 }]);
   assert.deepEqual(openSites(docs, new Set()), []);
 });
+
+test("tools.accepted keeps the server's refusals, for the page's console", () => {
+  const m = checkServerMessage({ type: 'tools.accepted', ref: 'a-1', documentId: 'DOC', accepted: ['a'], refused: [{ tool: 'b', reason: 'its schema is not an object' }, { tool: 7 }, 'x'] }).msg;
+  assert.deepEqual(m, { type: 'tools.accepted', documentId: 'DOC', refused: [{ tool: 'b', reason: 'its schema is not an object' }] });
+  assert.deepEqual(checkServerMessage({ type: 'tools.accepted' }).msg, { type: 'tools.accepted', documentId: '', refused: [] });
+});
