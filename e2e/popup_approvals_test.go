@@ -43,7 +43,10 @@ func TestPopupApprovalFirst(t *testing.T) {
 	answerByKey := func(key rune) {
 		t.Helper()
 		run(t, popup, "focus the app's frame", chromedp.Click(chromedp.ID("app")))
-		run(t, frame, "answer with a key", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`), typeKey(key))
+		// A card's keys count a moment after the window gains focus and the card appears
+		// (keyjacking); the card says when.
+		run(t, frame, "answer with a key", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`),
+			chromedp.WaitVisible(chromedp.CSS(`#inbox .request[data-keys="ready"]`)), typeKey(key))
 	}
 
 	ch := ask("tea")

@@ -17,7 +17,7 @@
 // stable id.
 import { Backoff } from './lib/backoff.js';
 import { liveTypes, isField, swapAction, countdown } from './lib/live.js';
-import { SettleGate } from './lib/settle.js';
+import { SettleGate, SETTLE_MS } from './lib/settle.js';
 
 const body = document.body;
 const src = body.getAttribute('data-src');
@@ -93,14 +93,37 @@ function selectText(el) {
 // request has been on screen, for a moment (lib/settle.js: a hostile site
 // can open this page under the person's typing).
 const settle = new SettleGate(document.hasFocus() && document.visibilityState === 'visible', performance.now());
-const noteRequests = () => settle.shown(Array.from(document.querySelectorAll('[data-request]'), (c) => c.getAttribute('data-request')), performance.now());
+// Each card says whether its keys count yet (data-keys="ready" or "waiting"; the keys on its
+// buttons are dimmed while waiting), so a key that would do nothing is never a surprise.
+let keysTimer = null;
+function markKeys() {
+  const now = performance.now();
+  clearTimeout(keysTimer);
+  let again = false;
+  document.querySelectorAll('[data-request]').forEach((card) => {
+    const ready = settle.allows(card.getAttribute('data-request'), now);
+    if (card.dataset.keys !== (ready ? 'ready' : 'waiting')) card.dataset.keys = ready ? 'ready' : 'waiting';
+    again = again || !ready;
+  });
+  // While focused, a waiting card becomes ready by itself: look again soon.
+  if (again && settle.focused) keysTimer = setTimeout(markKeys, SETTLE_MS / 4);
+}
+const noteRequests = () => {
+  settle.shown(Array.from(document.querySelectorAll('[data-request]'), (c) => c.getAttribute('data-request')), performance.now());
+  markKeys();
+};
 noteRequests();
-new MutationObserver(noteRequests).observe(document.body, { childList: true, subtree: true });
-window.addEventListener('focus', () => settle.focus(performance.now()));
-window.addEventListener('blur', () => settle.blur());
+new MutationObserver((records) => {
+  // Only cards coming or going matter (markKeys' own attribute writes are not child changes).
+  if (records.some((r) => r.addedNodes.length || r.removedNodes.length)) noteRequests();
+}).observe(document.body, { childList: true, subtree: true });
+const gainFocus = () => { settle.focus(performance.now()); markKeys(); };
+const loseFocus = () => { settle.blur(); markKeys(); };
+window.addEventListener('focus', gainFocus);
+window.addEventListener('blur', loseFocus);
 document.addEventListener('visibilitychange', () => {
-  if (document.visibilityState === 'visible' && document.hasFocus()) settle.focus(performance.now());
-  else settle.blur();
+  if (document.visibilityState === 'visible' && document.hasFocus()) gainFocus();
+  else loseFocus();
 });
 // A page another site sent the browser to holds a click on a form's button
 // (an answer, the consent's Allow) until the window has held focus a moment.
@@ -134,7 +157,10 @@ document.addEventListener('keydown', (ev) => {
   ev.preventDefault();
   const now = performance.now();
   settle.focus(now); // a key arrived, so this window has focus (if its focus event was missed, from now)
-  if (!settle.allows(card.getAttribute('data-request'), now)) return;
+  if (!settle.allows(card.getAttribute('data-request'), now)) {
+    markKeys();
+    return;
+  }
   btn.click();
 });
 

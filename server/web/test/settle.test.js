@@ -44,3 +44,12 @@ test('settled is the window\'s own wait, for pages with no request on them (the 
   g.blur();
   assert.equal(g.settled(100 + 5 * SETTLE_MS), false);
 });
+
+test('focused follows focus and blur, for the page to know whether waiting cards will become ready by themselves', () => {
+  const g = new SettleGate(false, 0);
+  assert.equal(g.focused, false);
+  g.focus(10);
+  assert.equal(g.focused, true);
+  g.blur();
+  assert.equal(g.focused, false);
+});

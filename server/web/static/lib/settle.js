@@ -26,6 +26,11 @@ export class SettleGate {
     this.since = null;
   }
 
+  // focused reports whether the window has focus, as far as the gate knows.
+  get focused() {
+    return this.since !== null;
+  }
+
   // shown notes the requests on screen now (a live swap re-renders a card: it keeps its time).
   shown(ids, now) {
     const live = new Set(ids);
