@@ -37,7 +37,7 @@ func (s *Server) authLimiter() fiber.Handler {
 	if s.authLimit != nil {
 		return s.authLimit
 	}
-	s.authLimit = limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, LimitReached: func(c *fiber.Ctx) error {
+	s.authLimit = limiter.New(limiter.Config{Max: s.opts.AuthAttemptsPerMinute, Expiration: time.Minute, KeyGenerator: s.clientAddress, LimitReached: func(c *fiber.Ctx) error {
 		return errorf(http.StatusTooManyRequests, codeRateLimited, "Too many attempts; wait a minute and try again.")
 	}})
 	return s.authLimit

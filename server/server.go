@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -55,6 +56,10 @@ type Options struct {
 	RefreshTTL time.Duration
 	// InvitationTTL is how long an invitation link stays valid.
 	InvitationTTL time.Duration
+	// TrustedProxies are the reverse proxies in front of the server: for a
+	// request from one of them, the client's address (which per-address
+	// limits count) is read from X-Forwarded-For (clientaddr.go).
+	TrustedProxies []netip.Prefix
 	// AuthAttemptsPerMinute limits sign-in, sign-up and setup attempts per
 	// client address (default 20).
 	AuthAttemptsPerMinute int

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,6 +47,8 @@ type serveConfig struct {
 	mcpIdle      time.Duration
 	oauthAccess  time.Duration
 	oauthCIMD    bool
+	proxies      []netip.Prefix
+	proxiesFlag  string
 	gc           gcConfig
 	// caps on what one agent token can hold (issue 11; docs/DECISIONS.md)
 	mcpSessions     int
@@ -131,6 +134,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.goneGrace, "approval-grace", envDuration("TABBRIDGE_APPROVAL_GRACE", 30*time.Second), "how long a request stays open after every call waiting on it went away, for a retry of the same call to rejoin it (TABBRIDGE_APPROVAL_GRACE)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")
 	fs.DurationVar(&c.oauthAccess, "oauth-access-ttl", envDuration("TABBRIDGE_OAUTH_ACCESS_TTL", 15*time.Minute), "lifetime of the access tokens MCP clients get by signing in with OAuth; they refresh them (TABBRIDGE_OAUTH_ACCESS_TTL)")
+	fs.StringVar(&c.proxiesFlag, "trusted-proxies", env("TABBRIDGE_TRUSTED_PROXIES", ""), "addresses or CIDR prefixes of the reverse proxies in front of the server, comma-separated (127.0.0.1 for one on this machine): for their requests the client's address, which the sign-in and registration limits count, is read from X-Forwarded-For (TABBRIDGE_TRUSTED_PROXIES)")
 	fs.BoolVar(&c.oauthCIMD, "oauth-metadata-documents", envBoolDefault("TABBRIDGE_OAUTH_METADATA_DOCUMENTS", true), "accept MCP clients identified by a client ID metadata document URL, which the server fetches from the internet; false makes them register instead (TABBRIDGE_OAUTH_METADATA_DOCUMENTS)")
 	c.auditKeep = retention(defaultAuditRetention)
 	if v := getenv("TABBRIDGE_AUDIT_RETENTION"); v != "" {
@@ -183,6 +187,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 			return nil, fmt.Errorf("--%s %d: want a positive whole number", n.flag, n.value)
 		}
 	}
+	proxies, err := server.ParseTrustedProxies(c.proxiesFlag)
+	if err != nil {
+		return nil, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	c.proxies = proxies
 	if c.deadAfter < 2*c.heartbeat {
 		return nil, fmt.Errorf("--dead-after %s must be at least twice --heartbeat %s: one late heartbeat must not make an instance dead", c.deadAfter, c.heartbeat)
 	}
@@ -289,8 +298,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		PublicURL: cfg.publicURL, DB: db, Key: key, Logger: log,
 		ExtensionIDs: splitList(cfg.extensionIDs), AnyExtension: cfg.anyExtension, OpenSignup: cfg.openSignup,
 		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, AuditRetention: time.Duration(cfg.auditKeep), MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
-		OAuthNoMetadataDocuments: !cfg.oauthCIMD,
-		MCPSessionsPerToken:      cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes, TasksOpenMax: cfg.tasksOpen,
+		OAuthNoMetadataDocuments: !cfg.oauthCIMD, TrustedProxies: cfg.proxies,
+		MCPSessionsPerToken: cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes, TasksOpenMax: cfg.tasksOpen,
 		Bridge:     bridge.Options{MaxCalls: cfg.browserCallsMax},
 		InstanceID: cfg.instanceID, InternalAddress: cfg.internalAddress, InternalListen: cfg.internalListen, Heartbeat: cfg.heartbeat, DeadAfter: cfg.deadAfter,
 		MetricsElsewhere: cfg.metricsListen != "",
