@@ -67,10 +67,16 @@ func (t *term) sgr(x *xparams) {
 		case p == 55:
 			a.flags &^= flagOverline
 		case p == 59:
-			a.ulColor = 0
+			// xterm.js stores -1 in the underline colour's 26 bits, which
+			// reads back as RGB white, not as "the foreground's": the
+			// viewer draws such underlines white, so the model does too
+			a.ulColor = ulColorAfter59
 		}
 	}
 }
+
+// ulColorAfter59 is the underline colour SGR 59 leaves in xterm.js.
+var ulColorAfter59 = mkColor(colorRGB, 0xffffff)
 
 func (t *term) sgr0() {
 	link := t.pen.link

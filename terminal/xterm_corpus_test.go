@@ -64,6 +64,9 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		"ich splits wide":  "ab日本cd\x1b[1;4H\x1b[@\r\n\x1b[31m日本語\x1b[44m\x1b[1;5H\x1b[2;5H\x1b[@x\r\n\x1b[0m😀✅z\x1b[3;4H\x1b[2@\x1b[3;2H\x1b[@",
 		"rep":              "ab\x1b[3bc|\x1b[22b\x1b[31m|\x1b[5b\x1b[m\r\nq\x1b[b\x1b[0b 日\x1b[2b\r\ne\u0301\x1b[3b\x1b[40b",
 		"rep mid line":     "0123456789\x1b[1;3Hx\x1b[2b\r\n\x1b[2;20Hz\x1b[b\x1b[2b\x03\u200b\x1b[b",
+		// SGR 59 sets xterm.js's underline colour to RGB white (it stores -1 in 26 bits)
+		"sgr 59":          "\x1b[4:3;58;5;196ma\x1b[59mb\x1b[24mc\x1b[4md\x1b]8;;http://x/\x07e\x1b[0mf\x1b[59;4mg\x1b]8;;\x07\x1b[4;59m",
+		"underline kinds": "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
 	} {
 		add(name, 20, 6, []byte(s))
 	}

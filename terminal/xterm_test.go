@@ -192,7 +192,11 @@ func diffXtermLines(add func(string, ...any), name string, want, got [][][]any) 
 	}
 	for y := range min(len(want), len(got)) {
 		if !reflect.DeepEqual(want[y], got[y]) {
-			add("%s line %d:\n  got  %s\n  want %s", name, y, cellsString(got[y]), cellsString(want[y]))
+			x := 0 // from the first cell that differs, so a long line's difference shows
+			for x < min(len(want[y]), len(got[y])) && reflect.DeepEqual(want[y][x], got[y][x]) {
+				x++
+			}
+			add("%s line %d from column %d:\n  got  %s\n  want %s", name, y, x, cellsString(got[y][x:]), cellsString(want[y][x:]))
 		}
 	}
 }
@@ -207,13 +211,13 @@ func blankAsSpace(lines [][][]any) [][][]any {
 		cells := make([][]any, len(l))
 		for x, c := range l {
 			cells[x] = c
-			if len(c) == 5 && c[0] == "" && c[1] == float64(1) {
+			if len(c) >= 5 && c[0] == "" && c[1] == float64(1) {
 				cells[x] = append([]any{" "}, c[1:]...)
 			}
 		}
 		for n := len(cells); n > 0; n-- {
 			c := cells[n-1]
-			if c[0] != " " || c[1] != float64(1) || c[2] != "" || c[3] != "" || c[4] != float64(0) {
+			if len(c) > 5 || c[0] != " " || c[1] != float64(1) || c[2] != "" || c[3] != "" || c[4] != float64(0) {
 				break
 			}
 			cells = cells[:n-1]

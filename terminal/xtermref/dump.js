@@ -35,13 +35,31 @@ function cellFlags(c) {
     (c.isInvisible() ? 64 : 0) | (c.isStrikethrough() ? 128 : 0) | (c.isOverline() ? 256 : 0);
 }
 
+// extended is what the renderer draws of a cell's extended attributes, as
+// "STYLE|COLOUR|ID;URI", or '' when it draws none: the underline's style
+// and colour while the cell is underlined (a hyperlink underlines it,
+// dashed), and the hyperlink (its id when the program gave one).
+function extended(t, c) {
+  if (!c || !c.hasExtendedAttrs() || !c.isUnderline()) return '';
+  // as the renderers draw it: 5 (dashed) for a hyperlink; 0 (a DECRC can
+  // restore the underline flag beside an extended style of none) as single
+  const style = c.extended.underlineStyle || 1;
+  const ul = c.isUnderlineColorDefault() ? '' : color(c.getUnderlineColorMode(), c.getUnderlineColor());
+  let link = '';
+  if (c.extended.urlId) {
+    const d = t._core._oscLinkService.getLinkData(c.extended.urlId);
+    link = d ? `${d.id === undefined ? '' : d.id};${d.uri}` : '?';
+  }
+  return style === 1 && !ul && !link ? '' : `${style}|${ul}|${link}`;
+}
+
 function color(mode, value) {
   return mode ? `${mode.toString(16)}:${value}` : '';
 }
 
 // lines dumps buf's lines, each up to cols cells (or its whole length when
 // cols is undefined: an alternate line keeps cells past a narrower screen).
-function lines(buf, cols) {
+function lines(t, buf, cols) {
   const out = [];
   for (let y = 0; y < buf.length; y++) {
     const line = buf.getLine(y);
@@ -50,11 +68,14 @@ function lines(buf, cols) {
     for (let x = 0; x < end; x++) {
       const c = line.getCell(x);
       if (!c) break;
-      cells.push([c.getChars(), c.getWidth(), color(c.getFgColorMode(), c.getFgColor()),
-        color(c.getBgColorMode(), c.getBgColor()), cellFlags(c)]);
+      const cell = [c.getChars(), c.getWidth(), color(c.getFgColorMode(), c.getFgColor()),
+        color(c.getBgColorMode(), c.getBgColor()), cellFlags(c)];
+      const e = extended(t, c);
+      if (e) cell.push(e);
+      cells.push(cell);
     }
     // Trailing default blanks are what a fresh line holds: drop them.
-    while (cells.length && cells[cells.length - 1][0] === '' && cells[cells.length - 1][1] === 1 &&
+    while (cells.length && cells[cells.length - 1].length === 5 && cells[cells.length - 1][0] === '' && cells[cells.length - 1][1] === 1 &&
       cells[cells.length - 1][2] === '' && cells[cells.length - 1][3] === '' && cells[cells.length - 1][4] === 0) {
       cells.pop();
     }
@@ -79,9 +100,9 @@ function state(t) {
     wrapped: wrapped(t.buffer.normal),
     altWrapped: b.type === 'alternate' ? wrapped(t.buffer.alternate) : null,
     active: b.type,
-    normal: lines(t.buffer.normal, t.cols),
-    alternate: b.type === 'alternate' ? lines(t.buffer.alternate, t.cols) : null,
-    alternateFull: b.type === 'alternate' ? lines(t.buffer.alternate) : null,
+    normal: lines(t, t.buffer.normal, t.cols),
+    alternate: b.type === 'alternate' ? lines(t, t.buffer.alternate, t.cols) : null,
+    alternateFull: b.type === 'alternate' ? lines(t, t.buffer.alternate) : null,
     cursor: [b.cursorX, b.cursorY, b.baseY],
     hidden: core.coreService.isCursorHidden,
     modes: t.modes,
