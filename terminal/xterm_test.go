@@ -182,6 +182,9 @@ func diffStates(want, got xtermState) []string {
 	if !reflect.DeepEqual(want.Margins, got.Margins) {
 		add("scroll region %v, want %v", got.Margins, want.Margins)
 	}
+	if !bytes.Equal(want.Extra, got.Extra) {
+		add("cursor shape, mouse encoding, tab stops or charsets %s, want %s", got.Extra, want.Extra)
+	}
 	return d
 }
 

@@ -92,6 +92,32 @@ function wrapped(buf) {
   return out;
 }
 
+// extra is what else a viewer keeps that a program sets: the cursor's
+// shape and blinking, the mouse encoding, the tab stops within the screen,
+// the character sets designated and the level invoked.
+function extra(t) {
+  const core = t._core;
+  const m = core.coreService.decPrivateModes;
+  const tabs = [];
+  for (let x = 0; x < t.cols; x++) {
+    if (core.buffer.tabs[x]) tabs.push(x);
+  }
+  const sets = core._charsetService._charsets || [];
+  const charsets = [0, 1, 2, 3].map((g) => (sets[g] ? hash(JSON.stringify(sets[g])) : 'B'));
+  return {
+    cursorStyle: m.cursorStyle === undefined ? null : m.cursorStyle,
+    cursorBlink: m.cursorBlink === undefined ? null : m.cursorBlink,
+    mouseEncoding: core.coreMouseService.activeEncoding,
+    tabs, charsets, glevel: core._charsetService.glevel,
+  };
+}
+
+function hash(s) {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return h.toString(16);
+}
+
 function state(t) {
   const core = t._core;
   const b = t.buffer.active;
@@ -108,6 +134,7 @@ function state(t) {
     modes: t.modes,
     title: t._title,
     margins: [core.buffer.scrollTop, core.buffer.scrollBottom],
+    extra: extra(t),
   };
 }
 
