@@ -546,13 +546,16 @@ func writeSGR(b *bytes.Buffer, p pen, links []linkRef) {
 	writeSGRDiff(b, pen{}, p, links)
 }
 
-// writeSGRDiff writes what turns pen from into to.
+// writeSGRDiff writes what turns pen from into to: SGR, DECSCA for the
+// protection (SGR 0 ends it in xterm.js) and the hyperlink.
 func writeSGRDiff(b *bytes.Buffer, from, to pen, links []linkRef) {
 	if from == to {
 		return
 	}
+	protect := to.flags & flagProtected
+	to.flags &^= flagProtected
 	var ps []string
-	if from.flags&^to.flags != 0 || from.fg != to.fg && to.fg == 0 || from.bg != to.bg && to.bg == 0 ||
+	if from.flags&^(to.flags|flagProtected) != 0 || from.fg != to.fg && to.fg == 0 || from.bg != to.bg && to.bg == 0 ||
 		from.ul != to.ul && to.ul == 0 || from.ulColor != to.ulColor && to.ulColor == 0 {
 		ps = append(ps, "0")
 		from = pen{link: from.link}
@@ -592,6 +595,13 @@ func writeSGRDiff(b *bytes.Buffer, from, to pen, links []linkRef) {
 	if links != nil && from.link != to.link {
 		l := links[to.link]
 		b.WriteString("\x1b]8;" + l.params + ";" + l.url + "\x07")
+	}
+	if from.flags&flagProtected != protect {
+		if protect != 0 {
+			b.WriteString("\x1b[1\"q")
+		} else {
+			b.WriteString("\x1b[0\"q")
+		}
 	}
 }
 

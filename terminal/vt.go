@@ -128,6 +128,16 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 			t.softReset()
 		}
 		return
+	case '"':
+		if cmd.Final() == 'q' { // DECSCA, xterm.js's selectProtected
+			switch x.get(0) {
+			case 1:
+				t.pen.flags |= flagProtected
+			case 0, 2:
+				t.pen.flags &^= flagProtected
+			}
+		}
+		return
 	case '\'':
 		switch cmd.Final() {
 		case '}':
@@ -200,9 +210,9 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 			}
 		}
 	case 'J':
-		t.eraseInDisplay(x.get(0))
+		t.eraseInDisplay(x.get(0), false)
 	case 'K':
-		t.eraseInLine(x.get(0))
+		t.eraseInLine(x.get(0), false)
 	case 'L':
 		t.insertLines(x.or1(0), true)
 	case 'M':
@@ -286,10 +296,10 @@ func (t *term) csiPrivate(cmd ansi.Cmd, x *xparams) {
 		for _, m := range x.main {
 			t.setPrivateMode(m, cmd.Final() == 'h')
 		}
-	case cmd.Final() == 'J':
-		t.eraseInDisplay(x.get(0))
-	case cmd.Final() == 'K':
-		t.eraseInLine(x.get(0))
+	case cmd.Final() == 'J': // DECSED
+		t.eraseInDisplay(x.get(0), true)
+	case cmd.Final() == 'K': // DECSEL
+		t.eraseInLine(x.get(0), true)
 	case cmd.Final() == 'n':
 		if x.get(0) == 6 {
 			t.reply("\x1b[?%d;%dR", t.buf.y+1, t.buf.x+1)
@@ -440,58 +450,77 @@ func (t *term) requestMode(p int, ansiMode bool) {
 	t.reply("\x1b[?%d;%d$y", p, v)
 }
 
-func (t *term) eraseInDisplay(p int) {
+// eraseInDisplay is ED, or DECSED when selective: cells a DECSCA
+// protected stay.
+func (t *term) eraseInDisplay(p int, selective bool) {
 	t.restrictCursor(t.cols)
 	b := t.buf
 	switch p {
 	case 0:
-		t.eraseInRow(b.y, b.x, t.cols, b.x == 0)
+		t.eraseInRow(b.y, b.x, t.cols, b.x == 0, selective)
 		for y := b.y + 1; y < t.rows; y++ {
-			t.resetRow(y)
+			t.resetRow(y, selective)
 		}
 	case 1:
-		t.eraseInRow(b.y, 0, b.x+1, true)
+		t.eraseInRow(b.y, 0, b.x+1, true, selective)
 		if b.x+1 >= t.cols && b.y+1 < b.n {
 			// xterm.js unwraps line y+1 counted from the oldest line, not
 			// the screen row below (InputHandler.eraseInDisplay): the same
 			b.at(b.y + 1).wrapped = false
 		}
 		for y := b.y - 1; y >= 0; y-- {
-			t.resetRow(y)
+			t.resetRow(y, selective)
 		}
 	case 2:
 		for y := t.rows - 1; y >= 0; y-- {
-			t.resetRow(y)
+			t.resetRow(y, selective)
 		}
 	case 3:
 		b.trimHistory()
 	}
 }
 
-func (t *term) eraseInRow(y, start, end int, clearWrap bool) {
+// protected reports whether a DECSCA protected c.
+func (t *term) protected(c cell) bool { return t.styles.pens[c.style].flags&flagProtected != 0 }
+
+func (t *term) eraseInRow(y, start, end int, clearWrap, selective bool) {
 	l := t.buf.row(y)
-	l.replaceCells(start, end, t.eraseCell())
+	if selective {
+		l.replaceUnprotected(start, end, t.eraseCell(), t.protected)
+	} else {
+		l.replaceCells(start, end, t.eraseCell())
+	}
 	if clearWrap {
 		l.wrapped = false
 	}
 }
 
-func (t *term) resetRow(y int) {
+func (t *term) resetRow(y int, selective bool) {
 	l := t.buf.row(y)
-	l.fill(t.eraseCell())
+	if selective {
+		fill := t.eraseCell()
+		for x := range l.cells {
+			if !t.protected(l.cells[x]) {
+				l.set(x, fill)
+			}
+		}
+	} else {
+		l.fill(t.eraseCell())
+	}
 	l.wrapped = false
 }
 
-func (t *term) eraseInLine(p int) {
+// eraseInLine is EL, or DECSEL when selective.
+func (t *term) eraseInLine(p int, selective bool) {
 	t.restrictCursor(t.cols)
 	b := t.buf
 	switch p {
 	case 0:
-		t.eraseInRow(b.y, b.x, t.cols, b.x == 0)
+		t.eraseInRow(b.y, b.x, t.cols, b.x == 0, selective)
 	case 1:
-		t.eraseInRow(b.y, 0, b.x+1, false)
+		t.eraseInRow(b.y, 0, b.x+1, false, selective)
 	case 2:
-		t.eraseInRow(b.y, 0, t.cols, true)
+		t.eraseInRow(b.y, 0, t.cols, true, selective)
 	}
 }
 

@@ -65,7 +65,10 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		"rep":              "ab\x1b[3bc|\x1b[22b\x1b[31m|\x1b[5b\x1b[m\r\nq\x1b[b\x1b[0b 日\x1b[2b\r\ne\u0301\x1b[3b\x1b[40b",
 		"rep mid line":     "0123456789\x1b[1;3Hx\x1b[2b\r\n\x1b[2;20Hz\x1b[b\x1b[2b\x03\u200b\x1b[b",
 		// SGR 59 sets xterm.js's underline colour to RGB white (it stores -1 in 26 bits)
-		"sgr 59":          "\x1b[4:3;58;5;196ma\x1b[59mb\x1b[24mc\x1b[4md\x1b]8;;http://x/\x07e\x1b[0mf\x1b[59;4mg\x1b]8;;\x07\x1b[4;59m",
+		"sgr 59": "\x1b[4:3;58;5;196ma\x1b[59mb\x1b[24mc\x1b[4md\x1b]8;;http://x/\x07e\x1b[0mf\x1b[59;4mg\x1b]8;;\x07\x1b[4;59m",
+		// DECSCA protects cells from DECSED/DECSEL (not from ED, EL, ECH);
+		// SGR 0 ends it, DECSC saves it; a wide character's halves
+		"protected":       "one two three\r\n\x1b[1\"qPROT\x1b[0\"q free \x1b[2\"qm\x1b[1\"q日\x1b[m本\x1b[1\"q\x1b7\x1b[0\"qz\r\n\x1b8\x1b[2;1Hp\x1b[1;5H\x1b[?K\x1b[2;3H\x1b[?1K\x1b[3;1H\x1b[1\"qkeep\x1b[0\"q\x1b[1;1H\x1b[?J\x1b[2;11H\x1b[?K\x1b[1\"q",
 		"underline kinds": "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
 	} {
 		add(name, 20, 6, []byte(s))
