@@ -44,7 +44,7 @@ func (t *term) redraw() []byte {
 	b.WriteString("\x1b]1;" + t.icon + "\x07\x1b]2;" + t.title + "\x07")
 	t.placeCursor(&b, buf, true)
 	b.WriteString("\x1b[0m")
-	writeSGR(&b, t.pen, t.links)
+	writeSGR(&b, cellPen(t.pen), t.links)
 	if t.cs != t.charsets[t.gl] && t.cs == buf.savedCS {
 		// The program's DECRC left the saved set in use, not the invoked
 		// one: do the same, then put the cursor and pen back.
@@ -52,7 +52,7 @@ func (t *term) redraw() []byte {
 		b.WriteString("\x1b8")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
-		writeSGR(&b, t.pen, t.links)
+		writeSGR(&b, cellPen(t.pen), t.links)
 	} else if t.cs != t.charsets[t.gl] && !t.altActive() && t.cs == t.alt.savedCS {
 		// A DECRC on the alternate screen left its saved set in use after
 		// the program left it: DECRC there (its saved cursor is written
@@ -61,7 +61,7 @@ func (t *term) redraw() []byte {
 		b.WriteString("\x1b[?47h\x1b8\x1b[?47l")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
-		writeSGR(&b, t.pen, t.links)
+		writeSGR(&b, cellPen(t.pen), t.links)
 	} else {
 		t.writeCharsets(&b, t.charsets[t.gl])
 	}
@@ -357,10 +357,22 @@ func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
 	b.WriteString("\x1b[0m")
 	writeSGR(b, buf.savedPen, nil)
 	temp := t.writeCharsets(b, buf.savedCS)
-	b.WriteString("\x1b7")
+	writeDECSC(b, buf.savedPen)
 	if temp {
 		t.writeCharsets(b, t.charsets[t.gl])
 	}
+}
+
+// writeDECSC saves the cursor, pen p written: a saved pen whose extended
+// attributes were in use (xterm.js saves HAS_EXTENDED with the background,
+// and a DECRC makes the pen's own extended attributes show again) is saved
+// while a hyperlink that no cell holds sets it, ended after.
+func writeDECSC(b *bytes.Buffer, p pen) {
+	if p.flags&flagExtended == 0 {
+		b.WriteString("\x1b7")
+		return
+	}
+	b.WriteString("\x1b]8;;tabbridge:saved-pen\x07\x1b7\x1b]8;;\x07")
 }
 
 // writeInactiveAltSaved sets the saved cursor of the alternate buffer
@@ -380,7 +392,7 @@ func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
 		b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
 	}
 	temp := t.writeCharsets(b, a.savedCS)
-	b.WriteString("\x1b7")
+	writeDECSC(b, a.savedPen)
 	if temp {
 		t.writeCharsets(b, t.charsets[t.gl])
 	}
@@ -549,6 +561,8 @@ func writeSGR(b *bytes.Buffer, p pen, links []linkRef) {
 // writeSGRDiff writes what turns pen from into to: SGR, DECSCA for the
 // protection (SGR 0 ends it in xterm.js) and the hyperlink.
 func writeSGRDiff(b *bytes.Buffer, from, to pen, links []linkRef) {
+	from.flags &^= flagExtended // the SGRs that set the rest set it
+	to.flags &^= flagExtended
 	if from == to {
 		return
 	}
@@ -647,7 +661,9 @@ func (t *term) history() []byte {
 			if cs == 0 {
 				cs = 'B'
 			}
-			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m\x1b[2K\r")
+			b.WriteString("\x1b(" + string(rune(cs)))
+			writeDECSC(&b, n.savedPen)
+			b.WriteString("\x1b(B\x1b[0m\x1b[2K\r")
 		}
 		t.writeLineFrom(&b, l, from)
 		b.WriteString("\x1b[0m\x1b]8;;\x07")
@@ -669,7 +685,9 @@ func (t *term) history() []byte {
 			if cs == 0 {
 				cs = 'B'
 			}
-			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m")
+			b.WriteString("\x1b(" + string(rune(cs)))
+			writeDECSC(&b, n.savedPen)
+			b.WriteString("\x1b(B\x1b[0m")
 		}
 		if i+1 < len(lines) && lines[i+1].wrapped {
 			from = t.joinWrap(&b, l, lines[i+1], -1) // soft-wrapped, as xterm.js reflows it

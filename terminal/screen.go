@@ -36,6 +36,10 @@ const (
 	flagStrike
 	flagOverline
 	flagProtected // DECSCA: selective erase (DECSED, DECSEL) leaves the cell
+	// flagExtended is xterm.js's HAS_EXTENDED: the pen's underline style,
+	// underline colour and hyperlink reach the cells it writes only while
+	// it is set. A pen's own, never a cell's (cellPen).
+	flagExtended
 )
 
 // pen is everything a cell's appearance carries.

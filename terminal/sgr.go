@@ -71,6 +71,7 @@ func (t *term) sgr(x *xparams) {
 			// reads back as RGB white, not as "the foreground's": the
 			// viewer draws such underlines white, so the model does too
 			a.ulColor = ulColorAfter59
+			t.updateExtended()
 		}
 	}
 }
@@ -81,6 +82,7 @@ var ulColorAfter59 = mkColor(colorRGB, 0xffffff)
 func (t *term) sgr0() {
 	link := t.pen.link
 	t.pen = pen{link: link}
+	t.updateExtended()
 }
 
 // underline is xterm.js's _processUnderline.
@@ -93,6 +95,7 @@ func (t *term) underline(style int) {
 	if style == 0 {
 		t.pen.flags &^= flagUnderline
 	}
+	t.updateExtended()
 }
 
 // extractColor is xterm.js's _extractColor: 38/48/58 with 5;n or 2;r;g;b,

@@ -183,7 +183,34 @@ func (t *term) compactStyles() {
 
 // curStyle is the style of cells the current pen writes.
 func (t *term) curStyle() uint16 {
-	return t.styleOf(normalPen(t.pen))
+	return t.styleOf(normalPen(cellPen(t.pen)))
+}
+
+// cellPen is what a cell written with p holds: without flagExtended (a
+// DECRC restores it from the saved cursor, as xterm.js restores
+// HAS_EXTENDED with the background) the extended attributes stay in the
+// pen, unused, until an SGR or OSC 8 that changes them sets it again.
+// With it, an underline style underlines without the flag (xterm.js's
+// isUnderline), which a DECRC can leave.
+func cellPen(p pen) pen {
+	if p.flags&flagExtended == 0 {
+		p.ul, p.ulColor, p.link = 0, 0, 0
+	} else if p.ul != 0 {
+		p.flags |= flagUnderline
+	}
+	p.flags &^= flagExtended
+	return p
+}
+
+// updateExtended is xterm.js's AttributeData.updateExtended, after an SGR
+// (0, 4, 21, 24, 59) or OSC 8: the extended attributes are in use while
+// the pen has an underline style or a hyperlink (a colour alone is not).
+func (t *term) updateExtended() {
+	if t.pen.ul != 0 || t.pen.link != 0 {
+		t.pen.flags |= flagExtended
+	} else {
+		t.pen.flags &^= flagExtended
+	}
 }
 
 // normalPen drops what a pen cannot show: DECRC restores the flags and not

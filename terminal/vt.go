@@ -727,10 +727,12 @@ func (t *term) setHyperlink(arg string) {
 	if !ok {
 		return
 	}
+	if uri == "" && strings.TrimSpace(params) != "" {
+		return
+	}
+	defer t.updateExtended()
 	if uri == "" {
-		if strings.TrimSpace(params) == "" {
-			t.pen.link = 0
-		}
+		t.pen.link = 0
 		return
 	}
 	ref := linkRef{params: strings.TrimSpace(params), url: uri}

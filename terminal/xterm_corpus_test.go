@@ -68,7 +68,12 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		"sgr 59": "\x1b[4:3;58;5;196ma\x1b[59mb\x1b[24mc\x1b[4md\x1b]8;;http://x/\x07e\x1b[0mf\x1b[59;4mg\x1b]8;;\x07\x1b[4;59m",
 		// DECSCA protects cells from DECSED/DECSEL (not from ED, EL, ECH);
 		// SGR 0 ends it, DECSC saves it; a wide character's halves
-		"protected":       "one two three\r\n\x1b[1\"qPROT\x1b[0\"q free \x1b[2\"qm\x1b[1\"q日\x1b[m本\x1b[1\"q\x1b7\x1b[0\"qz\r\n\x1b8\x1b[2;1Hp\x1b[1;5H\x1b[?K\x1b[2;3H\x1b[?1K\x1b[3;1H\x1b[1\"qkeep\x1b[0\"q\x1b[1;1H\x1b[?J\x1b[2;11H\x1b[?K\x1b[1\"q",
+		"protected": "one two three\r\n\x1b[1\"qPROT\x1b[0\"q free \x1b[2\"qm\x1b[1\"q日\x1b[m本\x1b[1\"q\x1b7\x1b[0\"qz\r\n\x1b8\x1b[2;1Hp\x1b[1;5H\x1b[?K\x1b[2;3H\x1b[?1K\x1b[3;1H\x1b[1\"qkeep\x1b[0\"q\x1b[1;1H\x1b[?J\x1b[2;11H\x1b[?K\x1b[1\"q",
+		// a DECRC restores xterm.js's HAS_EXTENDED with the background: the
+		// link and underline style stay in the pen, unused, until an SGR
+		// 0, 4, 24, 59 or OSC 8 sets it again (and a style then underlines
+		// without the flag)
+		"decrc and links": "\x1b7\x1b]8;;http://x/\x07\x1b[4:3;58;5;9ma\x1b8b\x1b[59mc\x1b[0md\x1b]8;;\x07\x1b[4m\x1b7\x1b[24m\x1b]8;id=2;http://y/\x07\x1b8e\x1b[4:0mf\x1b7\x1b]8;;\x07\x1b8g",
 		"underline kinds": "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
 	} {
 		add(name, 20, 6, []byte(s))

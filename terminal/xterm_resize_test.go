@@ -364,6 +364,7 @@ func modelLines(diff *[]string, name string, want, got [][][]any) {
 		*diff = append(*diff, fmt.Sprintf("%s buffer has %d lines, want %d", name, len(got), len(want)))
 		return
 	}
+	got = deadLinks(want, got)
 	n := 0
 	for y := range want {
 		if !reflect.DeepEqual(want[y], got[y]) && n < 3 {
