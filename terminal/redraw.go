@@ -499,6 +499,7 @@ func (t *term) writeModes(b *bytes.Buffer) {
 	flag(1004, m.sendFocus, true)
 	flag(20, m.convertEol, false)
 	flag(7, m.wraparound, true)
+	flag(12, t.blinkOption, true) // the viewer's cursorBlink option, which earlier output may have changed
 	b.WriteString("\x1b[?1000l\x1b[?1006l")
 	switch m.mouse {
 	case mouseX10:

@@ -62,6 +62,10 @@ type term struct {
 	linkIndex   map[linkRef]uint16
 	modes       modes
 	hidden      bool
+	// blinkOption is xterm.js's cursorBlink option, which mode 12 sets and
+	// no reset touches (the viewer's xterm.js keeps it across redraws):
+	// viewerCursorBlink until the program sets it
+	blinkOption bool
 	// charsets are the G0–G3 designations (0 for ASCII, else the final
 	// byte: '0' DEC special graphics, 'A' UK, ...), gl the level invoked
 	// and cs the charset in use (DECRC can make it differ from
@@ -77,6 +81,10 @@ type term struct {
 	replies     chan []byte
 }
 
+// viewerCursorBlink is the cursorBlink option the viewer's xterm.js is
+// made with (server/web/static/terminal.js).
+const viewerCursorBlink = true
+
 // linkRef is one OSC 8 hyperlink.
 type linkRef struct{ params, url string }
 
@@ -84,7 +92,7 @@ type linkRef struct{ params, url string }
 func newTerm(w, h int) *term {
 	t := &term{
 		cols: w, rows: h, styles: newStyleTable(), linkIndex: map[linkRef]uint16{},
-		links: []linkRef{{}}, modes: defaultModes(), stream: newStreamState(),
+		links: []linkRef{{}}, modes: defaultModes(), stream: newStreamState(), blinkOption: viewerCursorBlink,
 		replies: make(chan []byte, replyQueue),
 	}
 	t.stream.p.SetDataSize(64 << 10)

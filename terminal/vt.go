@@ -322,7 +322,7 @@ func (t *term) setPrivateMode(m int, set bool) {
 	case 7:
 		t.modes.wraparound = set
 	case 12:
-		// cursorBlink option: not part of what a redraw reproduces
+		t.blinkOption = set
 	case 45:
 		t.modes.reverseWrap = set
 	case 66:
@@ -417,7 +417,7 @@ func (t *term) requestMode(p int, ansiMode bool) {
 	case 9:
 		v = b2v(m.mouse == mouseX10)
 	case 12:
-		v = reset
+		v = b2v(t.blinkOption)
 	case 25:
 		v = b2v(!t.hidden)
 	case 45:

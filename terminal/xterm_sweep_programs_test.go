@@ -75,6 +75,11 @@ func sweepPrograms() []sweepProgram {
 		{"underline-styles", 60, 12, f + `printf '\033[4mplain\033[4:0m \033[4:2mdouble\033[4:3mcurly\033[4:4mdotted\033[4:5mdashed\033[58;5;196mred\033[58:2::0:255:0mgreen\033[59mnone\033[24m\r\n\033[21mdbl\033[0m \033[53mover\033[55m\r\n\033]8;;https://example.com/a\033\\link one\033]8;;\033\\ \033]8;id=x;http://b/\007b\033]8;;\007\r\n\033[38;2;1;2;3;48;5;200mtrue\033[38:5:100mx\033[m'`, nil},
 		{"modes", 60, 12, f + `printf '\033[?2004h\033[?1000h\033[?1002h\033[?1006h\033[?1004h\033[?1049h\0337\033[5;5Hsaved\033[1;2r\033[?6h\033[3Hq\0338x\033[?5h\033[?1l\033[?25l\033[2 q\033[?12h\033]2;title 日本\007\033[>4;1m\033[?1049l\033[?1000l'`, nil},
 		{"insdel", 40, 12, f + `seq 1 11 | tr '\n' '\r'; printf '\033[12H'; for i in 1 2 3 4 5 6 7 8 9 10 11; do printf '\033[%d;1H%s\033[K' $i "row $i 日本語 abcdefghijklmnopqrstuvwxyz"; done; printf '\033[3;4H\033[5@\033[4;6H\033[3P\033[5;2H\033[2L\033[8;1H\033[3M\033[2;30H\033[10X\033[4h\033[6;3HINS\033[4l\033[3;10r\033[5;1H\033[4S\033[2T\033[r\033[12;1H'`, nil},
+		{"nvim-truecolor", 80, 24, f + "TERM=xterm-direct COLORTERM=truecolor exec nvim --clean -n -c 'set termguicolors spell' -c 'syntax on' -c 'hi SpellBad gui=undercurl guisp=red' text.go", []sweepStep{
+			{wait: `plain`, keys: "Gospeling mistaek 日本 ✅\x1b"}, {keys: ":vsplit\r"}, {cols: 60, rows: 18}, {keys: ":q!\r:q!\r"}}},
+		{"emacs-truecolor", 80, 24, f + "COLORTERM=truecolor exec emacs -nw -Q text.go", []sweepStep{
+			{wait: `plain`, keys: "\x1bxlist-colors-display\r"}, {keys: "\x16"}, {cols: 60, rows: 18}, {keys: "\x18\x03"}, {keys: "n"}, {keys: "yes\r"}}},
+		{"tig-log", 100, 30, f + "cd repo && exec tig log", []sweepStep{{wait: `one|two`, keys: "j"}, {keys: "q"}}},
 		{"columns", 30, 10, f + `for i in 1 2 3 4 5 6 7 8; do printf 'row%s abcdefghij 日本語 klmnop\r\n' $i; done; printf '\033[2;5H\033[2\047}\033[4;3H\033[3\047~\033[6;2H\033[2 @\033[7;2H\033[ A\033[3;6r\033[4 @\033[r\033[1;1H\033[31m\033[2 A\033[m\033[9;1H'`, nil},
 		{"decaln-decstr", 30, 8, f + `printf 'abc\033[31;4m\033[2;5r\033[?6h\033[4h\033#8\033[3;3Hx\033[!pafter\033[2;2Hy\033[5;5H\033#8z'`, nil},
 		{"protected", 30, 8, f + `printf 'one two three\r\n\033[1"qPROT\033[0"q free \033[2"qmore\r\n\033[1"qP2\033[0"q x\033[1;5H\033[?K\033[2;3H\033[?1K\033[3;1H\033[1"qkeep\033[0"q\033[1;1H\033[?J\033[8;1H\033[1"qp\033[2J\033[1;1Hz'`, nil},

@@ -44,9 +44,10 @@ type wireStep struct {
 
 // xtermDump is what one terminal showed, before and after the probe.
 type xtermDump struct {
-	Error  string     `json:"error"` // xterm.js threw
-	Before xtermState `json:"before"`
-	After  xtermState `json:"after"`
+	Error   string     `json:"error"`   // xterm.js threw
+	Replies string     `json:"replies"` // what it answered, before the probe
+	Before  xtermState `json:"before"`
+	After   xtermState `json:"after"`
 }
 
 type xtermState struct {

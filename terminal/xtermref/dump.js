@@ -14,7 +14,8 @@ const { Terminal } = require('@xterm/headless');
 const { Unicode11Addon } = require('@xterm/addon-unicode11');
 
 function newTerm(cols, rows) {
-  const t = new Terminal({ cols, rows, scrollback: 1000, allowProposedApi: true });
+  // cursorBlink as the viewer makes it (server/web/static/terminal.js)
+  const t = new Terminal({ cols, rows, scrollback: 1000, allowProposedApi: true, cursorBlink: true });
   t.loadAddon(new Unicode11Addon());
   t.unicode.activeVersion = '11';
   t._title = '';
@@ -94,7 +95,7 @@ function wrapped(buf) {
 }
 
 // extra is what else a viewer keeps that a program sets: the cursor's
-// shape and blinking, the mouse encoding, the tab stops within the screen,
+// shape and blinking (DECSCUSR, and the cursorBlink option mode 12 sets), the mouse encoding, the tab stops within the screen,
 // the character sets designated and the level invoked.
 function extra(t) {
   const core = t._core;
@@ -108,6 +109,7 @@ function extra(t) {
   return {
     cursorStyle: m.cursorStyle === undefined ? null : m.cursorStyle,
     cursorBlink: m.cursorBlink === undefined ? null : m.cursorBlink,
+    blinkOption: core.optionsService.rawOptions.cursorBlink, // mode 12 sets it
     mouseEncoding: core.coreMouseService.activeEncoding,
     tabs, charsets, glevel: core._charsetService.glevel,
   };
@@ -141,6 +143,8 @@ function state(t) {
 
 async function dump(cols, rows, stream) {
   const t = newTerm(cols, rows);
+  let replies = ''; // what xterm.js answers (the daemon answers for the viewer)
+  t.onData((d) => { replies += d; });
   const steps = typeof stream === 'string' ? [{ w: stream }] : stream;
   for (const s of steps) {
     if (s.r) {
@@ -150,10 +154,11 @@ async function dump(cols, rows, stream) {
     }
   }
   const before = state(t);
+  const answered = replies;
   write(t, 'Xy');
   const after = state(t);
   t.dispose();
-  return { before, after };
+  return { before, after, replies: answered };
 }
 
 async function main() {
