@@ -42,6 +42,7 @@ func (t *term) redraw() []byte {
 		b.WriteString("\x1b[?6h")
 	}
 	b.WriteString("\x1b]1;" + t.icon + "\x07\x1b]2;" + t.title + "\x07")
+	t.writePalette(&b)
 	t.placeCursor(&b, buf, true)
 	b.WriteString("\x1b[0m")
 	writeSGR(&b, cellPen(t.pen), t.links)
@@ -130,6 +131,17 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 	}
 	cols := t.cols
 	last, first := prev.cells[cols-1], next.cells[0]
+	// relink writes a hyperlinked character that wrapped once more where it
+	// landed: xterm.js ties a link to the lines it is printed on, and a
+	// character that wraps is counted on the line it left, so the link would
+	// die with that line (scrolled off, erased) while the viewer fed the
+	// program's bytes keeps it
+	relink := func() {
+		if t.styles.pens[first.style].link != 0 {
+			b.WriteString("\x1b[1G")
+			t.writeCellText(b, next, 0)
+		}
+	}
 	b.WriteString("\x1b[0m\x1b]8;;\x07")
 	if first.width == 2 && !cutWide(next, 0, cols) && last.r == 0 && !last.comb && last.width == 1 {
 		// a wide character that did not fit: printed in the last column it
@@ -144,6 +156,8 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 			b.WriteString("\x1b[1G\x1b[0m\x1b]8;;\x07")
 			writeSGR(b, t.styles.pens[first.style], t.links)
 			t.writeCellText(b, next, 0)
+		} else {
+			relink()
 		}
 		return t.joined(b, 2)
 	}
@@ -172,9 +186,11 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 		return t.joined(b, 1)
 	case first.width == 2 && !cutWide(next, 0, cols):
 		t.writeCellText(b, next, 0)
+		relink()
 		return t.joined(b, 2)
 	}
 	t.writeCellText(b, next, 0)
+	relink()
 	return t.joined(b, 1)
 }
 

@@ -66,6 +66,7 @@ type term struct {
 	// no reset touches (the viewer's xterm.js keeps it across redraws):
 	// viewerCursorBlink until the program sets it
 	blinkOption bool
+	palette     map[int][3]uint8 // the colours OSC 4/10/11/12 set (palette.go)
 	// charsets are the G0–G3 designations (0 for ASCII, else the final
 	// byte: '0' DEC special graphics, 'A' UK, ...), gl the level invoked
 	// and cs the charset in use (DECRC can make it differ from

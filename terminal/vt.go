@@ -695,6 +695,14 @@ func (t *term) osc(cmd int, data []byte) {
 		}
 	}
 	_, arg, ok := bytes.Cut(data, []byte{';'})
+	switch cmd {
+	case 104: // with or without entries
+		t.restoreColors(string(arg))
+		return
+	case 110, 111, 112:
+		delete(t.palette, colorFG+cmd-110)
+		return
+	}
 	if !ok {
 		return
 	}
@@ -707,18 +715,10 @@ func (t *term) osc(cmd int, data []byte) {
 		t.title = string(arg)
 	case 8:
 		t.setHyperlink(string(arg))
+	case 4:
+		t.setColors(string(arg))
 	case 10, 11, 12:
-		t.reportColors(cmd, string(arg))
-	}
-}
-
-// reportColors answers OSC 10/11/12 queries with xterm.js's default theme.
-func (t *term) reportColors(cmd int, arg string) {
-	defaults := []string{"rgb:ffff/ffff/ffff", "rgb:0000/0000/0000", "rgb:ffff/ffff/ffff"}
-	for i, slot := range strings.Split(arg, ";") {
-		if n := cmd - 10 + i; n < 3 && slot == "?" {
-			t.reply("\x1b]%d;%s\x1b\\", 10+n, defaults[n])
-		}
+		t.specialColors(cmd, string(arg))
 	}
 }
 

@@ -74,6 +74,9 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		// 0, 4, 24, 59 or OSC 8 sets it again (and a style then underlines
 		// without the flag)
 		"decrc and links": "\x1b7\x1b]8;;http://x/\x07\x1b[4:3;58;5;9ma\x1b8b\x1b[59mc\x1b[0md\x1b]8;;\x07\x1b[4m\x1b7\x1b[24m\x1b]8;id=2;http://y/\x07\x1b8e\x1b[4:0mf\x1b7\x1b]8;;\x07\x1b8g",
+		// colours set (OSC 4, 10–12) and restored (104, 110–112), kept
+		// through RIS, in xterm.js's forms of colour spec
+		"palette":         "\x1b]4;1;rgb:ff/00/00;2;#0f0;300;#fff;3;red;9;rgb:f/8/0;x;#111\x07\x1b]104;2\x07\x1b]10;#111;#222\x07\x1b]12;rgb:1234/5678/9abc\x07\x1b]111\x07\x1b]4;20;#123456789abc;21;#1234567\x07x\x1bc\x1b]4;5;#ABCDEF;6;RGB:1/2/3\x07\x1b]110\x07\x1b]104\x07\x1b]4;7;#fff\x1b\\y",
 		"underline kinds": "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
 	} {
 		add(name, 20, 6, []byte(s))

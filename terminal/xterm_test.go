@@ -184,7 +184,7 @@ func diffStates(want, got xtermState) []string {
 		add("scroll region %v, want %v", got.Margins, want.Margins)
 	}
 	if !bytes.Equal(want.Extra, got.Extra) {
-		add("cursor shape, mouse encoding, tab stops or charsets %s, want %s", got.Extra, want.Extra)
+		add("cursor shape, mouse encoding, tab stops, charsets or colours %s, want %s", got.Extra, want.Extra)
 	}
 	return d
 }

@@ -20,6 +20,18 @@ function newTerm(cols, rows) {
   t.unicode.activeVersion = '11';
   t._title = '';
   t.onTitleChange((s) => { t._title = s; });
+  // the colours OSC 4/10/11/12 set and 104/110/111/112 restore, as the
+  // browser's xterm.js applies them to its theme (index 256–258: the
+  // default foreground, background and cursor)
+  t._palette = {};
+  t._core._inputHandler.onColor((ev) => {
+    for (const e of ev) {
+      if (e.type === 1) t._palette[e.index] = e.color.join(',');
+      if (e.type === 2 && e.index === undefined) {
+        for (let i = 0; i < 256; i++) delete t._palette[i];
+      } else if (e.type === 2) delete t._palette[e.index];
+    }
+  });
   return t;
 }
 
@@ -95,8 +107,9 @@ function wrapped(buf) {
 }
 
 // extra is what else a viewer keeps that a program sets: the cursor's
-// shape and blinking (DECSCUSR, and the cursorBlink option mode 12 sets), the mouse encoding, the tab stops within the screen,
-// the character sets designated and the level invoked.
+// shape and blinking (DECSCUSR, and the cursorBlink option mode 12 sets),
+// the mouse encoding, the tab stops within the screen, the character sets
+// designated and the level invoked, and the colours set.
 function extra(t) {
   const core = t._core;
   const m = core.coreService.decPrivateModes;
@@ -112,6 +125,7 @@ function extra(t) {
     blinkOption: core.optionsService.rawOptions.cursorBlink, // mode 12 sets it
     mouseEncoding: core.coreMouseService.activeEncoding,
     tabs, charsets, glevel: core._charsetService.glevel,
+    palette: Object.keys(t._palette).map(Number).sort((a, b) => a - b).map((i) => `${i}=${t._palette[i]}`),
   };
 }
 
