@@ -71,10 +71,14 @@ type term struct {
 	// byte: '0' DEC special graphics, 'A' UK, ...), gl the level invoked
 	// and cs the charset in use (DECRC can make it differ from
 	// charsets[gl], as in xterm.js).
-	charsets    [4]byte
-	gl          int
-	cs          byte
-	precW       int // width of the last printed character, 0 when the next may not join it
+	charsets [4]byte
+	gl       int
+	cs       byte
+	precW    int // width of the last printed character, 0 when the next may not join it
+	// inPrint is set while REP prints its copies: xterm.js prints them in
+	// one call, which blanks a wide character the cursor is just past only
+	// before the first (with autowrap off the cursor can stop past one)
+	inPrint     bool
 	title, icon string
 	stream      *streamState
 	params      xparams
@@ -101,6 +105,7 @@ func newTerm(w, h int) *term {
 		Print: t.printRune, Execute: t.execute, HandleCsi: t.csi, HandleEsc: t.esc,
 		HandleOsc: t.osc, HandleDcs: func(ansi.Cmd, ansi.Params, []byte) { t.precW = 0 },
 	})
+	t.stream.exec = t.execute
 	t.normal = newBuffer(w, h, HistoryLines)
 	t.alt = newBuffer(w, h, 0)
 	t.normal.fillViewport(cell{width: 1})
@@ -336,7 +341,7 @@ func (t *term) printRune(r rune) {
 	b := t.buf
 	style := t.curStyle()
 	row := b.row(b.y)
-	if b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
+	if !t.inPrint && b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
 		row.set(b.x-1, cell{width: 1, style: style})
 	}
 	w := runeWidth(r)
@@ -359,6 +364,11 @@ func (t *term) printRune(r rune) {
 		} else {
 			b.x = t.cols - 1
 			if w == 2 {
+				// dropped; xterm.js's print still ends by making the
+				// second half of a wide character at the cursor a blank
+				if c := row.cells[b.x]; c.width == 0 && c.r == 0 {
+					row.set(b.x, cell{width: 1, style: style})
+				}
 				return
 			}
 		}

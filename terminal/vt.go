@@ -199,13 +199,13 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 		t.setCursor(col, x.or1(0)-1)
 	case 'I':
 		if b.x < t.cols {
-			for range x.or1(0) {
+			for range min(x.or1(0), t.cols) { // past the last stop nothing moves
 				b.x = b.nextStop(b.x)
 			}
 		}
 	case 'Z':
 		if b.x < t.cols {
-			for range x.or1(0) {
+			for range min(x.or1(0), t.cols) {
 				b.x = b.prevStop(b.x)
 			}
 		}
@@ -221,11 +221,14 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 		t.restrictCursor(t.cols - 1)
 		b.row(b.y).deleteCells(b.x, x.or1(0), t.eraseCell())
 	case 'S':
-		for range x.or1(0) {
+		// xterm.js scrolls once per count; past the region's height every
+		// line is a new one, so the rest change nothing (a count of 2³¹
+		// took the emulator minutes)
+		for range min(x.or1(0), b.bottom-b.top+1) {
 			b.rotate(b.top, b.bottom, true).reset(b.cols, t.eraseCell())
 		}
 	case 'T':
-		for range x.or1(0) {
+		for range min(x.or1(0), b.bottom-b.top+1) {
 			b.rotate(b.top, b.bottom, false).reset(b.cols, cell{width: 1})
 		}
 	case 'X':
@@ -531,7 +534,7 @@ func (t *term) insertLines(n int, insert bool) {
 	if b.y > b.bottom || b.y < b.top {
 		return
 	}
-	for range n {
+	for range min(n, b.bottom-b.y+1) { // past the lines below the cursor every line is a new one
 		b.rotate(b.y, b.bottom, !insert).reset(b.cols, t.eraseCell())
 	}
 	b.x = 0
@@ -584,11 +587,18 @@ func (t *term) repeatPreceding(n, prec int) {
 	}
 	text := []rune(b.row(b.y).text(x))
 	t.precW = prec
-	for range n {
-		for _, r := range text {
+	if !t.modes.wraparound && n > 2*t.cols {
+		// the cursor stops at the last column, which the rest write again:
+		// a wide character there alternates between two states
+		n = 2*t.cols + n%2
+	}
+	for i := range n {
+		for j, r := range text {
+			t.inPrint = i > 0 || j > 0
 			t.printRune(r)
 		}
 	}
+	t.inPrint = false
 	t.precW = 0
 }
 

@@ -76,9 +76,15 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		"decrc and links": "\x1b7\x1b]8;;http://x/\x07\x1b[4:3;58;5;9ma\x1b8b\x1b[59mc\x1b[0md\x1b]8;;\x07\x1b[4m\x1b7\x1b[24m\x1b]8;id=2;http://y/\x07\x1b8e\x1b[4:0mf\x1b7\x1b]8;;\x07\x1b8g",
 		// colours set (OSC 4, 10–12) and restored (104, 110–112), kept
 		// through RIS, in xterm.js's forms of colour spec
-		"palette":         "\x1b]4;1;rgb:ff/00/00;2;#0f0;300;#fff;3;red;9;rgb:f/8/0;x;#111\x07\x1b]104;2\x07\x1b]10;#111;#222\x07\x1b]12;rgb:1234/5678/9abc\x07\x1b]111\x07\x1b]4;20;#123456789abc;21;#1234567\x07x\x1bc\x1b]4;5;#ABCDEF;6;RGB:1/2/3\x07\x1b]110\x07\x1b]104\x07\x1b]4;7;#fff\x1b\\y",
-		"underline kinds": "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
+		"palette": "\x1b]4;1;rgb:ff/00/00;2;#0f0;300;#fff;3;red;9;rgb:f/8/0;x;#111\x07\x1b]104;2\x07\x1b]10;#111;#222\x07\x1b]12;rgb:1234/5678/9abc\x07\x1b]111\x07\x1b]4;20;#123456789abc;21;#1234567\x07x\x1bc\x1b]4;5;#ABCDEF;6;RGB:1/2/3\x07\x1b]110\x07\x1b]104\x07\x1b]4;7;#fff\x1b\\y",
+		// C0 controls inside escape sequences run there and the sequence
+		// goes on (x/ansi added them to the command: CSI 2 ^A T was SU)
+		"c0 inside sequences": "1\r\n2\r\n3\x1b[2\x01T\x1b[?4\x00T\x1b[2;\x083Hx\x1b(\x010q\x1b(B\x1b[\r\n1;31my\x1b[0m\x1bP1\x01;2|z\x1b\\w\x1b[?25\x07l",
+		"underline kinds":     "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
 	} {
+		add(name, 20, 6, []byte(s))
+	}
+	for name, s := range hugeCountStreams() {
 		add(name, 20, 6, []byte(s))
 	}
 	if failed := compareWithXterm(t, names, cols, rows, streams); failed > 0 {
