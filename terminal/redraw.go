@@ -50,7 +50,9 @@ func (t *term) redraw() []byte {
 		// The program's DECRC left the saved set in use, not the invoked
 		// one: do the same, then put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
-		b.WriteString("\x1b8")
+		// DECRC keeps the hyperlink the pen above opened: end it, or a
+		// pending wrap's cell written again would take it
+		b.WriteString("\x1b8\x1b[0m\x1b]8;;\x07")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
 		writeSGR(&b, cellPen(t.pen), t.links)
@@ -59,7 +61,7 @@ func (t *term) redraw() []byte {
 		// the program left it: DECRC there (its saved cursor is written
 		// above), leave, and put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
-		b.WriteString("\x1b[?47h\x1b8\x1b[?47l")
+		b.WriteString("\x1b[?47h\x1b8\x1b[?47l\x1b[0m\x1b]8;;\x07")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
 		writeSGR(&b, cellPen(t.pen), t.links)
@@ -407,12 +409,11 @@ func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
 	if a.savedX >= t.cols {
 		b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
 	}
-	temp := t.writeCharsets(b, a.savedCS)
+	t.writeCharsets(b, a.savedCS)
 	writeDECSC(b, a.savedPen)
-	if temp {
-		t.writeCharsets(b, t.charsets[t.gl])
-	}
-	b.WriteString("\x1b[0m\x1b[?47l")
+	// the rows are written next, in ASCII: the program's sets are
+	// designated once they are
+	b.WriteString("\x1b(B\x1b)B\x1b*B\x1b+B\x0f\x1b[0m\x1b[?47l")
 }
 
 // writeCursor moves to (x, y); x == cols, a pending wrap, is reached by

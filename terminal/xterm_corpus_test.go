@@ -80,7 +80,13 @@ func TestRedrawMatchesXterm(t *testing.T) {
 		// C0 controls inside escape sequences run there and the sequence
 		// goes on (x/ansi added them to the command: CSI 2 ^A T was SU)
 		"c0 inside sequences": "1\r\n2\r\n3\x1b[2\x01T\x1b[?4\x00T\x1b[2;\x083Hx\x1b(\x010q\x1b(B\x1b[\r\n1;31my\x1b[0m\x1bP1\x01;2|z\x1b\\w\x1b[?25\x07l",
-		"underline kinds":     "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
+		// a DECRC that leaves the saved charset in use, then a pending wrap,
+		// with a link open: the wrap's cell written again took the link
+		"decrc charset link wrap": "\x1b(0\x1b[?47h\x1b8\x1b]8;;http://a/\x07" + strings.Repeat("x", 20) + "\x1b[K" + strings.Repeat("x", 20) + "\x1b[K\x1b[2K",
+		// the alternate screen's saved cursor, saved with DEC graphics in
+		// use, was written before the rows and left them in DEC graphics
+		"alt saved charset": "xxxx lqk\x1b[?47h\x1b(0\x1b7\x1b[?47l",
+		"underline kinds":   "\x1b[4:2mdbl\x1b[4:3;58:2::1:2:3mcurly\x1b[4:5;58;5;9mdash\x1b[21m2\x1b[24m\x1b]8;id=a;http://a/\x1b\\lnk\x1b]8;;\x1b\\",
 	} {
 		add(name, 20, 6, []byte(s))
 	}
