@@ -19,6 +19,8 @@ func FuzzEmulatorRedraw(f *testing.F) {
 		"\x1b[?1049h" + strings.Repeat("日x", 20) + "\xff\x05\x02\x1b[5P\xff\x20\x06",
 		// cursors saved past the line's end: a zero-width character at the pending wrap, a resize
 		strings.Repeat("x", 20) + "\x03\u200b\x1b7\r\n", "\xff\x28\x05" + strings.Repeat("y", 30) + "\x1b7\xff\x0a\x05",
+		// DECSCA and selective erase; a DECRC that leaves the extended attributes unused
+		"ab\x1b[1\"q日P\x1b[0\"qq\x1b[1;2H\x1b[?K\x1b[?J", "\x1b[4:2m\x1b7\x1b[24m\x1b]8;;http://x/\x07\x1b[4:3ma\x1b8b\x1b[59mc\x1b7",
 	} {
 		f.Add([]byte(s))
 	}

@@ -42,26 +42,29 @@ func (t *term) redraw() []byte {
 		b.WriteString("\x1b[?6h")
 	}
 	b.WriteString("\x1b]1;" + t.icon + "\x07\x1b]2;" + t.title + "\x07")
+	t.writePalette(&b)
 	t.placeCursor(&b, buf, true)
 	b.WriteString("\x1b[0m")
-	writeSGR(&b, t.pen, t.links)
+	writeSGR(&b, cellPen(t.pen), t.links)
 	if t.cs != t.charsets[t.gl] && t.cs == buf.savedCS {
 		// The program's DECRC left the saved set in use, not the invoked
 		// one: do the same, then put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
-		b.WriteString("\x1b8")
+		// DECRC keeps the hyperlink the pen above opened: end it, or a
+		// pending wrap's cell written again would take it
+		b.WriteString("\x1b8\x1b[0m\x1b]8;;\x07")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
-		writeSGR(&b, t.pen, t.links)
+		writeSGR(&b, cellPen(t.pen), t.links)
 	} else if t.cs != t.charsets[t.gl] && !t.altActive() && t.cs == t.alt.savedCS {
 		// A DECRC on the alternate screen left its saved set in use after
 		// the program left it: DECRC there (its saved cursor is written
 		// above), leave, and put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
-		b.WriteString("\x1b[?47h\x1b8\x1b[?47l")
+		b.WriteString("\x1b[?47h\x1b8\x1b[?47l\x1b[0m\x1b]8;;\x07")
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
-		writeSGR(&b, t.pen, t.links)
+		writeSGR(&b, cellPen(t.pen), t.links)
 	} else {
 		t.writeCharsets(&b, t.charsets[t.gl])
 	}
@@ -130,6 +133,17 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 	}
 	cols := t.cols
 	last, first := prev.cells[cols-1], next.cells[0]
+	// relink writes a hyperlinked character that wrapped once more where it
+	// landed: xterm.js ties a link to the lines it is printed on, and a
+	// character that wraps is counted on the line it left, so the link would
+	// die with that line (scrolled off, erased) while the viewer fed the
+	// program's bytes keeps it
+	relink := func() {
+		if t.styles.pens[first.style].link != 0 {
+			b.WriteString("\x1b[1G")
+			t.writeCellText(b, next, 0)
+		}
+	}
 	b.WriteString("\x1b[0m\x1b]8;;\x07")
 	if first.width == 2 && !cutWide(next, 0, cols) && last.r == 0 && !last.comb && last.width == 1 {
 		// a wide character that did not fit: printed in the last column it
@@ -144,6 +158,8 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 			b.WriteString("\x1b[1G\x1b[0m\x1b]8;;\x07")
 			writeSGR(b, t.styles.pens[first.style], t.links)
 			t.writeCellText(b, next, 0)
+		} else {
+			relink()
 		}
 		return t.joined(b, 2)
 	}
@@ -172,9 +188,11 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 		return t.joined(b, 1)
 	case first.width == 2 && !cutWide(next, 0, cols):
 		t.writeCellText(b, next, 0)
+		relink()
 		return t.joined(b, 2)
 	}
 	t.writeCellText(b, next, 0)
+	relink()
 	return t.joined(b, 1)
 }
 
@@ -357,10 +375,22 @@ func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
 	b.WriteString("\x1b[0m")
 	writeSGR(b, buf.savedPen, nil)
 	temp := t.writeCharsets(b, buf.savedCS)
-	b.WriteString("\x1b7")
+	writeDECSC(b, buf.savedPen)
 	if temp {
 		t.writeCharsets(b, t.charsets[t.gl])
 	}
+}
+
+// writeDECSC saves the cursor, pen p written: a saved pen whose extended
+// attributes were in use (xterm.js saves HAS_EXTENDED with the background,
+// and a DECRC makes the pen's own extended attributes show again) is saved
+// while a hyperlink that no cell holds sets it, ended after.
+func writeDECSC(b *bytes.Buffer, p pen) {
+	if p.flags&flagExtended == 0 {
+		b.WriteString("\x1b7")
+		return
+	}
+	b.WriteString("\x1b]8;;tabbridge:saved-pen\x07\x1b7\x1b]8;;\x07")
 }
 
 // writeInactiveAltSaved sets the saved cursor of the alternate buffer
@@ -379,12 +409,11 @@ func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
 	if a.savedX >= t.cols {
 		b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
 	}
-	temp := t.writeCharsets(b, a.savedCS)
-	b.WriteString("\x1b7")
-	if temp {
-		t.writeCharsets(b, t.charsets[t.gl])
-	}
-	b.WriteString("\x1b[0m\x1b[?47l")
+	t.writeCharsets(b, a.savedCS)
+	writeDECSC(b, a.savedPen)
+	// the rows are written next, in ASCII: the program's sets are
+	// designated once they are
+	b.WriteString("\x1b(B\x1b)B\x1b*B\x1b+B\x0f\x1b[0m\x1b[?47l")
 }
 
 // writeCursor moves to (x, y); x == cols, a pending wrap, is reached by
@@ -487,6 +516,7 @@ func (t *term) writeModes(b *bytes.Buffer) {
 	flag(1004, m.sendFocus, true)
 	flag(20, m.convertEol, false)
 	flag(7, m.wraparound, true)
+	flag(12, t.blinkOption, true) // the viewer's cursorBlink option, which earlier output may have changed
 	b.WriteString("\x1b[?1000l\x1b[?1006l")
 	switch m.mouse {
 	case mouseX10:
@@ -546,13 +576,18 @@ func writeSGR(b *bytes.Buffer, p pen, links []linkRef) {
 	writeSGRDiff(b, pen{}, p, links)
 }
 
-// writeSGRDiff writes what turns pen from into to.
+// writeSGRDiff writes what turns pen from into to: SGR, DECSCA for the
+// protection (SGR 0 ends it in xterm.js) and the hyperlink.
 func writeSGRDiff(b *bytes.Buffer, from, to pen, links []linkRef) {
+	from.flags &^= flagExtended // the SGRs that set the rest set it
+	to.flags &^= flagExtended
 	if from == to {
 		return
 	}
+	protect := to.flags & flagProtected
+	to.flags &^= flagProtected
 	var ps []string
-	if from.flags&^to.flags != 0 || from.fg != to.fg && to.fg == 0 || from.bg != to.bg && to.bg == 0 ||
+	if from.flags&^(to.flags|flagProtected) != 0 || from.fg != to.fg && to.fg == 0 || from.bg != to.bg && to.bg == 0 ||
 		from.ul != to.ul && to.ul == 0 || from.ulColor != to.ulColor && to.ulColor == 0 {
 		ps = append(ps, "0")
 		from = pen{link: from.link}
@@ -592,6 +627,13 @@ func writeSGRDiff(b *bytes.Buffer, from, to pen, links []linkRef) {
 	if links != nil && from.link != to.link {
 		l := links[to.link]
 		b.WriteString("\x1b]8;" + l.params + ";" + l.url + "\x07")
+	}
+	if from.flags&flagProtected != protect {
+		if protect != 0 {
+			b.WriteString("\x1b[1\"q")
+		} else {
+			b.WriteString("\x1b[0\"q")
+		}
 	}
 }
 
@@ -637,7 +679,9 @@ func (t *term) history() []byte {
 			if cs == 0 {
 				cs = 'B'
 			}
-			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m\x1b[2K\r")
+			b.WriteString("\x1b(" + string(rune(cs)))
+			writeDECSC(&b, n.savedPen)
+			b.WriteString("\x1b(B\x1b[0m\x1b[2K\r")
 		}
 		t.writeLineFrom(&b, l, from)
 		b.WriteString("\x1b[0m\x1b]8;;\x07")
@@ -659,7 +703,9 @@ func (t *term) history() []byte {
 			if cs == 0 {
 				cs = 'B'
 			}
-			b.WriteString("\x1b(" + string(rune(cs)) + "\x1b7\x1b(B\x1b[0m")
+			b.WriteString("\x1b(" + string(rune(cs)))
+			writeDECSC(&b, n.savedPen)
+			b.WriteString("\x1b(B\x1b[0m")
 		}
 		if i+1 < len(lines) && lines[i+1].wrapped {
 			from = t.joinWrap(&b, l, lines[i+1], -1) // soft-wrapped, as xterm.js reflows it

@@ -84,11 +84,11 @@ func restoredX(x, cols int) int { return min(x, cols-1) }
 func observe(t *term) observed {
 	o := observed{
 		cols: t.cols, rows: t.rows, alt: t.altActive(), x: t.buf.x, y: t.buf.y,
-		pen: t.pen, link: t.links[t.pen.link], hidden: t.hidden, modes: t.modes,
+		pen: cellPen(t.pen), link: t.links[cellPen(t.pen).link], hidden: t.hidden, modes: t.modes,
 		title: t.title, icon: t.icon, top: t.buf.top, bottom: t.buf.bottom,
 		charsets: t.charsets, gl: t.gl, cs: t.cs,
 	}
-	o.pen = normalPen(o.pen)
+	o.pen = normalPen(o.pen) // what it writes: extended attributes a DECRC left unused are not in a payload
 	o.pen.link = 0
 	b := t.buf
 	o.saved = fmt.Sprintf("%d,%d %+v %q", restoredX(b.savedX, t.cols), max(min(b.savedY-b.ybase(), t.rows-1), 0), b.savedPen, b.savedCS)
@@ -104,9 +104,10 @@ func observe(t *term) observed {
 	}
 	if o.alt {
 		n := t.normal
-		// A saved row that scrolled off the top reads back as row 0 (DECRC
-		// clamps it), and a redraw can only save rows on the screen.
-		saved := fmt.Sprintf("%d,%d", restoredX(n.savedX, t.cols), max(n.savedY-n.ybase(), 0))
+		// A saved row that scrolled off the top reads back as row 0, one a
+		// resize left below the screen as the last row (DECRC clamps both),
+		// and a redraw can only save rows on the screen.
+		saved := fmt.Sprintf("%d,%d", restoredX(n.savedX, t.cols), max(min(n.savedY-n.ybase(), t.rows-1), 0))
 		if t.savedAbove() {
 			saved = fmt.Sprintf("%d, line %d of history", restoredX(n.savedX, t.cols), n.savedY)
 		}

@@ -35,6 +35,11 @@ const (
 	flagInvisible
 	flagStrike
 	flagOverline
+	flagProtected // DECSCA: selective erase (DECSED, DECSEL) leaves the cell
+	// flagExtended is xterm.js's HAS_EXTENDED: the pen's underline style,
+	// underline colour and hyperlink reach the cells it writes only while
+	// it is set. A pen's own, never a cell's (cellPen).
+	flagExtended
 )
 
 // pen is everything a cell's appearance carries.
@@ -168,6 +173,25 @@ func (l *line) replaceCells(start, end int, fill cell) {
 	}
 	for ; start < end && start < w; start++ {
 		l.set(start, fill)
+	}
+}
+
+// replaceUnprotected is replaceCells with respectProtect (DECSED,
+// DECSEL): protected cells stay, and a wide character cut at either end is
+// blanked only when the cell that decides is not protected, as xterm.js
+// has it.
+func (l *line) replaceUnprotected(start, end int, fill cell, protected func(cell) bool) {
+	w := len(l.cells)
+	if start > 0 && start <= w && l.cells[start-1].width == 2 && !protected(l.cells[start-1]) {
+		l.set(start-1, blankOf(fill))
+	}
+	if end < w && end > 0 && l.cells[end-1].width == 2 && !protected(l.cells[end]) {
+		l.set(end, blankOf(fill))
+	}
+	for ; start < end && start < w; start++ {
+		if !protected(l.cells[start]) {
+			l.set(start, fill)
+		}
 	}
 }
 

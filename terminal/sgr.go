@@ -67,14 +67,22 @@ func (t *term) sgr(x *xparams) {
 		case p == 55:
 			a.flags &^= flagOverline
 		case p == 59:
-			a.ulColor = 0
+			// xterm.js stores -1 in the underline colour's 26 bits, which
+			// reads back as RGB white, not as "the foreground's": the
+			// viewer draws such underlines white, so the model does too
+			a.ulColor = ulColorAfter59
+			t.updateExtended()
 		}
 	}
 }
 
+// ulColorAfter59 is the underline colour SGR 59 leaves in xterm.js.
+var ulColorAfter59 = mkColor(colorRGB, 0xffffff)
+
 func (t *term) sgr0() {
 	link := t.pen.link
 	t.pen = pen{link: link}
+	t.updateExtended()
 }
 
 // underline is xterm.js's _processUnderline.
@@ -87,6 +95,7 @@ func (t *term) underline(style int) {
 	if style == 0 {
 		t.pen.flags &^= flagUnderline
 	}
+	t.updateExtended()
 }
 
 // extractColor is xterm.js's _extractColor: 38/48/58 with 5;n or 2;r;g;b,

@@ -34,6 +34,9 @@ type streamState struct {
 	// how many it has (0 when none is held): see feed.
 	u8         [4]byte
 	u8n, u8len int
+	// exec runs a C0 control met inside an escape sequence (see
+	// advanceKept); nil for the cutter, which only follows states.
+	exec func(byte)
 }
 
 // feed is advance behind xterm.js's UTF-8 decoding (Utf8ToUtf32), which
@@ -136,6 +139,24 @@ func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool
 
 func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 	before := s.p.State()
+	if b < 0x20 && b != ansi.CAN && b != ansi.SUB && b != ansi.ESC {
+		// A C0 control inside an escape or control sequence is executed
+		// there and the sequence goes on (xterm.js's parser, after the
+		// VT500's); inside a DCS's parameters it is ignored. x/ansi's
+		// parser executes it but adds it to the command it is collecting
+		// (CSI 2 ^A T dispatched as CSI 2 U, a private CSI lost its "?"),
+		// so it does not see it.
+		switch before {
+		case parser.EscapeState, parser.EscapeIntermediateState,
+			parser.CsiEntryState, parser.CsiParamState, parser.CsiIntermediateState:
+			if s.exec != nil {
+				s.exec(b)
+			}
+			return b, parser.ExecuteAction
+		case parser.DcsEntryState, parser.DcsParamState, parser.DcsIntermediateState:
+			return b, parser.NoneAction
+		}
+	}
 	if !inString(before) {
 		s.need = 0
 		action := s.p.Advance(b)

@@ -62,20 +62,33 @@ type term struct {
 	linkIndex   map[linkRef]uint16
 	modes       modes
 	hidden      bool
+	// blinkOption is xterm.js's cursorBlink option, which mode 12 sets and
+	// no reset touches (the viewer's xterm.js keeps it across redraws):
+	// viewerCursorBlink until the program sets it
+	blinkOption bool
+	palette     map[int][3]uint8 // the colours OSC 4/10/11/12 set (palette.go)
 	// charsets are the G0–G3 designations (0 for ASCII, else the final
 	// byte: '0' DEC special graphics, 'A' UK, ...), gl the level invoked
 	// and cs the charset in use (DECRC can make it differ from
 	// charsets[gl], as in xterm.js).
-	charsets    [4]byte
-	gl          int
-	cs          byte
-	precW       int // width of the last printed character, 0 when the next may not join it
+	charsets [4]byte
+	gl       int
+	cs       byte
+	precW    int // width of the last printed character, 0 when the next may not join it
+	// inPrint is set while REP prints its copies: xterm.js prints them in
+	// one call, which blanks a wide character the cursor is just past only
+	// before the first (with autowrap off the cursor can stop past one)
+	inPrint     bool
 	title, icon string
 	stream      *streamState
 	params      xparams
 	fed         int64 // bytes written, the offset a redraw describes
 	replies     chan []byte
 }
+
+// viewerCursorBlink is the cursorBlink option the viewer's xterm.js is
+// made with (server/web/static/terminal.js).
+const viewerCursorBlink = true
 
 // linkRef is one OSC 8 hyperlink.
 type linkRef struct{ params, url string }
@@ -84,7 +97,7 @@ type linkRef struct{ params, url string }
 func newTerm(w, h int) *term {
 	t := &term{
 		cols: w, rows: h, styles: newStyleTable(), linkIndex: map[linkRef]uint16{},
-		links: []linkRef{{}}, modes: defaultModes(), stream: newStreamState(),
+		links: []linkRef{{}}, modes: defaultModes(), stream: newStreamState(), blinkOption: viewerCursorBlink,
 		replies: make(chan []byte, replyQueue),
 	}
 	t.stream.p.SetDataSize(64 << 10)
@@ -92,6 +105,7 @@ func newTerm(w, h int) *term {
 		Print: t.printRune, Execute: t.execute, HandleCsi: t.csi, HandleEsc: t.esc,
 		HandleOsc: t.osc, HandleDcs: func(ansi.Cmd, ansi.Params, []byte) { t.precW = 0 },
 	})
+	t.stream.exec = t.execute
 	t.normal = newBuffer(w, h, HistoryLines)
 	t.alt = newBuffer(w, h, 0)
 	t.normal.fillViewport(cell{width: 1})
@@ -183,7 +197,34 @@ func (t *term) compactStyles() {
 
 // curStyle is the style of cells the current pen writes.
 func (t *term) curStyle() uint16 {
-	return t.styleOf(normalPen(t.pen))
+	return t.styleOf(normalPen(cellPen(t.pen)))
+}
+
+// cellPen is what a cell written with p holds: without flagExtended (a
+// DECRC restores it from the saved cursor, as xterm.js restores
+// HAS_EXTENDED with the background) the extended attributes stay in the
+// pen, unused, until an SGR or OSC 8 that changes them sets it again.
+// With it, an underline style underlines without the flag (xterm.js's
+// isUnderline), which a DECRC can leave.
+func cellPen(p pen) pen {
+	if p.flags&flagExtended == 0 {
+		p.ul, p.ulColor, p.link = 0, 0, 0
+	} else if p.ul != 0 {
+		p.flags |= flagUnderline
+	}
+	p.flags &^= flagExtended
+	return p
+}
+
+// updateExtended is xterm.js's AttributeData.updateExtended, after an SGR
+// (0, 4, 21, 24, 59) or OSC 8: the extended attributes are in use while
+// the pen has an underline style or a hyperlink (a colour alone is not).
+func (t *term) updateExtended() {
+	if t.pen.ul != 0 || t.pen.link != 0 {
+		t.pen.flags |= flagExtended
+	} else {
+		t.pen.flags &^= flagExtended
+	}
 }
 
 // normalPen drops what a pen cannot show: DECRC restores the flags and not
@@ -300,7 +341,7 @@ func (t *term) printRune(r rune) {
 	b := t.buf
 	style := t.curStyle()
 	row := b.row(b.y)
-	if b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
+	if !t.inPrint && b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
 		row.set(b.x-1, cell{width: 1, style: style})
 	}
 	w := runeWidth(r)
@@ -323,6 +364,11 @@ func (t *term) printRune(r rune) {
 		} else {
 			b.x = t.cols - 1
 			if w == 2 {
+				// dropped; xterm.js's print still ends by making the
+				// second half of a wide character at the cursor a blank
+				if c := row.cells[b.x]; c.width == 0 && c.r == 0 {
+					row.set(b.x, cell{width: 1, style: style})
+				}
 				return
 			}
 		}

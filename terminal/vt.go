@@ -128,6 +128,16 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 			t.softReset()
 		}
 		return
+	case '"':
+		if cmd.Final() == 'q' { // DECSCA, xterm.js's selectProtected
+			switch x.get(0) {
+			case 1:
+				t.pen.flags |= flagProtected
+			case 0, 2:
+				t.pen.flags &^= flagProtected
+			}
+		}
+		return
 	case '\'':
 		switch cmd.Final() {
 		case '}':
@@ -189,20 +199,20 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 		t.setCursor(col, x.or1(0)-1)
 	case 'I':
 		if b.x < t.cols {
-			for range x.or1(0) {
+			for range min(x.or1(0), t.cols) { // past the last stop nothing moves
 				b.x = b.nextStop(b.x)
 			}
 		}
 	case 'Z':
 		if b.x < t.cols {
-			for range x.or1(0) {
+			for range min(x.or1(0), t.cols) {
 				b.x = b.prevStop(b.x)
 			}
 		}
 	case 'J':
-		t.eraseInDisplay(x.get(0))
+		t.eraseInDisplay(x.get(0), false)
 	case 'K':
-		t.eraseInLine(x.get(0))
+		t.eraseInLine(x.get(0), false)
 	case 'L':
 		t.insertLines(x.or1(0), true)
 	case 'M':
@@ -211,11 +221,14 @@ func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 		t.restrictCursor(t.cols - 1)
 		b.row(b.y).deleteCells(b.x, x.or1(0), t.eraseCell())
 	case 'S':
-		for range x.or1(0) {
+		// xterm.js scrolls once per count; past the region's height every
+		// line is a new one, so the rest change nothing (a count of 2³¹
+		// took the emulator minutes)
+		for range min(x.or1(0), b.bottom-b.top+1) {
 			b.rotate(b.top, b.bottom, true).reset(b.cols, t.eraseCell())
 		}
 	case 'T':
-		for range x.or1(0) {
+		for range min(x.or1(0), b.bottom-b.top+1) {
 			b.rotate(b.top, b.bottom, false).reset(b.cols, cell{width: 1})
 		}
 	case 'X':
@@ -286,10 +299,10 @@ func (t *term) csiPrivate(cmd ansi.Cmd, x *xparams) {
 		for _, m := range x.main {
 			t.setPrivateMode(m, cmd.Final() == 'h')
 		}
-	case cmd.Final() == 'J':
-		t.eraseInDisplay(x.get(0))
-	case cmd.Final() == 'K':
-		t.eraseInLine(x.get(0))
+	case cmd.Final() == 'J': // DECSED
+		t.eraseInDisplay(x.get(0), true)
+	case cmd.Final() == 'K': // DECSEL
+		t.eraseInLine(x.get(0), true)
 	case cmd.Final() == 'n':
 		if x.get(0) == 6 {
 			t.reply("\x1b[?%d;%dR", t.buf.y+1, t.buf.x+1)
@@ -312,7 +325,7 @@ func (t *term) setPrivateMode(m int, set bool) {
 	case 7:
 		t.modes.wraparound = set
 	case 12:
-		// cursorBlink option: not part of what a redraw reproduces
+		t.blinkOption = set
 	case 45:
 		t.modes.reverseWrap = set
 	case 66:
@@ -407,7 +420,7 @@ func (t *term) requestMode(p int, ansiMode bool) {
 	case 9:
 		v = b2v(m.mouse == mouseX10)
 	case 12:
-		v = reset
+		v = b2v(t.blinkOption)
 	case 25:
 		v = b2v(!t.hidden)
 	case 45:
@@ -440,58 +453,77 @@ func (t *term) requestMode(p int, ansiMode bool) {
 	t.reply("\x1b[?%d;%d$y", p, v)
 }
 
-func (t *term) eraseInDisplay(p int) {
+// eraseInDisplay is ED, or DECSED when selective: cells a DECSCA
+// protected stay.
+func (t *term) eraseInDisplay(p int, selective bool) {
 	t.restrictCursor(t.cols)
 	b := t.buf
 	switch p {
 	case 0:
-		t.eraseInRow(b.y, b.x, t.cols, b.x == 0)
+		t.eraseInRow(b.y, b.x, t.cols, b.x == 0, selective)
 		for y := b.y + 1; y < t.rows; y++ {
-			t.resetRow(y)
+			t.resetRow(y, selective)
 		}
 	case 1:
-		t.eraseInRow(b.y, 0, b.x+1, true)
+		t.eraseInRow(b.y, 0, b.x+1, true, selective)
 		if b.x+1 >= t.cols && b.y+1 < b.n {
 			// xterm.js unwraps line y+1 counted from the oldest line, not
 			// the screen row below (InputHandler.eraseInDisplay): the same
 			b.at(b.y + 1).wrapped = false
 		}
 		for y := b.y - 1; y >= 0; y-- {
-			t.resetRow(y)
+			t.resetRow(y, selective)
 		}
 	case 2:
 		for y := t.rows - 1; y >= 0; y-- {
-			t.resetRow(y)
+			t.resetRow(y, selective)
 		}
 	case 3:
 		b.trimHistory()
 	}
 }
 
-func (t *term) eraseInRow(y, start, end int, clearWrap bool) {
+// protected reports whether a DECSCA protected c.
+func (t *term) protected(c cell) bool { return t.styles.pens[c.style].flags&flagProtected != 0 }
+
+func (t *term) eraseInRow(y, start, end int, clearWrap, selective bool) {
 	l := t.buf.row(y)
-	l.replaceCells(start, end, t.eraseCell())
+	if selective {
+		l.replaceUnprotected(start, end, t.eraseCell(), t.protected)
+	} else {
+		l.replaceCells(start, end, t.eraseCell())
+	}
 	if clearWrap {
 		l.wrapped = false
 	}
 }
 
-func (t *term) resetRow(y int) {
+func (t *term) resetRow(y int, selective bool) {
 	l := t.buf.row(y)
-	l.fill(t.eraseCell())
+	if selective {
+		fill := t.eraseCell()
+		for x := range l.cells {
+			if !t.protected(l.cells[x]) {
+				l.set(x, fill)
+			}
+		}
+	} else {
+		l.fill(t.eraseCell())
+	}
 	l.wrapped = false
 }
 
-func (t *term) eraseInLine(p int) {
+// eraseInLine is EL, or DECSEL when selective.
+func (t *term) eraseInLine(p int, selective bool) {
 	t.restrictCursor(t.cols)
 	b := t.buf
 	switch p {
 	case 0:
-		t.eraseInRow(b.y, b.x, t.cols, b.x == 0)
+		t.eraseInRow(b.y, b.x, t.cols, b.x == 0, selective)
 	case 1:
-		t.eraseInRow(b.y, 0, b.x+1, false)
+		t.eraseInRow(b.y, 0, b.x+1, false, selective)
 	case 2:
-		t.eraseInRow(b.y, 0, t.cols, true)
+		t.eraseInRow(b.y, 0, t.cols, true, selective)
 	}
 }
 
@@ -502,7 +534,7 @@ func (t *term) insertLines(n int, insert bool) {
 	if b.y > b.bottom || b.y < b.top {
 		return
 	}
-	for range n {
+	for range min(n, b.bottom-b.y+1) { // past the lines below the cursor every line is a new one
 		b.rotate(b.y, b.bottom, !insert).reset(b.cols, t.eraseCell())
 	}
 	b.x = 0
@@ -555,11 +587,18 @@ func (t *term) repeatPreceding(n, prec int) {
 	}
 	text := []rune(b.row(b.y).text(x))
 	t.precW = prec
-	for range n {
-		for _, r := range text {
+	if !t.modes.wraparound && n > 2*t.cols {
+		// the cursor stops at the last column, which the rest write again:
+		// a wide character there alternates between two states
+		n = 2*t.cols + n%2
+	}
+	for i := range n {
+		for j, r := range text {
+			t.inPrint = i > 0 || j > 0
 			t.printRune(r)
 		}
 	}
+	t.inPrint = false
 	t.precW = 0
 }
 
@@ -666,6 +705,14 @@ func (t *term) osc(cmd int, data []byte) {
 		}
 	}
 	_, arg, ok := bytes.Cut(data, []byte{';'})
+	switch cmd {
+	case 104: // with or without entries
+		t.restoreColors(string(arg))
+		return
+	case 110, 111, 112:
+		delete(t.palette, colorFG+cmd-110)
+		return
+	}
 	if !ok {
 		return
 	}
@@ -678,18 +725,10 @@ func (t *term) osc(cmd int, data []byte) {
 		t.title = string(arg)
 	case 8:
 		t.setHyperlink(string(arg))
+	case 4:
+		t.setColors(string(arg))
 	case 10, 11, 12:
-		t.reportColors(cmd, string(arg))
-	}
-}
-
-// reportColors answers OSC 10/11/12 queries with xterm.js's default theme.
-func (t *term) reportColors(cmd int, arg string) {
-	defaults := []string{"rgb:ffff/ffff/ffff", "rgb:0000/0000/0000", "rgb:ffff/ffff/ffff"}
-	for i, slot := range strings.Split(arg, ";") {
-		if n := cmd - 10 + i; n < 3 && slot == "?" {
-			t.reply("\x1b]%d;%s\x1b\\", 10+n, defaults[n])
-		}
+		t.specialColors(cmd, string(arg))
 	}
 }
 
@@ -698,10 +737,12 @@ func (t *term) setHyperlink(arg string) {
 	if !ok {
 		return
 	}
+	if uri == "" && strings.TrimSpace(params) != "" {
+		return
+	}
+	defer t.updateExtended()
 	if uri == "" {
-		if strings.TrimSpace(params) == "" {
-			t.pen.link = 0
-		}
+		t.pen.link = 0
 		return
 	}
 	ref := linkRef{params: strings.TrimSpace(params), url: uri}

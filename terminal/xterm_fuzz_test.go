@@ -61,6 +61,17 @@ var allTokens = append(append([]token(nil), safeTokens...),
 		return []string{"\x1b[?47h", "\x1b[?47l", "\x1b[?6h", "\x1b[?6l"}[r.IntN(4)]
 	},
 	func(r *rand.Rand, c, _ int) string { return strings.Repeat("x", c) + "\x1b[K" },
+	// DECSCA and selective erase; underline styles and colours, hyperlinks
+	func(r *rand.Rand, _, _ int) string {
+		return []string{"\x1b[1\"q", "\x1b[0\"q", "\x1b[2\"q", "\x1b[?J", "\x1b[?1J", "\x1b[?2J", "\x1b[?K", "\x1b[?1K", "\x1b[?2K",
+			"\x1b[4:3m", "\x1b[4:2;58;5;9m", "\x1b[58:2::1:2:3m", "\x1b[59m", "\x1b[21m",
+			"\x1b]8;;http://a/\x07", "\x1b]8;id=1;http://b/\x1b\\", "\x1b]8;;\x07"}[r.IntN(17)]
+	},
+	// colours set and restored
+	func(r *rand.Rand, _, _ int) string {
+		return []string{fmt.Sprintf("\x1b]4;%d;#%06x\x07", r.IntN(300), r.IntN(1<<24)), "\x1b]104\x07", "\x1b]104;1;2\x07",
+			fmt.Sprintf("\x1b]1%d;rgb:%x/%x/%x\x07", r.IntN(3), r.IntN(16), r.IntN(16), r.IntN(16)), "\x1b]110\x07", "\x1b]111\x07"}[r.IntN(6)]
+	},
 	// REP, as ncurses writes runs (htop's meters): after a character or not
 	func(r *rand.Rand, _, _ int) string {
 		return []string{"|", "", "日", "é", "\x1b[31m"}[r.IntN(5)] + fmt.Sprintf("\x1b[%db", r.IntN(30))

@@ -51,11 +51,19 @@ func dumpLines(m *term, b *buffer, cols int) [][][]any {
 		for x := range end {
 			c := l.cells[x]
 			p := m.styles.pens[c.style]
-			cells = append(cells, []any{l.text(x), float64(c.width), col(p.fg), col(p.bg), float64(normalPen(p).flags)})
+			flags := normalPen(p).flags
+			if p.link != 0 {
+				flags |= flagUnderline // a hyperlink underlines its cells, in xterm.js
+			}
+			cell := []any{l.text(x), float64(c.width), col(p.fg), col(p.bg), float64(flags)}
+			if e := dumpExtended(m, p, col); e != "" {
+				cell = append(cell, e)
+			}
+			cells = append(cells, cell)
 		}
 		for n := len(cells); n > 0; n-- {
 			c := cells[n-1]
-			if c[0] != "" || c[1] != float64(1) || c[2] != "" || c[3] != "" || c[4] != float64(0) {
+			if len(c) > 5 || c[0] != "" || c[1] != float64(1) || c[2] != "" || c[3] != "" || c[4] != float64(0) {
 				break
 			}
 			cells = cells[:n-1]
@@ -63,6 +71,38 @@ func dumpLines(m *term, b *buffer, cols int) [][][]any {
 		out = append(out, cells)
 	}
 	return out
+}
+
+// dumpExtended is dump.js's extended for a cell of pen p: the underline's
+// style and colour while the cell is underlined, and its hyperlink.
+func dumpExtended(m *term, p pen, col func(color) string) string {
+	if p.flags&flagUnderline == 0 && p.link == 0 {
+		return ""
+	}
+	style := int(max(p.ul, 1))
+	if p.link != 0 {
+		style = 5 // xterm.js draws a hyperlink's underline dashed
+	}
+	link := ""
+	if p.link != 0 {
+		ref := m.links[p.link]
+		id := ""
+		for _, kv := range strings.Split(ref.params, ":") {
+			if v, ok := strings.CutPrefix(kv, "id="); ok {
+				id = v
+				break
+			}
+		}
+		link = id + ";" + ref.url
+	}
+	ul := ""
+	if p.ulColor != 0 {
+		ul = col(p.ulColor)
+	}
+	if style == 1 && ul == "" && link == "" {
+		return ""
+	}
+	return fmt.Sprintf("%d|%s|%s", style, ul, link)
 }
 
 // steppedRun is one stream's result: what xterm.js showed after each
@@ -324,6 +364,7 @@ func modelLines(diff *[]string, name string, want, got [][][]any) {
 		*diff = append(*diff, fmt.Sprintf("%s buffer has %d lines, want %d", name, len(got), len(want)))
 		return
 	}
+	got = deadLinks(want, got)
 	n := 0
 	for y := range want {
 		if !reflect.DeepEqual(want[y], got[y]) && n < 3 {

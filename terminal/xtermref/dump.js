@@ -14,11 +14,24 @@ const { Terminal } = require('@xterm/headless');
 const { Unicode11Addon } = require('@xterm/addon-unicode11');
 
 function newTerm(cols, rows) {
-  const t = new Terminal({ cols, rows, scrollback: 1000, allowProposedApi: true });
+  // cursorBlink as the viewer makes it (server/web/static/terminal.js)
+  const t = new Terminal({ cols, rows, scrollback: 1000, allowProposedApi: true, cursorBlink: true });
   t.loadAddon(new Unicode11Addon());
   t.unicode.activeVersion = '11';
   t._title = '';
   t.onTitleChange((s) => { t._title = s; });
+  // the colours OSC 4/10/11/12 set and 104/110/111/112 restore, as the
+  // browser's xterm.js applies them to its theme (index 256–258: the
+  // default foreground, background and cursor)
+  t._palette = {};
+  t._core._inputHandler.onColor((ev) => {
+    for (const e of ev) {
+      if (e.type === 1) t._palette[e.index] = e.color.join(',');
+      if (e.type === 2 && e.index === undefined) {
+        for (let i = 0; i < 256; i++) delete t._palette[i];
+      } else if (e.type === 2) delete t._palette[e.index];
+    }
+  });
   return t;
 }
 
@@ -32,7 +45,26 @@ function write(t, data) {
 function cellFlags(c) {
   return (c.isBold() ? 1 : 0) | (c.isDim() ? 2 : 0) | (c.isItalic() ? 4 : 0) |
     (c.isUnderline() ? 8 : 0) | (c.isBlink() ? 16 : 0) | (c.isInverse() ? 32 : 0) |
-    (c.isInvisible() ? 64 : 0) | (c.isStrikethrough() ? 128 : 0) | (c.isOverline() ? 256 : 0);
+    (c.isInvisible() ? 64 : 0) | (c.isStrikethrough() ? 128 : 0) | (c.isOverline() ? 256 : 0) |
+    (c.isProtected() ? 512 : 0);
+}
+
+// extended is what the renderer draws of a cell's extended attributes, as
+// "STYLE|COLOUR|ID;URI", or '' when it draws none: the underline's style
+// and colour while the cell is underlined (a hyperlink underlines it,
+// dashed), and the hyperlink (its id when the program gave one).
+function extended(t, c) {
+  if (!c || !c.hasExtendedAttrs() || !c.isUnderline()) return '';
+  // as the renderers draw it: 5 (dashed) for a hyperlink; 0 (a DECRC can
+  // restore the underline flag beside an extended style of none) as single
+  const style = c.extended.underlineStyle || 1;
+  const ul = c.isUnderlineColorDefault() ? '' : color(c.getUnderlineColorMode(), c.getUnderlineColor());
+  let link = '';
+  if (c.extended.urlId) {
+    const d = t._core._oscLinkService.getLinkData(c.extended.urlId);
+    link = d ? `${d.id === undefined ? '' : d.id};${d.uri}` : '?';
+  }
+  return style === 1 && !ul && !link ? '' : `${style}|${ul}|${link}`;
 }
 
 function color(mode, value) {
@@ -41,7 +73,7 @@ function color(mode, value) {
 
 // lines dumps buf's lines, each up to cols cells (or its whole length when
 // cols is undefined: an alternate line keeps cells past a narrower screen).
-function lines(buf, cols) {
+function lines(t, buf, cols) {
   const out = [];
   for (let y = 0; y < buf.length; y++) {
     const line = buf.getLine(y);
@@ -50,11 +82,14 @@ function lines(buf, cols) {
     for (let x = 0; x < end; x++) {
       const c = line.getCell(x);
       if (!c) break;
-      cells.push([c.getChars(), c.getWidth(), color(c.getFgColorMode(), c.getFgColor()),
-        color(c.getBgColorMode(), c.getBgColor()), cellFlags(c)]);
+      const cell = [c.getChars(), c.getWidth(), color(c.getFgColorMode(), c.getFgColor()),
+        color(c.getBgColorMode(), c.getBgColor()), cellFlags(c)];
+      const e = extended(t, c);
+      if (e) cell.push(e);
+      cells.push(cell);
     }
     // Trailing default blanks are what a fresh line holds: drop them.
-    while (cells.length && cells[cells.length - 1][0] === '' && cells[cells.length - 1][1] === 1 &&
+    while (cells.length && cells[cells.length - 1].length === 5 && cells[cells.length - 1][0] === '' && cells[cells.length - 1][1] === 1 &&
       cells[cells.length - 1][2] === '' && cells[cells.length - 1][3] === '' && cells[cells.length - 1][4] === 0) {
       cells.pop();
     }
@@ -71,6 +106,35 @@ function wrapped(buf) {
   return out;
 }
 
+// extra is what else a viewer keeps that a program sets: the cursor's
+// shape and blinking (DECSCUSR, and the cursorBlink option mode 12 sets),
+// the mouse encoding, the tab stops within the screen, the character sets
+// designated and the level invoked, and the colours set.
+function extra(t) {
+  const core = t._core;
+  const m = core.coreService.decPrivateModes;
+  const tabs = [];
+  for (let x = 0; x < t.cols; x++) {
+    if (core.buffer.tabs[x]) tabs.push(x);
+  }
+  const sets = core._charsetService._charsets || [];
+  const charsets = [0, 1, 2, 3].map((g) => (sets[g] ? hash(JSON.stringify(sets[g])) : 'B'));
+  return {
+    cursorStyle: m.cursorStyle === undefined ? null : m.cursorStyle,
+    cursorBlink: m.cursorBlink === undefined ? null : m.cursorBlink,
+    blinkOption: core.optionsService.rawOptions.cursorBlink, // mode 12 sets it
+    mouseEncoding: core.coreMouseService.activeEncoding,
+    tabs, charsets, glevel: core._charsetService.glevel,
+    palette: Object.keys(t._palette).map(Number).sort((a, b) => a - b).map((i) => `${i}=${t._palette[i]}`),
+  };
+}
+
+function hash(s) {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return h.toString(16);
+}
+
 function state(t) {
   const core = t._core;
   const b = t.buffer.active;
@@ -79,19 +143,22 @@ function state(t) {
     wrapped: wrapped(t.buffer.normal),
     altWrapped: b.type === 'alternate' ? wrapped(t.buffer.alternate) : null,
     active: b.type,
-    normal: lines(t.buffer.normal, t.cols),
-    alternate: b.type === 'alternate' ? lines(t.buffer.alternate, t.cols) : null,
-    alternateFull: b.type === 'alternate' ? lines(t.buffer.alternate) : null,
+    normal: lines(t, t.buffer.normal, t.cols),
+    alternate: b.type === 'alternate' ? lines(t, t.buffer.alternate, t.cols) : null,
+    alternateFull: b.type === 'alternate' ? lines(t, t.buffer.alternate) : null,
     cursor: [b.cursorX, b.cursorY, b.baseY],
     hidden: core.coreService.isCursorHidden,
     modes: t.modes,
     title: t._title,
     margins: [core.buffer.scrollTop, core.buffer.scrollBottom],
+    extra: extra(t),
   };
 }
 
 async function dump(cols, rows, stream) {
   const t = newTerm(cols, rows);
+  let replies = ''; // what xterm.js answers (the daemon answers for the viewer)
+  t.onData((d) => { replies += d; });
   const steps = typeof stream === 'string' ? [{ w: stream }] : stream;
   for (const s of steps) {
     if (s.r) {
@@ -101,10 +168,11 @@ async function dump(cols, rows, stream) {
     }
   }
   const before = state(t);
+  const answered = replies;
   write(t, 'Xy');
   const after = state(t);
   t.dispose();
-  return { before, after };
+  return { before, after, replies: answered };
 }
 
 async function main() {

@@ -1,0 +1,45 @@
+package terminal
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRepliesMatchXterm checks the model's answers to terminal queries
+// (the daemon answers them; the viewer's are silenced) against xterm.js's
+// own, after modes the program set: DECRQM for every mode xterm.js knows,
+// device attributes and status reports.
+func TestRepliesMatchXterm(t *testing.T) {
+	var queries strings.Builder
+	for _, m := range []string{"1", "3", "6", "7", "8", "9", "12", "25", "45", "47", "66", "67", "1000", "1002", "1003",
+		"1004", "1005", "1006", "1015", "1016", "1047", "1048", "1049", "2004", "2026", "69", "9999"} {
+		queries.WriteString("\x1b[?" + m + "$p")
+	}
+	for _, m := range []string{"2", "4", "12", "20", "34"} {
+		queries.WriteString("\x1b[" + m + "$p")
+	}
+	queries.WriteString("\x1b[c\x1b[>c\x1b[5n\x1b[6n\x1b[?6n")
+	q := queries.String()
+	streams := []string{
+		q,
+		"\x1b[?12l\x1b[?1h\x1b[?6h\x1b[?1003h\x1b[?1016h\x1b[?2004h\x1b[4h\x1b[20h\x1b[?25l\x1b[3;5H" + q,
+		"\x1b[?12l\x1b[?12h\x1b[?1049h\x1b[?1002h\x1b[?1006h\x1b[?2026h\x1b[?45h\x1b[?7l\x1b[?66h\x1bc" + q,
+		"\x1b[?12l\x1b[!p\x1b[?9h\x1b[?47h\x1b[?1004h" + q,
+	}
+	var cases []xtermCase
+	for _, s := range streams {
+		cases = append(cases, xtermCase{Cols: 20, Rows: 6, Streams: [][]byte{[]byte(s)}})
+	}
+	for i, d := range runXterm(t, cases) {
+		m := newTerm(20, 6)
+		m.write([]byte(streams[i]))
+		var got strings.Builder
+		for len(m.replies) > 0 {
+			got.Write(<-m.replies)
+		}
+		m.close()
+		if got.String() != d[0].Replies {
+			t.Errorf("stream %d %q:\n  replies %q\n  want    %q", i, streams[i][:min(len(streams[i]), 120)], got.String(), d[0].Replies)
+		}
+	}
+}
