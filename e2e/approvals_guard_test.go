@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+// TestAllowOnAPageAnotherSiteOpenedIsHeld: a site the person visits links
+// to the inbox and asks for a double-click, so that the second click lands
+// on Allow (double-clickjacking). In real Chromium the browser says where
+// the navigation came from (Sec-Fetch-Site), the inbox marks itself as
+// arrived from another site, and a click on Allow in its first moment does
+// nothing; once the card says its answers count, the same click allows. The
+// inbox opened from a typed address answers at the first click.
+func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	ws := person.Workspace("Shopping")
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
+	caller := newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")
+
+	// The other site: a page with a link to the inbox, on another origin.
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><title>Win a prize</title><a id="go" href="%s/">Double-click here to claim</a>`, env.URL)
+	}))
+	t.Cleanup(hostile.Close)
+
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	pending := func(id string) bool {
+		var out struct {
+			Approvals []struct{ ID string } `json:"approvals"`
+		}
+		person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+		for _, a := range out.Approvals {
+			if a.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	requestOnCard := func() string {
+		return get(t, ctx, "the card's request", chromedp.Evaluate[string](`document.querySelector('#inbox .request').dataset.request`))
+	}
+
+	got, _ := caller.ask("pay", map[string]any{"amount": 5})
+	run(t, ctx, "the other site's page, and its link to the inbox",
+		viewport(1280, 800, "light"),
+		chromedp.Navigate(hostile.URL),
+		chromedp.Click(chromedp.ID("go")),
+		chromedp.WaitVisible(chromedp.CSS(`#inbox .request`)),
+	)
+	if arrived := get(t, ctx, "the page's mark", chromedp.Evaluate[string](`document.body.dataset.arrived || ''`)); arrived != "cross-site" {
+		t.Fatalf("the inbox opened from another site is marked %q, want cross-site", arrived)
+	}
+	id := requestOnCard()
+	run(t, ctx, "the second click of the double-click, at once", chromedp.Click(answerButton("once")))
+	// The answer counts once the card says so (a second on screen, with focus); a click that had
+	// gone through would have been posted long before.
+	run(t, ctx, "the card says its answers count, or is gone", chromedp.Poll[chromedp.Void](fmt.Sprintf(
+		`!!document.querySelector('#inbox .request[data-keys="ready"]') || !document.querySelector('#inbox .request[data-request=%q]')`, id)))
+	if !pending(id) {
+		t.Fatal("the click in the page's first moment answered the request")
+	}
+	run(t, ctx, "a deliberate click", chromedp.Click(answerButton("once")))
+	if o := released(t, got); !o.Allowed {
+		t.Fatalf("allowed after the page settled, the call read %q", o.Text)
+	}
+
+	// Opened from a typed address, the inbox answers at the first click.
+	got, _ = caller.ask("pay", map[string]any{"amount": 6})
+	run(t, ctx, "the inbox from a typed address",
+		chromedp.Navigate(env.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#inbox .request`)),
+	)
+	if arrived := get(t, ctx, "the page's mark", chromedp.Evaluate[string](`document.body.dataset.arrived || ''`)); arrived != "" {
+		t.Fatalf("the inbox from a typed address is marked %q", arrived)
+	}
+	run(t, ctx, "click at once", chromedp.Click(answerButton("once")))
+	if o := released(t, got); !o.Allowed {
+		t.Fatalf("allowed at the first click, the call read %q", o.Text)
+	}
+}
