@@ -177,7 +177,7 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 	for _, a := range realAgents {
 		agentBin(t, a.bin)
 	}
-	w := newWorld(t, func(o *server.Options) { o.ApprovalGrace = 3 * time.Second })
+	w := newWorld(t, func(o *server.Options) { o.ApprovalGrace = 8 * time.Second })
 	index := w.site + "/"
 	tab := w.b.Tab(t, index)
 	d := waitDocument(t, w.b, w.worker, index, "search", "addItem")
@@ -287,7 +287,7 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 					agentStep{Tool: "callSiteTool", From: inTask("addItem", args)},
 					agentStep{Text: "Added on the second try."},
 				)
-				// The agent gives up after 3 s; the grace (3 s here) is longer than the model's turn, so
+				// The agent gives up after 3 s; the grace (8 s here) is far longer than the model's turn, so
 				// the retry arrives while a card left by a timeout still waits.
 				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, 3*time.Second)
 				wait := cc.start(context.Background(), "Add it.")
