@@ -5,132 +5,223 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/creack/pty"
 
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
-// TestCodexSignsInWithOAuth: Codex with no token at all — `codex mcp login`
-// discovers Tabbridge's authorization server, registers itself, and the
-// person allows it on the consent page in Chromium; then `codex exec` calls
-// the site's tool with the access token Codex got, as README.md's "Connect
-// an agent" says. Codex's OAuth client is the Rust rmcp's, not the
-// TypeScript SDK's the other OAuth tests run.
+// TestRealAgentsSignInWithOAuth: Claude Code and Codex with no token at all
+// — `claude mcp login` / `codex mcp login` discovers Tabbridge's
+// authorization server, registers itself, and prints an address (there is no
+// browser for it to open, as on a remote machine); the person opens it in
+// Chromium, signs in and allows it; the agent's own loopback callback takes
+// the code. Then the agent calls the site's tool with the token it got, as
+// README.md's "Connect an agent" says. Their OAuth clients are their own
+// (Claude Code's on the TypeScript SDK, Codex's the Rust rmcp's), not the
+// SDK providers the other OAuth tests run.
 //
-// Client ID metadata documents are off here: Codex's document lives on
-// chatgpt.com, which this machine cannot reach (docs/DECISIONS.md, MCP
-// authorization), so Codex registers dynamically, as it does with any
-// server that does not offer them.
-func TestCodexSignsInWithOAuth(t *testing.T) {
-	bin := agentBin(t, "codex")
+// Client ID metadata documents are off here: both agents' documents live
+// on their vendors' domains (claude.ai, chatgpt.com), which this machine
+// cannot reach (docs/DECISIONS.md, MCP authorization), so they register
+// dynamically, as they do with any server that does not offer them.
+func TestRealAgentsSignInWithOAuth(t *testing.T) {
+	agents := []struct {
+		name, bin string
+		// setUp writes the agent's home with Tabbridge at url and no token; login starts
+		// its sign-in and returns what it prints; run runs one prompt with what it holds.
+		setUp func(t *testing.T, model, url string) (login func(ctx context.Context) (io.Reader, func() error), run func(ctx context.Context, prompt string) (string, error))
+		host  string // where the consent page says the app is
+	}{
+		{"Claude Code", "claude", claudeOAuth, "localhost"},
+		{"Codex", "codex", codexOAuth, "127.0.0.1"},
+	}
+	for _, a := range agents {
+		agentBin(t, a.bin)
+	}
 	base := startServerBinary(t, "--extension-ids", servertest.ExtensionID, "--oauth-metadata-documents=false")
 	env := &servertest.Env{URL: base}
 	env.Opts.PublicURL = base
 	w := newOAuthE2E(t, &binaryServer{URL: base, env: env})
+	signedIn := false
+	authURL := regexp.MustCompile(`https?://[^\s\x1b]+/oauth/authorize\?[^\s\x1b]+`)
 
-	model := newScriptedModel(t,
-		agentStep{Tool: "listSiteTools", Input: map[string]any{}},
-		agentStep{Tool: "callSiteTool", Input: map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": "tea"}}},
-		agentStep{Text: "Found tea."},
-	)
-	home, work, cxEnv := codexHome(t, model.URL, fmt.Sprintf("[mcp_servers.tabbridge]\nurl = %q\n", base+"/mcp")+codexApproveCalls)
-	// No browser for Codex to open (BROWSER fails): it prints the address, as
-	// on a remote machine, and the person opens it.
-	cxEnv = append(cxEnv, "BROWSER=/bin/false")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	login := exec.CommandContext(ctx, bin, "mcp", "login", "tabbridge")
-	login.Dir, login.Env = work, cxEnv
-	killGroup(login)
-	out, err := login.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	login.Stderr = login.Stdout
-	if err := login.Start(); err != nil {
-		t.Fatal(err)
-	}
-	authURL := regexp.MustCompile(`https?://\S+/oauth/authorize\?\S+`)
-	var printed []string
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sent := false
-		for sc.Scan() {
-			printed = append(printed, sc.Text())
-			if u := authURL.FindString(sc.Text()); u != "" && !sent {
-				found <- u
-				sent = true
+	for _, a := range agents {
+		t.Run(a.name, func(t *testing.T) {
+			model := newScriptedModel(t,
+				agentStep{Tool: "listSiteTools", Input: map[string]any{}},
+				agentStep{Tool: "callSiteTool", Input: map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": "tea"}}},
+				agentStep{Text: "Found tea."},
+			)
+			login, runPrompt := a.setUp(t, model.URL, base)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, wait := login(ctx)
+			var mu sync.Mutex
+			var lines []string
+			printed := func() string {
+				mu.Lock()
+				defer mu.Unlock()
+				return strings.Join(lines, "\n")
 			}
+			found := make(chan string, 1)
+			go func() {
+				sc := bufio.NewScanner(out)
+				sc.Buffer(make([]byte, 64<<10), 1<<20)
+				sent := false
+				for sc.Scan() {
+					mu.Lock()
+					lines = append(lines, sc.Text())
+					mu.Unlock()
+					if u := authURL.FindString(sc.Text()); u != "" && !sent {
+						found <- u
+						sent = true
+					}
+				}
+				close(found)
+			}()
+			var u string
+			select {
+			case u = <-found:
+			case <-ctx.Done():
+			}
+			if !strings.HasPrefix(u, base+"/oauth/authorize?") {
+				t.Fatalf("%s login printed no authorization address of this server:\n%s", a.bin, printed())
+			}
+
+			run(t, w.ctx, "open the address the agent printed", viewport(440, 600, "light"), chromedp.Navigate(u))
+			if !signedIn {
+				run(t, w.ctx, "sign in",
+					chromedp.WaitVisible(chromedp.CSS(`form[action="/signin"]`)),
+					chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
+					chromedp.SendKeys(chromedp.ID("password"), "password-alice@example.com"),
+					chromedp.Click(chromedp.CSS(`form[action="/signin"] button[type=submit]`)),
+				)
+				signedIn = true
+			}
+			run(t, w.ctx, "see the consent page", chromedp.WaitVisible(chromedp.ID("consent-allow")))
+			name := get(t, w.ctx, "read the client", chromedp.Text(chromedp.ID("consent-client")))
+			if name == "" {
+				t.Fatal("the consent page names no app")
+			}
+			t.Logf("%s registered as %q", a.name, name)
+			if host := get(t, w.ctx, "read the host", chromedp.Text(chromedp.ID("consent-host"))); host != a.host {
+				t.Fatalf("consent page shows %s (%q) as from %q, want %s (an app on this computer)", a.name, name, host, a.host)
+			}
+			run(t, w.ctx, "pick the workspace and allow",
+				chromedp.SetValue(chromedp.ID("consent-workspace"), w.ws),
+				chromedp.Click(chromedp.ID("consent-allow")),
+			)
+			if err := wait(); err != nil {
+				t.Fatalf("%s login: %v\n%s", a.bin, err, printed())
+			}
+
+			// The person sees the app they allowed on the workspace's page.
+			code, page := w.person.Do("GET", "/workspaces/"+w.ws, nil)
+			if code != 200 || !strings.Contains(string(page), name) {
+				t.Fatalf("the workspace page (%d) does not list %q", code, name)
+			}
+
+			// The agent calls through Tabbridge with the token it got: no token was pasted anywhere.
+			final, err := runPrompt(ctx, "Search the shop for tea.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := model.Results()
+			if len(got) != 2 || got[0].Tool != "listSiteTools" || !strings.Contains(got[0].Text, w.site) ||
+				got[1].Tool != "callSiteTool" || !strings.Contains(got[1].Text, `results for {"q":"tea"}`) {
+				t.Fatalf("%s's tool results %+v", a.name, got)
+			}
+			if final != "Found tea." {
+				t.Errorf("%s's last message %q", a.name, final)
+			}
+		})
+	}
+}
+
+// claudeOAuth sets Claude Code up with Tabbridge added the way README.md
+// says (`claude mcp add --transport http tabbridge <url>/mcp`, no header).
+// Its login needs a terminal, so it runs in a PTY, 400 columns wide so the
+// address it prints is on one line.
+func claudeOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.Reader, func() error), func(ctx context.Context, prompt string) (string, error)) {
+	bin := agentBin(t, "claude")
+	_, work, env := claudeHome(t, model)
+	add := exec.Command(bin, "mcp", "add", "--transport", "http", "tabbridge", url+"/mcp")
+	add.Dir, add.Env = work, env
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("claude mcp add: %v\n%s", err, out)
+	}
+	env = append(env, "BROWSER=/bin/false")
+	login := func(ctx context.Context) (io.Reader, func() error) {
+		cmd := exec.CommandContext(ctx, bin, "mcp", "login", "tabbridge")
+		cmd.Dir, cmd.Env = work, env
+		f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 400, Rows: 40})
+		if err != nil {
+			t.Fatal(err)
 		}
-		close(found)
-	}()
-	var u string
-	select {
-	case u = <-found:
-	case <-ctx.Done():
+		t.Cleanup(func() { f.Close() })
+		return f, cmd.Wait
 	}
-	if u == "" {
-		t.Fatalf("codex mcp login printed no authorization address: %q", printed)
+	runPrompt := func(ctx context.Context, prompt string) (string, error) {
+		cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--allowedTools", "mcp__tabbridge__listSiteTools,mcp__tabbridge__callSiteTool", "--output-format", "json")
+		cmd.Dir, cmd.Env = work, env
+		killGroup(cmd)
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("claude -p: %v\n%s", err, out)
+		}
+		var res struct {
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			return "", fmt.Errorf("claude printed %s: %v", out, err)
+		}
+		return res.Result, nil
 	}
-	if !strings.HasPrefix(u, base+"/oauth/authorize?") {
-		t.Fatalf("codex would authorize at %s, want this server", u)
-	}
+	return login, runPrompt
+}
 
-	run(t, w.ctx, "open the address Codex printed", viewport(440, 600, "light"), chromedp.Navigate(u))
-	run(t, w.ctx, "sign in",
-		chromedp.WaitVisible(chromedp.CSS(`form[action="/signin"]`)),
-		chromedp.SendKeys(chromedp.ID("email"), "alice@example.com"),
-		chromedp.SendKeys(chromedp.ID("password"), "password-alice@example.com"),
-		chromedp.Click(chromedp.CSS(`form[action="/signin"] button[type=submit]`)),
-	)
-	run(t, w.ctx, "see the consent page", chromedp.WaitVisible(chromedp.ID("consent-allow")))
-	name := get(t, w.ctx, "read the client", chromedp.Text(chromedp.ID("consent-client")))
-	if name == "" {
-		t.Fatal("the consent page names no app")
+// codexOAuth sets Codex up with Tabbridge in its config and no token.
+func codexOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.Reader, func() error), func(ctx context.Context, prompt string) (string, error)) {
+	bin := agentBin(t, "codex")
+	home, work, env := codexHome(t, model, fmt.Sprintf("[mcp_servers.tabbridge]\nurl = %q\n", url+"/mcp")+codexApproveCalls)
+	env = append(env, "BROWSER=/bin/false")
+	login := func(ctx context.Context) (io.Reader, func() error) {
+		cmd := exec.CommandContext(ctx, bin, "mcp", "login", "tabbridge")
+		cmd.Dir, cmd.Env = work, env
+		killGroup(cmd)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return out, cmd.Wait
 	}
-	t.Logf("Codex registered as %q", name)
-	if host := get(t, w.ctx, "read the host", chromedp.Text(chromedp.ID("consent-host"))); host != "127.0.0.1" {
-		t.Fatalf("consent page shows Codex (%q) as from %q, want 127.0.0.1 (an app on this computer)", name, host)
+	runPrompt := func(ctx context.Context, prompt string) (string, error) {
+		last := filepath.Join(home, "last.txt")
+		cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--output-last-message", last, prompt)
+		cmd.Dir, cmd.Env = work, env
+		killGroup(cmd)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("codex exec: %v\n%s", err, out)
+		}
+		msg, err := os.ReadFile(last)
+		return strings.TrimSpace(string(msg)), err
 	}
-	run(t, w.ctx, "pick the workspace and allow",
-		chromedp.SetValue(chromedp.ID("consent-workspace"), w.ws),
-		chromedp.Click(chromedp.ID("consent-allow")),
-	)
-	if err := login.Wait(); err != nil {
-		t.Fatalf("codex mcp login: %v\n%s", err, strings.Join(printed, "\n"))
-	}
-
-	// The person sees the app they allowed on the workspace's page.
-	code, page := w.person.Do("GET", "/workspaces/"+w.ws, nil)
-	if code != 200 || !strings.Contains(string(page), name) {
-		t.Fatalf("the workspace page (%d) does not list %q", code, name)
-	}
-
-	// Codex calls through Tabbridge with the token it got: no token was pasted anywhere.
-	last := filepath.Join(home, "last.txt")
-	exe := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--output-last-message", last, "Search the shop for tea.")
-	exe.Dir, exe.Env = work, cxEnv
-	killGroup(exe)
-	if out, err := exe.CombinedOutput(); err != nil {
-		t.Fatalf("codex exec: %v\n%s", err, out)
-	}
-	got := model.Results()
-	if len(got) != 2 || got[0].Tool != "listSiteTools" || !strings.Contains(got[0].Text, w.site) ||
-		got[1].Tool != "callSiteTool" || !strings.Contains(got[1].Text, `results for {"q":"tea"}`) {
-		t.Fatalf("Codex's tool results %+v", got)
-	}
-	if msg, _ := os.ReadFile(last); strings.TrimSpace(string(msg)) != "Found tea." {
-		t.Errorf("Codex's last message %q", msg)
-	}
+	return login, runPrompt
 }
