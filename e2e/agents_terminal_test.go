@@ -25,14 +25,17 @@ import (
 func TestRealAgentsInTheTerminal(t *testing.T) {
 	agents := []struct {
 		name, bin string
+		args      []string
 		home      func(t *testing.T, model string) (work string, env []string)
 		ready     string // what the agent's first screen shows once it takes input
 	}{
-		{"Claude Code", "claude", func(t *testing.T, model string) (string, []string) {
+		{"Claude Code", "claude", nil, func(t *testing.T, model string) (string, []string) {
 			_, work, env := claudeHome(t, model)
 			return work, env
 		}, "for shortcuts"},
-		{"Codex", "codex", func(t *testing.T, model string) (string, []string) {
+		// Codex's TUI otherwise starts a managed app-server daemon that outlives the session
+		// (setsid, so ending the session's process group does not reach it).
+		{"Codex", "codex", []string{"--no-daemon"}, func(t *testing.T, model string) (string, []string) {
 			_, work, env := codexHome(t, model, "")
 			return work, env
 		}, "for shortcuts"},
@@ -52,7 +55,7 @@ func TestRealAgentsInTheTerminal(t *testing.T) {
 			model.Chat = answer
 			work, env := a.home(t, model.URL)
 			env = append(env, "TERM=xterm-256color", "COLORTERM=truecolor", "LANG=C.UTF-8", "NO_COLOR=")
-			id, err := m.d.Start(daemon.Spec{Argv: []string{agentBin(t, a.bin)}, Dir: work, Env: env, Cols: 100, Rows: 30})
+			id, err := m.d.Start(daemon.Spec{Argv: append([]string{agentBin(t, a.bin)}, a.args...), Dir: work, Env: env, Cols: 100, Rows: 30})
 			if err != nil {
 				t.Fatal(err)
 			}
