@@ -5,12 +5,9 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -174,23 +171,8 @@ func claudeOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io
 		t.Cleanup(func() { f.Close() })
 		return f, cmd.Wait
 	}
-	runPrompt := func(ctx context.Context, prompt string) (string, error) {
-		cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--allowedTools", "mcp__tabbridge__listSiteTools,mcp__tabbridge__callSiteTool", "--output-format", "json")
-		cmd.Dir, cmd.Env = work, env
-		killGroup(cmd)
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("claude -p: %v\n%s", err, out)
-		}
-		var res struct {
-			Result string `json:"result"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
-			return "", fmt.Errorf("claude printed %s: %v", out, err)
-		}
-		return res.Result, nil
-	}
-	return login, runPrompt
+	cc := &claudeCode{bin: bin, work: work, env: env}
+	return login, cc.exec
 }
 
 // codexOAuth sets Codex up with Tabbridge in its config and no token.
@@ -212,16 +194,6 @@ func codexOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.
 		}
 		return out, cmd.Wait
 	}
-	runPrompt := func(ctx context.Context, prompt string) (string, error) {
-		last := filepath.Join(home, "last.txt")
-		cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--output-last-message", last, prompt)
-		cmd.Dir, cmd.Env = work, env
-		killGroup(cmd)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("codex exec: %v\n%s", err, out)
-		}
-		msg, err := os.ReadFile(last)
-		return strings.TrimSpace(string(msg)), err
-	}
-	return login, runPrompt
+	cx := &codex{bin: bin, home: home, work: work, env: env}
+	return login, cx.exec
 }

@@ -118,13 +118,19 @@ func claudeHome(t *testing.T, model string) (home, work string, env []string) {
 // the background, until it ends or
 // ctx is done; wait returns its result and error.
 func (c *claudeCode) start(ctx context.Context, prompt string) (wait func(t *testing.T) (string, error)) {
+	return inBackground("claude -p", func() (string, error) { return c.exec(ctx, prompt) })
+}
+
+// inBackground runs run in the background; wait returns what it returned,
+// failing the test if it has not ended within 3 minutes.
+func inBackground(what string, run func() (string, error)) (wait func(t *testing.T) (string, error)) {
 	type ended struct {
 		result string
 		err    error
 	}
 	done := make(chan ended, 1)
 	go func() {
-		r, err := c.exec(ctx, prompt)
+		r, err := run()
 		done <- ended{r, err}
 	}()
 	return func(t *testing.T) (string, error) {
@@ -133,16 +139,19 @@ func (c *claudeCode) start(ctx context.Context, prompt string) (wait func(t *tes
 		case e := <-done:
 			return e.result, e.err
 		case <-time.After(3 * time.Minute):
-			t.Fatal("claude -p did not end")
+			t.Fatalf("%s did not end", what)
 		}
 		return "", nil
 	}
 }
 
 func (c *claudeCode) exec(ctx context.Context, prompt string) (string, error) {
-	cmd := exec.CommandContext(ctx, c.bin, "-p", prompt, "--mcp-config", c.config, "--strict-mcp-config",
-		"--allowedTools", "mcp__tabbridge__listSiteTools,mcp__tabbridge__getSiteToolDefinition,mcp__tabbridge__callSiteTool,mcp__tabbridge__createTask,mcp__tabbridge__listTasks,mcp__tabbridge__updateTask",
-		"--output-format", "json")
+	args := []string{"-p", prompt, "--output-format", "json",
+		"--allowedTools", "mcp__tabbridge__listSiteTools,mcp__tabbridge__getSiteToolDefinition,mcp__tabbridge__callSiteTool,mcp__tabbridge__createTask,mcp__tabbridge__listTasks,mcp__tabbridge__updateTask"}
+	if c.config != "" { // else the servers it was configured with (claude mcp add)
+		args = append(args, "--mcp-config", c.config, "--strict-mcp-config")
+	}
+	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Dir, cmd.Env = c.work, c.env
 	killGroup(cmd)
 	var stderr strings.Builder
@@ -486,34 +495,20 @@ trust_level = "trusted"
 // start runs one prompt with codex exec in the background until it ends or
 // ctx is done; wait returns its last message and error.
 func (c *codex) start(ctx context.Context, prompt string) (wait func(t *testing.T) (string, error)) {
-	type ended struct {
-		result string
-		err    error
+	return inBackground("codex exec", func() (string, error) { return c.exec(ctx, prompt) })
+}
+
+// exec runs one prompt with codex exec and returns its last message.
+func (c *codex) exec(ctx context.Context, prompt string) (string, error) {
+	last := filepath.Join(c.home, fmt.Sprintf("last-%d.txt", time.Now().UnixNano()))
+	cmd := exec.CommandContext(ctx, c.bin, "exec", "--skip-git-repo-check", "--output-last-message", last, prompt)
+	cmd.Dir, cmd.Env = c.work, c.env
+	killGroup(cmd)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("codex exec: %v\n%s", err, out)
 	}
-	done := make(chan ended, 1)
-	go func() {
-		last := filepath.Join(c.home, fmt.Sprintf("last-%d.txt", time.Now().UnixNano()))
-		cmd := exec.CommandContext(ctx, c.bin, "exec", "--skip-git-repo-check", "--output-last-message", last, prompt)
-		cmd.Dir, cmd.Env = c.work, c.env
-		killGroup(cmd)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			done <- ended{"", fmt.Errorf("codex exec: %v\n%s", err, out)}
-			return
-		}
-		msg, err := os.ReadFile(last)
-		done <- ended{strings.TrimSpace(string(msg)), err}
-	}()
-	return func(t *testing.T) (string, error) {
-		t.Helper()
-		select {
-		case e := <-done:
-			return e.result, e.err
-		case <-time.After(3 * time.Minute):
-			t.Fatal("codex exec did not end")
-		}
-		return "", nil
-	}
+	msg, err := os.ReadFile(last)
+	return strings.TrimSpace(string(msg)), err
 }
 
 // killGroup makes cmd's cancel kill its whole process group: npm's codex
