@@ -3,11 +3,9 @@
 package terminal
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +21,7 @@ func TestRecordXtermResizeCorpus(t *testing.T) {
 	if os.Getenv("TABBRIDGE_RECORD_XTERM") == "" {
 		t.Skip("set TABBRIDGE_RECORD_XTERM=1 to record the corpus again")
 	}
-	type step struct {
-		wait       string // regexp the whole output must match first ("" waits a person's pace)
-		keys       string
-		cols, rows int // a resize, after the keys
-	}
+	type step = sweepStep // wait (a regexp over the whole output; "" waits a person's pace), keys, then a resize
 	text := filepath.Join(t.TempDir(), "text")
 	long := strings.Repeat("a long line that wraps at any width, ", 6)
 	if err := os.WriteFile(text, []byte("plain line\n"+long+"\n日本語のテキスト and more 日本語のテキスト and more\n✅ done 😀 emoji\n\tindented\n"), 0o600); err != nil {
@@ -98,44 +92,13 @@ func TestRecordXtermResizeCorpus(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			c := newCollector()
 			s := start(t, c, p.cols, p.rows, p.argv[0], p.argv[1:]...)
-			var steps []wireStep
-			taken := 0
-			take := func() {
-				out := c.bytes()
-				if len(out) > taken {
-					steps = append(steps, wireStep{W: base64.StdEncoding.EncodeToString(out[taken:])})
-					taken = len(out)
-				}
-			}
-			for _, st := range p.steps {
-				if st.wait != "" {
-					c.waitFor(t, regexp.MustCompile(st.wait))
-				} else {
-					time.Sleep(500 * time.Millisecond) // a person's pace; the recorder is not a test
-				}
-				for _, k := range []byte(st.keys) {
-					_ = s.Input([]byte{k})
-				}
-				if st.cols > 0 {
-					time.Sleep(300 * time.Millisecond)
-					take()
-					if err := s.Resize(st.cols, st.rows); err != nil {
-						t.Fatal(err)
-					}
-					steps = append(steps, wireStep{R: []int{st.cols, st.rows}})
-				}
-			}
-			select {
-			case <-s.Done():
-			case <-time.After(5 * time.Second):
-			}
-			take()
+			steps := driveRecording(t, c, s, p.steps, 500*time.Millisecond, 5*time.Second)
 			body, _ := json.Marshal(recordedResize{Cols: p.cols, Rows: p.rows, Steps: steps})
 			name := filepath.Join(dir, p.name+".json")
 			if err := os.WriteFile(name, body, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d steps, %d bytes", name, len(steps), taken)
+			t.Logf("%s: %d steps, %d bytes", name, len(steps), len(body))
 		})
 	}
 }

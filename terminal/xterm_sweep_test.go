@@ -36,20 +36,29 @@ func recordSweep(t *testing.T, p sweepProgram, dir string) []wireStep {
 	t.Helper()
 	c := newCollector()
 	s := start(t, c, p.cols, p.rows, "sh", "-c", "export LANG=C.UTF-8 LC_ALL=C.UTF-8 D='"+dir+"'; "+p.script)
-	var steps []wireStep
+	return driveRecording(t, c, s, p.steps, 400*time.Millisecond, 3*time.Second)
+}
+
+// driveRecording types steps into session s, whose output c collects, and
+// returns the output as writes cut at each resize, then the resizes: each
+// step waits for its regexp over the whole output (or pace, a person's),
+// types its keys, and resizes. It waits at most end for the program to exit.
+func driveRecording(t *testing.T, c *collector, s *Session, steps []sweepStep, pace, end time.Duration) []wireStep {
+	t.Helper()
+	var out []wireStep
 	taken := 0
 	take := func() {
-		out := c.bytes()
-		if len(out) > taken {
-			steps = append(steps, wireStep{W: base64.StdEncoding.EncodeToString(out[taken:])})
-			taken = len(out)
+		b := c.bytes()
+		if len(b) > taken {
+			out = append(out, wireStep{W: base64.StdEncoding.EncodeToString(b[taken:])})
+			taken = len(b)
 		}
 	}
-	for _, st := range p.steps {
+	for _, st := range steps {
 		if st.wait != "" {
 			c.waitFor(t, regexp.MustCompile(st.wait))
 		} else {
-			time.Sleep(400 * time.Millisecond) // a person's pace; the recorder is not a test
+			time.Sleep(pace) // a person's pace; the recorder is not a test
 		}
 		for _, k := range []byte(st.keys) {
 			_ = s.Input([]byte{k})
@@ -60,15 +69,15 @@ func recordSweep(t *testing.T, p sweepProgram, dir string) []wireStep {
 			if err := s.Resize(st.cols, st.rows); err != nil {
 				t.Fatal(err)
 			}
-			steps = append(steps, wireStep{R: []int{st.cols, st.rows}})
+			out = append(out, wireStep{R: []int{st.cols, st.rows}})
 		}
 	}
 	select {
 	case <-s.Done():
-	case <-time.After(3 * time.Second):
+	case <-time.After(end):
 	}
 	take()
-	return steps
+	return out
 }
 
 // TestSweepXtermPrograms is the tool the corpus was grown with
