@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -50,11 +51,23 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 		}
 		return false
 	}
+	// waitAsked waits until the agent's call has opened its request, so a page loaded after it
+	// shows it on load.
+	waitAsked := func() {
+		testutil.Eventually(t, testutil.WaitMedium, func() bool {
+			var out struct {
+				Approvals []struct{ ID string } `json:"approvals"`
+			}
+			person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+			return len(out.Approvals) == 1
+		}, "the agent's request is pending")
+	}
 	requestOnCard := func() string {
 		return get(t, ctx, "the card's request", chromedp.Evaluate[string](`document.querySelector('#inbox .request').dataset.request`))
 	}
 
 	got, _ := caller.ask("pay", map[string]any{"amount": 5})
+	waitAsked()
 	run(t, ctx, "the other site's page, and its link to the inbox",
 		viewport(1280, 800, "light"),
 		chromedp.Navigate(hostile.URL),
@@ -80,6 +93,7 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 
 	// Opened from a typed address, the inbox answers at the first click.
 	got, _ = caller.ask("pay", map[string]any{"amount": 6})
+	waitAsked()
 	run(t, ctx, "the inbox from a typed address",
 		chromedp.Navigate(env.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`#inbox .request`)),
