@@ -128,17 +128,19 @@ func TestCatalogForgetDocumentAndSite(t *testing.T) {
 	})
 }
 
+// page is a page's n read-only tools, named prefix000, prefix001, …
+func page(prefix string, n int) []sitetools.Descriptor {
+	var out []sitetools.Descriptor
+	for i := 0; i < n; i++ {
+		out = append(out, tool(fmt.Sprintf("%s%03d", prefix, i), true))
+	}
+	return out
+}
+
 func TestCatalogLimitsToolsPerSiteAcrossPages(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		c, uid := newCatalog(t, db)
-		page := func(prefix string, n int) []sitetools.Descriptor {
-			var out []sitetools.Descriptor
-			for i := 0; i < n; i++ {
-				out = append(out, tool(fmt.Sprintf("%s%d", prefix, i), true))
-			}
-			return out
-		}
 		if err := c.Announce(ctx, uid, sitetools.Document{BrowserID: "b1", DocumentID: "d1", Origin: site, URL: site + "/a", Tools: page("a", 100)}); err != nil {
 			t.Fatal(err)
 		}
@@ -160,13 +162,6 @@ func TestCatalogMakesRoomForAnOpenPage(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		c, uid := newCatalog(t, db)
-		page := func(prefix string, n int) []sitetools.Descriptor {
-			var out []sitetools.Descriptor
-			for i := 0; i < n; i++ {
-				out = append(out, tool(fmt.Sprintf("%s%03d", prefix, i), true))
-			}
-			return out
-		}
 		for _, d := range []sitetools.Document{
 			{BrowserID: "b1", DocumentID: "d1", Origin: site, URL: site + "/a", Tools: page("a", 100)},
 			{BrowserID: "b1", DocumentID: "d2", Origin: site, URL: site + "/b", Tools: page("b", 20)},
