@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
+
+	"github.com/tabbridge/tabbridge/internal/testutil"
 
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -149,4 +154,69 @@ func TestLiveUpdatesKeepWhatThePersonIsDoing(t *testing.T) {
 	if !undisturbed {
 		t.Fatal("updating the nav count disturbed the terminal")
 	}
+}
+
+// TestAPageHearsWhatHappenedBeforeItsStreamOpened: an agent's request that
+// arrives after the inbox was rendered but before its event stream opened
+// reaches the page anyway. The stream's request is held (the DevTools Fetch
+// domain pauses it in the browser) while the agent asks; released, the
+// stream tells the page it missed an event and the request appears. Before
+// the fix the page said "No requests waiting" beside a nav count of 1 until
+// the next event.
+func TestAPageHearsWhatHappenedBeforeItsStreamOpened(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	owner := env.Person(t, "alice@example.com")
+	ws := owner.Workspace("Docs site")
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	owner.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Update the pricing page"}, 201, &task)
+	agent := newAgentCaller(t, env, owner, ws, task.Task.ID, "https://docs.example", "publish")
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "alice@example.com")
+
+	held := make(chan fetch.RequestID, 4)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			held <- e.RequestID
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cdpDo := func(what string, f func(context.Context, *chromedp.Target) error) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Func(f)); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	cdpDo("hold the event stream", func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/api/events*"}}})
+		return err
+	})
+	run(t, ctx, "open the inbox", viewport(440, 600, "light"), chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
+	id := testutil.RequireReceive(t, testutil.WaitMedium, held)
+
+	got, _ := agent.ask("publish", map[string]any{"page": "/pricing"})
+	testutil.Eventually(t, testutil.WaitMedium, func() bool {
+		var out struct {
+			Approvals []struct{ ID string } `json:"approvals"`
+		}
+		owner.MustJSON("GET", "/api/approvals", nil, 200, &out)
+		return len(out.Approvals) == 1
+	}, "the agent's request is pending")
+	if n := get(t, ctx, "the inbox before its stream", chromedp.Evaluate[int](`document.querySelectorAll('#inbox .request').length`)); n != 0 {
+		t.Fatalf("the inbox shows %d requests before its stream opened: the request came too early to test the gap", n)
+	}
+	cdpDo("release the stream", func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, fetch.Disable, cdp.Empty{})
+		return err
+	})
+	run(t, ctx, "the request the page missed appears",
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="inbox"]//article//code[.="publish"]`)))
+	owner.MustJSON("POST", "/api/approvals/"+pendingID(t, owner, "publish")+"/answer", map[string]string{"answer": "deny"}, 200, nil)
+	released(t, got)
 }

@@ -9,9 +9,22 @@
 // instead of blocking the publisher or silently losing one event. The page on
 // the other end reconnects and re-fetches what it shows, so a dropped stream
 // costs one reload of a fragment, never a stale screen.
+//
+// Marks close the gap between a page's render and its stream: a page is
+// rendered from what the database holds, then opens its stream a moment
+// later, and an event published in between would reach neither. The page
+// is given the hub's Mark for its person when its request arrives (before
+// anything is read for it); its stream, opened with that mark, asks
+// Missed and, if so, refreshes once.
 package live
 
-import "sync"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
+)
 
 // Event is one thing that changed for a person. Type names it (for example
 // "task.updated"); Data is encoded as JSON for the page.
@@ -26,10 +39,13 @@ const DefaultBuffer = 64
 
 // Hub holds every person's subscribers. The zero value is not usable; call New.
 type Hub struct {
-	buffer int // static after New
+	buffer int    // static after New
+	epoch  string // static after New: tells this hub's marks from another's (an instance, a restart)
 
-	mu   sync.Mutex                          // guards subs
+	mu   sync.Mutex                          // guards subs, seq and last
 	subs map[string]map[*subscriber]struct{} // by user id
+	seq  uint64                              // events published, all people
+	last map[string]uint64                   // by user id: seq of the person's newest event
 }
 
 // subscriber is one open stream. Its own lock makes "send or close" atomic, so
@@ -47,7 +63,36 @@ func New(buffer int) *Hub {
 	if buffer < 1 {
 		buffer = DefaultBuffer
 	}
-	return &Hub{buffer: buffer, subs: map[string]map[*subscriber]struct{}{}}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return &Hub{buffer: buffer, epoch: hex.EncodeToString(b[:]), subs: map[string]map[*subscriber]struct{}{}, last: map[string]uint64{}}
+}
+
+// Mark is where userID's events stand now, as a short token a page carries
+// to the stream it opens (see the package doc).
+func (h *Hub) Mark(userID string) string {
+	h.mu.Lock()
+	n := h.last[userID]
+	h.mu.Unlock()
+	return h.epoch + "." + strconv.FormatUint(n, 10)
+}
+
+// Missed reports whether userID was published an event after mark was
+// taken. A mark this hub did not give (another instance's, one from before
+// a restart, or garbage) counts as missed: the page refreshes once, which
+// is never wrong.
+func (h *Hub) Missed(userID, mark string) bool {
+	epoch, n, ok := strings.Cut(mark, ".")
+	if !ok || epoch != h.epoch {
+		return true
+	}
+	at, err := strconv.ParseUint(n, 10, 64)
+	if err != nil {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last[userID] != at
 }
 
 // Subscribe starts receiving userID's events. The channel is closed when
@@ -69,6 +114,8 @@ func (h *Hub) Subscribe(userID string) (<-chan Event, func()) {
 // subscriber with a full buffer is dropped (see the package doc).
 func (h *Hub) Publish(userID string, e Event) {
 	h.mu.Lock()
+	h.seq++
+	h.last[userID] = h.seq
 	targets := make([]*subscriber, 0, len(h.subs[userID]))
 	for s := range h.subs[userID] {
 		targets = append(targets, s)

@@ -133,3 +133,33 @@ func TestConcurrentPublishAndCancel(t *testing.T) {
 		t.Fatalf("%d subscribers leaked", n)
 	}
 }
+
+// TestMarksTellAStreamWhatItMissed: a mark taken before a person's event is
+// missed, one taken after is not, another person's events do not count, and
+// a mark this hub never gave (another instance's, a restart's, garbage)
+// always counts as missed.
+func TestMarksTellAStreamWhatItMissed(t *testing.T) {
+	h := New(8)
+	before := h.Mark("alice")
+	if h.Missed("alice", before) {
+		t.Fatal("a mark with nothing published since counts as missed")
+	}
+	h.Publish("bob", Event{Type: "task.created"})
+	if h.Missed("alice", before) {
+		t.Fatal("bob's event counts as missed by alice's page")
+	}
+	h.Publish("alice", Event{Type: "approval.created"}) // nobody subscribed: still marked
+	if !h.Missed("alice", before) {
+		t.Fatal("alice's event published after the mark is not missed")
+	}
+	after := h.Mark("alice")
+	if h.Missed("alice", after) {
+		t.Fatal("a mark taken after the event counts it as missed")
+	}
+	other := New(8)
+	for _, mark := range []string{other.Mark("alice"), "", "x", before[:len(before)-2] + ".z", "." + after} {
+		if !h.Missed("alice", mark) {
+			t.Fatalf("mark %q this hub never gave counts as not missed", mark)
+		}
+	}
+}

@@ -34,6 +34,9 @@ const (
 	evMachineCreated = "machine.created"
 	evMachineUpdated = "machine.updated"
 	evMachineRevoked = "machine.revoked"
+	// evMissed opens a stream whose page was rendered before an event the
+	// page did not hear (getEvents): every page refreshes on it.
+	evMissed = "missed"
 )
 
 // eventHeartbeat is how often an idle stream sends a comment: proxies keep it
@@ -63,8 +66,18 @@ func (s *Server) publish(userID, typ string, data any) {
 // getEvents streams the person's events as server-sent events until the
 // client goes away, the person falls too far behind (the page reconnects and
 // re-fetches), the sign-in ends, or the server shuts down.
+//
+// A stream opened with ?since=<mark> (the page's data-live-mark) first
+// sends a "missed" event when the person was published anything after the
+// page was rendered from the database: the page refreshes once instead of
+// showing what was true before (an approval asked while the inbox loaded).
 func (s *Server) getEvents(c *fiber.Ctx) error {
-	events, unsubscribe := s.live.Subscribe(userID(c))
+	uid := userID(c)
+	events, unsubscribe := s.live.Subscribe(uid) // before Missed: nothing falls between the two
+	missed := false
+	if since := c.Query("since"); since != "" {
+		missed = s.live.Missed(uid, since)
+	}
 	ctx, stop := s.signins.follow(s.ctx, familyID(c))
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -72,15 +85,18 @@ func (s *Server) getEvents(c *fiber.Ctx) error {
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer unsubscribe()
 		defer stop()
-		s.streamEvents(ctx, w, events)
+		s.streamEvents(ctx, w, events, missed)
 	})
 	return nil
 }
 
 // streamEvents writes events to w, with a heartbeat, and returns on the first
 // failed write: under fasthttp that is the only sign of a client disconnect.
-func (s *Server) streamEvents(ctx context.Context, w *bufio.Writer, events <-chan live.Event) {
+func (s *Server) streamEvents(ctx context.Context, w *bufio.Writer, events <-chan live.Event, missed bool) {
 	if !flushed(w, fmt.Sprintf("retry: %d\n: connected\n\n", eventRetry.Milliseconds())) {
+		return
+	}
+	if missed && !flushed(w, "event: "+evMissed+"\ndata: {}\n\n") {
 		return
 	}
 	beat := time.NewTicker(eventHeartbeat)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +31,14 @@ type stream struct {
 
 func openStream(t *testing.T, env *servertest.Env, c *servertest.Client, header http.Header) *stream {
 	t.Helper()
+	return openStreamAt(t, env, c, "/api/events", header)
+}
+
+// openStreamAt opens the stream at path (with its query).
+func openStreamAt(t *testing.T, env *servertest.Env, c *servertest.Client, path string, header http.Header) *stream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", env.URL+"/api/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", env.URL+path, nil)
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -235,4 +242,58 @@ func TestEventStreamRefreshesAnExpiredSession(t *testing.T) {
 		t.Fatalf("stream after access expiry: %d", s.resp.StatusCode)
 	}
 	alice.MustJSON("GET", "/api/workspaces", nil, 200, nil) // the jar took the new cookies
+}
+
+// TestAStreamOpenedLateSaysWhatItsPageMissed: a page carries the mark of
+// the person's events as they stood when its request came, and the stream
+// it opens with that mark starts with "missed" when anything was published
+// for the person in between — an approval asked while the inbox loaded
+// would otherwise reach neither the page nor its stream. A mark taken after
+// the event, another person's events, and a stream opened without a mark
+// start with no "missed".
+func TestAStreamOpenedLateSaysWhatItsPageMissed(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.OpenSignup = true })
+	alice := env.Person(t, "alice@example.com")
+	bob := env.Person(t, "bob@example.com")
+	b := newBrowser(t, env, alice)
+	markOf := func() string {
+		t.Helper()
+		p := b.get("/")
+		m := regexp.MustCompile(`<body[^>]* data-live-mark="([^"]+)"`).FindStringSubmatch(p.body)
+		if p.status != 200 || m == nil {
+			t.Fatalf("the inbox page (%d) carries no data-live-mark: %.300s", p.status, p.body)
+		}
+		return m[1]
+	}
+	// first is the stream's first event after "connected", with a task
+	// created after opening as the event that follows when nothing was missed.
+	first := func(path string) sseEvent {
+		t.Helper()
+		s := openStreamAt(t, env, alice, path, nil)
+		if s.resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, s.resp.StatusCode)
+		}
+		if e := s.next(t, true); e.comment != "connected" {
+			t.Fatalf("first frame %+v", e)
+		}
+		alice.Workspace("After " + path)
+		return s.next(t, false)
+	}
+
+	before := markOf()
+	alice.Workspace("While the page loaded")
+	if e := first("/api/events?since=" + url.QueryEscape(before)); e.typ != "missed" {
+		t.Fatalf("a stream opened after an event its page missed starts with %s %s, want missed", e.typ, e.data)
+	}
+	after := markOf()
+	bob.Workspace("Bob's") // not alice's
+	if e := first("/api/events?since=" + url.QueryEscape(after)); e.typ != "workspace.created" {
+		t.Fatalf("a stream whose page missed nothing starts with %s %s, want the next workspace.created", e.typ, e.data)
+	}
+	if e := first("/api/events"); e.typ != "workspace.created" {
+		t.Fatalf("a stream opened without a mark starts with %s %s", e.typ, e.data)
+	}
+	if e := first("/api/events?since=forged.1"); e.typ != "missed" {
+		t.Fatalf("a mark this server never gave starts the stream with %s, want missed (refresh once)", e.typ)
+	}
 }

@@ -132,6 +132,10 @@ type view struct {
 	// Arrived is "cross-site" when another site sent the browser to this
 	// page (set by render; see arrivedFrom).
 	Arrived string
+	// Mark is where the person's live events stood when the request came,
+	// before the page's data was read (set by render): the page opens its
+	// event stream with it and is told if it missed one in between.
+	Mark string
 }
 
 // arrivedFrom says whether another site navigated the browser to this page:
@@ -165,6 +169,7 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, v view) error {
 	v.Now = s.opts.Now()
 	v.Items = navItems
 	if v.User != nil {
+		v.Mark, _ = c.Locals(localMark).(string)
 		n, err := s.gate.PendingCount(c.UserContext(), v.User.ID)
 		if err != nil {
 			return fmt.Errorf("render %s: %w", name, err)
@@ -346,6 +351,7 @@ func (s *Server) notFoundPage(c *fiber.Ctx) error {
 		if uid, family, err := s.cookieSession(c); err == nil {
 			c.Locals(localUser, uid)
 			c.Locals(localFamily, family)
+			c.Locals(localMark, s.live.Mark(uid))
 		}
 	}
 	// The navigation's sign-out form needs the token: render gives the

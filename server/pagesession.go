@@ -65,6 +65,7 @@ func (s *Server) sessionOrError(c *fiber.Ctx) error {
 	}
 	c.Locals(localUser, uid)
 	c.Locals(localFamily, family)
+	c.Locals(localMark, s.live.Mark(uid))
 	return c.Next()
 }
 
@@ -87,6 +88,7 @@ func (s *Server) pageSession(c *fiber.Ctx) error {
 	}
 	c.Locals(localUser, uid)
 	c.Locals(localFamily, family)
+	c.Locals(localMark, s.live.Mark(uid))
 	return c.Next()
 }
 

@@ -35,6 +35,7 @@ const (
 	localFamily = "tb.family" // string: their sign-in's refresh family
 	localAgent  = "tb.agent"  // *store.AgentIdentity
 	localCSRF   = "tb.csrf"   // string: this request's CSRF token
+	localMark   = "tb.mark"   // string: the person's live events as they stood when the request came (live.Hub.Mark)
 )
 
 type accessClaims struct {

@@ -327,12 +327,19 @@ function apply(html) {
 
 // The event stream. A stream the server refused (signed out?) is asked
 // for again after a fixed 5 s, the page fetch scheduled with it finding
-// out what is wrong.
+// out what is wrong. The first stream is opened with the page's mark (where
+// the person's events stood when the server began this page), so an event
+// published between the render and the stream's opening is not lost: the
+// stream starts with "missed" and the page refreshes once. A stream opened
+// again after a break refreshes anyway.
 const streamRetry = new Backoff(5000, 5000);
 let broken = false;
+let mark = body.getAttribute('data-live-mark');
 function connect(types) {
-  const es = new EventSource('/api/events');
+  const es = new EventSource('/api/events' + (mark ? '?since=' + encodeURIComponent(mark) : ''));
+  mark = null;
   for (const t of types) es.addEventListener(t, schedule);
+  es.addEventListener('missed', schedule);
   es.onopen = () => {
     body.setAttribute('data-live-state', 'open');
     streamRetry.reset();
