@@ -8,7 +8,15 @@ require (
 	github.com/xeipuuv/gojsonschema v1.2.0
 )
 
-require go.uber.org/goleak v1.3.0
+require (
+	github.com/mark3labs/mcp-go v1.2.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -33,7 +33,7 @@ func (s *Server) newMCPHandler() http.Handler {
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
 	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
-	srv.AddReceivingMiddleware(s.limitSessions)
+	srv.AddReceivingMiddleware(s.limitSessions, refuseUnservedVersions)
 	s.mcp = srv
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.MCPSessionTimeout,
