@@ -221,6 +221,14 @@ func New(opts Options) (*Server, error) {
 	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
 		return nil, fmt.Errorf("new server: public URL %q must be an http or https URL", opts.PublicURL)
 	}
+	// The web app, the extension and the OAuth endpoints live at the root of
+	// their host (the pages link /static/…, the extension dials /ws/…): a
+	// prefix would leave every page half broken behind the proxy, so it is
+	// refused at the start rather than found out in a browser.
+	if pub.Path != "" || pub.RawQuery != "" || pub.Fragment != "" || pub.User != nil {
+		return nil, fmt.Errorf("new server: public URL %q must be a scheme and host only (like https://tabbridge.example.com): "+
+			"Tabbridge is served at the root of its host, so give it a host or subdomain of its own instead of a path", opts.PublicURL)
+	}
 	if opts.Relay.Logger == nil {
 		opts.Relay.Logger = opts.Logger
 	}
