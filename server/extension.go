@@ -103,7 +103,12 @@ func errTicketSignedOut() error {
 func (s *Server) extensionSocket(c *websocket.Conn) {
 	uid, _ := c.Locals(localUser).(string)
 	family, _ := c.Locals(localFamily).(string)
-	ctx, stop := s.signins.follow(context.Background(), family)
+	// The follower's database check runs off this goroutine, which goes on
+	// to be the socket's reader: the stack it grew would stay for the
+	// socket's life (bridge.OffStack).
+	var ctx context.Context
+	var stop context.CancelFunc
+	bridge.OffStack(func() { ctx, stop = s.signins.follow(context.Background(), family) })
 	defer stop()
 	s.hub.Serve(ctx, c.Conn, uid)
 }

@@ -1,0 +1,130 @@
+package bridge
+
+import (
+	"bytes"
+	"testing"
+)
+
+// The reader's cheap ping parse (pingID) and pong (encodePong) must be what
+// Decode and encode make of the same frame, byte for byte; a frame pingID
+// does not take goes to Decode unchanged.
+
+var pingFrames = []string{
+	`{"type":"ping","id":"p12"}`,
+	`{"id":"p12","type":"ping"}`,
+	`{"type":"ping"}`,
+	`{"type":"ping","id":""}`,
+	`{"type":"ping","id":"a<b>&c"}`,
+	`{"type":"ping","id":"0123456789012345678901234567890123456789012345678901234567890123"}`,
+	// Not taken: Decode decides.
+	`{"type":"ping","id":"01234567890123456789012345678901234567890123456789012345678901234"}`,
+	`{"type":"ping","id":"p\u0031"}`,
+	`{"type":"ping","id":"p\n"}`,
+	`{"type":"ping","id":"é"}`,
+	`{"type":"ping","type":"ping"}`,
+	`{"type":"ping","id":"a","id":"b"}`,
+	`{"TYPE":"ping","id":"p1"}`,
+	`{"type":"ping","id":1}`,
+	`{"type":"ping","id":null}`,
+	`{"type":"ping", "id":"p1"}`,
+	` {"type":"ping","id":"p1"}`,
+	`{"type":"ping","id":"p1","x":1}`,
+	`{"type":"pong","id":"p1"}`,
+	`{"id":"p1"}`,
+	`{"type":"ping",}`,
+	`{"type":"ping","id":"p1"`,
+	`{}`,
+	`{"type":"call.result","callId":"c1","ok":true,"result":{}}`,
+}
+
+func TestPingIDIsDecodes(t *testing.T) {
+	taken := 0
+	for _, f := range pingFrames {
+		if checkPingID(t, []byte(f)) {
+			taken++
+		}
+	}
+	if taken != 6 {
+		t.Fatalf("pingID took %d of the frames, want the 6 of the extension's shape", taken)
+	}
+}
+
+// checkPingID reports whether pingID took frame, failing t if Decode reads
+// it otherwise.
+func checkPingID(t *testing.T, frame []byte) bool {
+	t.Helper()
+	id, ok := pingID(frame)
+	if !ok {
+		return false
+	}
+	in, err := Decode(frame)
+	if err != nil || in.Type != TypePing || in.ID != id {
+		t.Fatalf("pingID(%q) = %q, but Decode gives %+v, %v", frame, id, in, err)
+	}
+	return true
+}
+
+func FuzzPingID(f *testing.F) {
+	for _, s := range pingFrames {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		checkPingID(t, frame)
+		if id, ok := pingID(frame); ok {
+			checkPong(t, id, 1700000000000)
+		}
+	})
+}
+
+func TestEncodePongIsEncode(t *testing.T) {
+	for _, id := range []string{"", "p1", "a<b", "x&y", "q\"", "b\\s", "é", "\u2028", "\x00", "\xff", "0123456789012345678901234567890123456789012345678901234567890123"} {
+		for _, ms := range []int64{0, -1, 1700000000123} {
+			checkPong(t, id, ms)
+		}
+	}
+}
+
+func FuzzEncodePong(f *testing.F) {
+	f.Add("p1", int64(1))
+	f.Add("<\xff", int64(-5))
+	f.Fuzz(checkPong)
+}
+
+func checkPong(t *testing.T, id string, ms int64) {
+	got, want := encodePong(id, ms), encode(pongMsg{Type: TypePong, ID: id, Time: ms})
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encodePong(%q, %d) = %s, encode gives %s", id, ms, got, want)
+	}
+}
+
+func TestOffStackRaisesPanicInCaller(t *testing.T) {
+	defer func() {
+		if r := recover(); r != "boom" {
+			t.Fatalf("recovered %v, want the panic of f", r)
+		}
+	}()
+	OffStack(func() { panic("boom") })
+	t.Fatal("OffStack returned after f panicked")
+}
+
+func TestOffStackRunsFBeforeReturning(t *testing.T) {
+	ran := false
+	OffStack(func() { ran = true })
+	if !ran {
+		t.Fatal("OffStack returned before f ran")
+	}
+}
+
+func TestOnReaderTakesCallFrames(t *testing.T) {
+	for f, want := range map[string]bool{
+		`{"type":"call.result","callId":"c1"}`:     true,
+		`{"type":"call.dispatched","callId":"c1"}`: true,
+		`{"type":"tools.announce"}`:                false,
+		`{"type":"ping","id":"p1"}`:                false,
+		`{"type":"call.`:                           false,
+	} {
+		if got := onReader([]byte(f)); got != want {
+			t.Errorf("onReader(%s) = %v, want %v", f, got, want)
+		}
+	}
+}
