@@ -145,16 +145,16 @@ func (c *conn) closing() bool {
 }
 
 // route handles one text frame where it costs the reader's stack least
-// (offstack.go): a ping and a call's frames on the reader, the rest on a
-// short-lived goroutine the reader waits for, so frames are still handled
-// one at a time, in order.
+// (offstack.go): the hello and the catalog's frames on a short-lived
+// goroutine the reader waits for (so frames are still handled one at a
+// time, in order), a ping and a call's frames on the reader.
 func (c *conn) route(frame []byte) {
 	if c.ready {
 		if id, ok := pingID(frame); ok {
 			c.ping(id)
 			return
 		}
-		if onReader(frame) {
+		if !offReader(frame) {
 			c.handle(frame)
 			return
 		}

@@ -42,13 +42,20 @@ func OffStack(f func()) {
 	}
 }
 
-// onReader reports whether a frame is handled on the reader itself rather
-// than off its stack: a call's dispatch and result (the call's path). The
-// test is on the frame's start, where the extension writes the type; a frame
-// it misjudges is handled all the same, on the other goroutine.
-func onReader(frame []byte) bool {
-	const prefix = `{"type":"call.`
-	return len(frame) > len(prefix) && string(frame[:len(prefix)]) == prefix
+// offReader reports whether a frame is handled off the reader's stack: the
+// rare frames that decode deep and touch the catalog (sites.open,
+// tools.announce, document.used, document.gone). The test is on the frame's
+// start, where the extension writes the type; any other frame — a call's
+// dispatch and result above all, whatever the order of their members — is
+// handled on the reader, and a frame misjudged is handled all the same, only
+// on the other goroutine.
+func offReader(frame []byte) bool {
+	for _, prefix := range [...]string{`{"type":"sites.`, `{"type":"tools.`, `{"type":"document.`} {
+		if len(frame) > len(prefix) && string(frame[:len(prefix)]) == prefix {
+			return true
+		}
+	}
+	return false
 }
 
 // pingID reports whether frame is a ping in the shape the extension sends,

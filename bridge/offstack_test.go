@@ -115,16 +115,20 @@ func TestOffStackRunsFBeforeReturning(t *testing.T) {
 	}
 }
 
-func TestOnReaderTakesCallFrames(t *testing.T) {
+func TestOffReaderTakesTheCatalogsFrames(t *testing.T) {
 	for f, want := range map[string]bool{
-		`{"type":"call.result","callId":"c1"}`:     true,
-		`{"type":"call.dispatched","callId":"c1"}`: true,
-		`{"type":"tools.announce"}`:                false,
-		`{"type":"ping","id":"p1"}`:                false,
-		`{"type":"call.`:                           false,
+		`{"type":"call.result","callId":"c1"}`:           false,
+		`{"callId":"c1","ok":true,"type":"call.result"}`: false,
+		`{"type":"call.dispatched","callId":"c1"}`:       false,
+		`{"type":"tools.announce","documentId":"d"}`:     true,
+		`{"type":"sites.open","sites":[]}`:               true,
+		`{"type":"document.used","documentId":"d"}`:      true,
+		`{"type":"document.gone","documentId":"d"}`:      true,
+		`{"type":"ping","id":"p1"}`:                      false,
+		`{"type":"tools.`:                                false,
 	} {
-		if got := onReader([]byte(f)); got != want {
-			t.Errorf("onReader(%s) = %v, want %v", f, got, want)
+		if got := offReader([]byte(f)); got != want {
+			t.Errorf("offReader(%s) = %v, want %v", f, got, want)
 		}
 	}
 }
