@@ -1,8 +1,12 @@
 package bridge
 
 import (
+	"bytes"
 	"strconv"
 )
+
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\r\n"
 
 // A socket's reader waits in a read for hours, and Go does not shrink the
 // stack of a goroutine blocked that deep below half of what it grew to: a
@@ -60,10 +64,12 @@ func offReader(frame []byte) bool {
 
 // pingID reports whether frame is a ping in the shape the extension sends,
 // {"type":"ping","id":"p12"} (its two members in either order, each once, no
-// spaces, the id at most maxIDLen printable ASCII characters with no
-// escapes), and its id. For such a frame Decode gives {Type: ping, ID: id}
-// too; every other frame, pings of other shapes included, goes to Decode.
+// spaces but around the object, the id at most maxIDLen printable ASCII
+// characters with no escapes), and its id. For such a frame Decode gives
+// {Type: ping, ID: id} too; every other frame, pings of other shapes
+// included, goes to Decode.
 func pingID(frame []byte) (string, bool) {
+	frame = bytes.TrimRight(bytes.TrimLeft(frame, jsonSpace), jsonSpace)
 	n := len(frame)
 	if n < 2 || frame[0] != '{' || frame[n-1] != '}' {
 		return "", false
