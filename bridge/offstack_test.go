@@ -134,3 +134,33 @@ func TestOffReaderTakesTheCatalogsFrames(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRouteCallResult is what routing adds to a call's answer on the reader: the ping
+// parse that does not take it, and the look at its start that keeps it there.
+func BenchmarkRouteCallResult(b *testing.B) {
+	frame := []byte(`{"type":"call.result","callId":"0193a4b2-7c1d-7000-8000-000000000001","ok":true,"result":{"content":[{"type":"text","text":"done"}]}}`)
+	for b.Loop() {
+		if _, ok := pingID(frame); ok || offReader(frame) {
+			b.Fatal("a call's result routed off the reader")
+		}
+	}
+}
+
+// BenchmarkPing compares the reader's ping parse and pong with Decode and encode.
+func BenchmarkPing(b *testing.B) {
+	frame := []byte(`{"type":"ping","id":"p123"}`)
+	b.Run("pingID+encodePong", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			id, _ := pingID(frame)
+			encodePong(id, 1700000000000)
+		}
+	})
+	b.Run("Decode+encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			in, _ := Decode(frame)
+			encode(pongMsg{Type: TypePong, ID: in.ID, Time: 1700000000000})
+		}
+	})
+}
