@@ -115,7 +115,9 @@ func decodeValue(args json.RawMessage, sh shape) (any, *ArgumentsError) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var value any
-	if err := dec.Decode(&value); err != nil || dec.More() {
+	// Nothing may follow the value: Decoder.More is false before a '}' or ']', so it let
+	// {"a":1}]x through.
+	if err := dec.Decode(&value); err != nil || dec.InputOffset() != int64(len(args)) {
 		return nil, argumentsErr(CodeInvalidArguments, "arguments", "are not valid JSON; send a JSON object")
 	}
 	if _, ok := value.(map[string]any); !ok {

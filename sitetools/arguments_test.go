@@ -193,3 +193,16 @@ func TestBitStack(t *testing.T) {
 		t.Fatal("empty stack's top is true")
 	}
 }
+
+// TestArgumentsWithTextAfterThemRefused: arguments are one JSON object and nothing after it;
+// {"a":1}]x was taken as {"a":1}, though no other parser reads it so.
+func TestArgumentsWithTextAfterThemRefused(t *testing.T) {
+	for _, args := range []string{`{"a":1}]x`, `{"a":1}}`, `{"a":1} ]]]`, `{"a":1}{}`, `{"a":1} 2`} {
+		if _, aerr := decodeArguments([]byte(args)); aerr == nil || aerr.Code != CodeInvalidArguments || !strings.Contains(aerr.Message, "not valid JSON") {
+			t.Errorf("%s: got %v, want a refusal as not valid JSON", args, aerr)
+		}
+	}
+	if _, aerr := decodeArguments([]byte(" {\"a\":1} \n")); aerr != nil {
+		t.Errorf("white space around the object refused: %v", aerr)
+	}
+}
