@@ -74,7 +74,7 @@ require (
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/tinylib/msgp v1.2.5 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasthttp v1.78.0 // indirect; must stay >= 1.66 (older versions buffer the MCP SSE responses: docs/DECISIONS.md)
+	github.com/valyala/fasthttp v1.78.0 // must stay >= 1.66 (older versions buffer the MCP SSE responses: docs/DECISIONS.md)
 	github.com/xeipuuv/gojsonpointer v0.0.0-20180127040702-4e3ac2762d5f // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.uber.org/multierr v1.11.0 // indirect

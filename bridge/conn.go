@@ -113,7 +113,7 @@ func (c *conn) readLoop() {
 			c.fail(CloseUnsupportedData, protoErr(ErrCodeInvalidMessage, "", "Binary frames are not part of the protocol; send JSON text frames."))
 			break
 		}
-		c.handle(data)
+		c.route(data)
 	}
 	c.sock.SetReadDeadline(time.Now().Add(c.h.opts.CloseGrace))
 	for {
@@ -142,6 +142,31 @@ func (c *conn) closing() bool {
 	default:
 		return false
 	}
+}
+
+// route handles one text frame where it costs the reader's stack least
+// (offstack.go): the hello and the catalog's frames on a short-lived
+// goroutine the reader waits for (so frames are still handled one at a
+// time, in order), a ping and a call's frames on the reader.
+func (c *conn) route(frame []byte) {
+	if c.ready {
+		if id, ok := pingID(frame); ok {
+			c.ping(id)
+			return
+		}
+		if !offReader(frame) {
+			c.handle(frame)
+			return
+		}
+	}
+	OffStack(func() { c.handle(frame) })
+}
+
+// ping answers a ping with the server's clock.
+func (c *conn) ping(id string) {
+	now := time.Now()
+	c.lastPing.Store(now.UnixNano())
+	c.enqueue(encodePong(id, now.UnixMilli()))
 }
 
 // handle acts on one text frame. A bug while handling one ends only this
@@ -175,9 +200,7 @@ func (c *conn) handle(frame []byte) {
 	case TypeHello:
 		c.sendError(protoErr(ErrCodeHelloRepeated, in.ID, "This socket has already said hello; open a new socket to start over."))
 	case TypePing:
-		now := time.Now()
-		c.lastPing.Store(now.UnixNano())
-		c.enqueue(encode(pongMsg{Type: TypePong, ID: in.ID, Time: now.UnixMilli()}))
+		c.ping(in.ID)
 	case TypeSitesOpen:
 		c.setOpen(in)
 	case TypeToolsAnnounce:

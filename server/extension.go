@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"sync"
 
+	fws "github.com/fasthttp/websocket"
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/tickets"
@@ -36,16 +38,20 @@ func (s *Server) startHub() {
 // Hub is the hub of connected browsers, for the packages wired on top of it.
 func (s *Server) Hub() *bridge.Hub { return s.hub }
 
-// socketWriteBuffers is shared by every extension socket: an idle socket then
-// holds no write buffer.
-var socketWriteBuffers = &sync.Pool{}
+// socketUpgrader upgrades every extension socket. Its write buffers are
+// shared: an idle socket then holds none. It is fasthttp/websocket's own, not
+// gofiber/contrib/websocket's wrapper, which copies every header, query
+// parameter, cookie and local of the upgrade request into maps kept for the
+// socket's life (about 1.5 KB per idle browser: issue 16); the gate has
+// already checked the Origin.
+var socketUpgrader = fws.FastHTTPUpgrader{
+	ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: &sync.Pool{},
+	CheckOrigin: func(*fasthttp.RequestCtx) bool { return true },
+}
 
 // mountExtension mounts the extension socket, tickets, sharing and browsers.
 func (s *Server) mountExtension(web guard) {
-	s.app.Get("/ws/extension", s.extensionGate, websocket.New(s.extensionSocket, websocket.Config{
-		ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: socketWriteBuffers,
-		RecoverHandler: func(*websocket.Conn) {}, // bridge.Hub.Serve recovers itself
-	}))
+	s.app.Get("/ws/extension", s.extensionGate, s.extensionUpgrade)
 	me := web.with(s.person)
 	me.Post("/tickets", s.postTicket)
 	me.Get("/sites", s.getSites)
@@ -97,15 +103,32 @@ func errTicketSignedOut() error {
 		"The sign-in that asked for this ticket has ended (signed out); sign in again, then ask for a new ticket.")
 }
 
-// extensionSocket hands the upgraded socket to the hub until it ends or the
-// sign-in that asked for its ticket does; Serve returns only after its
-// writer has stopped, so the pooled Conn is never written late.
-func (s *Server) extensionSocket(c *websocket.Conn) {
+// extensionUpgrade upgrades an admitted request to the extension socket.
+func (s *Server) extensionUpgrade(c *fiber.Ctx) error {
 	uid, _ := c.Locals(localUser).(string)
 	family, _ := c.Locals(localFamily).(string)
-	ctx, stop := s.signins.follow(context.Background(), family)
+	err := socketUpgrader.Upgrade(c.Context(), func(conn *fws.Conn) {
+		defer func() { _ = recover() }() // bridge.Hub.Serve recovers itself; nothing else may end the server
+		s.extensionSocket(conn, uid, family)
+	})
+	if err != nil {
+		return fiber.ErrUpgradeRequired
+	}
+	return nil
+}
+
+// extensionSocket hands the upgraded socket to the hub until it ends or the
+// sign-in that asked for its ticket does; Serve returns only after its
+// writer has stopped, so the Conn is never written late.
+func (s *Server) extensionSocket(c *fws.Conn, uid, family string) {
+	// The follower's database check runs off this goroutine, which goes on
+	// to be the socket's reader: the stack it grew would stay for the
+	// socket's life (bridge.OffStack).
+	var ctx context.Context
+	var stop context.CancelFunc
+	bridge.OffStack(func() { ctx, stop = s.signins.follow(context.Background(), family) })
 	defer stop()
-	s.hub.Serve(ctx, c.Conn, uid)
+	s.hub.Serve(ctx, c, uid)
 }
 
 type ticketBody struct {

@@ -45,7 +45,7 @@ func decodeArguments(args json.RawMessage) (any, *ArgumentsError) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeValue(args)
+	return decodeValue(args, measure(args))
 }
 
 // checkText checks the arguments' size and that they are UTF-8, and returns them trimmed.
@@ -106,74 +106,36 @@ func escapedUnit(b []byte, i int) int {
 	return int(n)
 }
 
-// decodeValue decodes checked text into the value gojsonschema validates.
-func decodeValue(args json.RawMessage) (any, *ArgumentsError) {
+// decodeValue decodes checked text into the value gojsonschema validates; sh is the text's
+// measure.
+func decodeValue(args json.RawMessage, sh shape) (any, *ArgumentsError) {
 	if len(args) == 0 || string(args) == "null" {
 		return map[string]any{}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var value any
-	if err := dec.Decode(&value); err != nil || dec.More() {
+	// Nothing may follow the value: Decoder.More is false before a '}' or ']', so it let
+	// {"a":1}]x through.
+	if err := dec.Decode(&value); err != nil || dec.InputOffset() != int64(len(args)) {
 		return nil, argumentsErr(CodeInvalidArguments, "arguments", "are not valid JSON; send a JSON object")
 	}
 	if _, ok := value.(map[string]any); !ok {
 		return nil, argumentsErr(CodeInvalidArguments, "arguments", "must be a JSON object, got %s", describe(value))
 	}
+	// Decoding into maps keeps one member per name, so more members in the text (measure counts
+	// them) than decoded mean some object names a property twice: the validator saw one value
+	// (the last), the approval card's JSON shows both, and a page's parser may take either.
 	if nestedDeeper(value, MaxArgumentDepth) {
 		return nil, argumentsErr(CodeInvalidArguments, "arguments", "nest deeper than %d levels; flatten them", MaxArgumentDepth)
 	}
-	if objectMembers(args) != decodedMembers(value) { // decoding merged two members of one object
+	if sh.members != decodedMembers(value) { // decoding merged two members of one object
 		path, key := duplicateKey(args)
 		e := argumentsErr(CodeInvalidArguments, path, "has the property %q more than once; send each property once", key)
 		e.Ambiguous = true
 		return nil, e
 	}
 	return value, nil
-}
-
-// objectMembers counts the members of every object in JSON text, in one pass over the bytes.
-// Decoding into maps keeps one member per name, so a count above the decoded one means some
-// object names a property twice: the validator saw one value (the last), the approval card's
-// JSON shows both, and a page's parser may take either.
-func objectMembers(text []byte) int {
-	var inObject []bool // per open container: is it an object
-	n, inString, escaped, opened := 0, false, false, false
-	for _, c := range text {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			continue
-		}
-		top := len(inObject) > 0 && inObject[len(inObject)-1]
-		if (opened && c != '}') || (c == ',' && top) {
-			if top {
-				n++
-			}
-		}
-		opened = false
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			inObject = append(inObject, c == '{')
-			opened = c == '{'
-		case '}', ']':
-			if len(inObject) > 0 {
-				inObject = inObject[:len(inObject)-1]
-			}
-		}
-	}
-	return n
 }
 
 // decodedMembers counts the members of every object in a decoded value.

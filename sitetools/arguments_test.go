@@ -83,3 +83,126 @@ func FuzzDecodeArguments(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMeasureMembers: measure counts the members of objects in any text as objectMembers, the
+// pass over the text it replaced, did (kept here as the reference), and on JSON text as its tokens
+// do.
+func FuzzMeasureMembers(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"a":2,"a":3}}`))
+	f.Add([]byte(`{"a":"\"}\",","b":[{"c":1},{"c":1}],"d":[],"e":{}}`))
+	f.Add([]byte(`[[[[{"x":[{"y":{}}]}]]]]`))
+	f.Add([]byte(` { "a" : [ 1 , { } , "}" ] } `))
+	f.Add([]byte(`{"a":1}]{]`))
+	f.Add([]byte(`0}0{0`))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		got := measure(text).members
+		if want := objectMembers(text); got != want {
+			t.Fatalf("%q: measure counts %d members, objectMembers %d", text, got, want)
+		}
+		if json.Valid(text) {
+			if keys := propertyNames(text); got != keys {
+				t.Fatalf("%q: measure counts %d members, the text has %d property names", text, got, keys)
+			}
+		}
+	})
+}
+
+// propertyNames counts the property names in JSON text, by its tokens.
+func propertyNames(text []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	var stack []pathFrame
+	n := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = pushPop(stack, d)
+			continue
+		}
+		if top := len(stack) - 1; top >= 0 && stack[top].object && !stack[top].keyed {
+			stack[top].keyed = true
+			n++
+			continue
+		}
+		stack = advance(stack)
+	}
+}
+
+// objectMembers counts the members of every object in JSON text, in one pass over the bytes.
+// Decoding into maps keeps one member per name, so a count above the decoded one means some
+// object names a property twice: the validator saw one value (the last), the approval card's
+// JSON shows both, and a page's parser may take either.
+func objectMembers(text []byte) int {
+	var inObject []bool // per open container: is it an object
+	n, inString, escaped, opened := 0, false, false, false
+	for _, c := range text {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		top := len(inObject) > 0 && inObject[len(inObject)-1]
+		if (opened && c != '}') || (c == ',' && top) {
+			if top {
+				n++
+			}
+		}
+		opened = false
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			inObject = append(inObject, c == '{')
+			opened = c == '{'
+		case '}', ']':
+			if len(inObject) > 0 {
+				inObject = inObject[:len(inObject)-1]
+			}
+		}
+	}
+	return n
+}
+
+func TestBitStack(t *testing.T) {
+	var b bitStack
+	var want []bool
+	for i := 0; i < 1000; i++ {
+		v := i%3 == 0 || i%7 == 0
+		b.push(v)
+		want = append(want, v)
+	}
+	for len(want) > 0 {
+		if b.top() != want[len(want)-1] {
+			t.Fatalf("at %d: top is %v, want %v", len(want), b.top(), want[len(want)-1])
+		}
+		b.pop()
+		want = want[:len(want)-1]
+	}
+	if b.top() {
+		t.Fatal("empty stack's top is true")
+	}
+}
+
+// TestArgumentsWithTextAfterThemRefused: arguments are one JSON object and nothing after it;
+// {"a":1}]x was taken as {"a":1}, though no other parser reads it so.
+func TestArgumentsWithTextAfterThemRefused(t *testing.T) {
+	for _, args := range []string{`{"a":1}]x`, `{"a":1}}`, `{"a":1} ]]]`, `{"a":1}{}`, `{"a":1} 2`} {
+		if _, aerr := decodeArguments([]byte(args)); aerr == nil || aerr.Code != CodeInvalidArguments || !strings.Contains(aerr.Message, "not valid JSON") {
+			t.Errorf("%s: got %v, want a refusal as not valid JSON", args, aerr)
+		}
+	}
+	if _, aerr := decodeArguments([]byte(" {\"a\":1} \n")); aerr != nil {
+		t.Errorf("white space around the object refused: %v", aerr)
+	}
+}

@@ -127,7 +127,7 @@ func treeArgs(n int) string {
 func largestAccepted(s *Schema, c costly) (int, string) {
 	fits := func(n int) bool {
 		args := c.args(n)
-		return len(args) <= MaxArgumentsBytes && s.withinBudget([]byte(args)) == nil
+		return len(args) <= MaxArgumentsBytes && s.withinBudget([]byte(args), measure([]byte(args))) == nil
 	}
 	lo, hi := 1, 2
 	for fits(hi) && hi < 1<<22 {

@@ -16,6 +16,9 @@ type shape struct {
 	values  [MaxArgumentDepth + 1]int64
 	numbers [MaxArgumentDepth + 1]float64 // the work of parsing each number there once, summed
 	total   int64
+	// members counts the members of every object, which decodeValue compares with the decoded
+	// value's (a property named twice).
+	members int
 	huge    int // offset of the first number too long to check, or -1
 	// unheld is the offset of the first number a float64 cannot hold (it would be read as
 	// Infinity, or as 0 though it is not), or -1.
@@ -31,16 +34,17 @@ const (
 	MaxNumberExponent = 10000
 )
 
-// measure counts the values at each depth in one pass over JSON text, and what their numbers
-// cost. It does not check the syntax (decoding does, after); on text that is not JSON the counts
-// are only an estimate.
+// measure counts the values at each depth in one pass over JSON text, the members of its
+// objects, and what their numbers cost. It does not check the syntax (decoding does, after); on
+// text that is not JSON the counts are only an estimate.
 func measure(text []byte) shape {
 	s := shape{huge: -1, unheld: -1}
 	if len(text) == 0 {
 		return s
 	}
 	s.count(0)
-	depth, inString, escaped, opened := 0, false, false, false
+	var kinds bitStack // per open container: is it an object
+	depth, inString, escaped, opened, openedObject := 0, false, false, false, false
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		if inString {
@@ -60,14 +64,19 @@ func measure(text []byte) shape {
 		if opened && c != '}' && c != ']' {
 			s.count(depth) // the first member or item of a container
 		}
-		opened = false
+		if (openedObject && c != '}') || (c == ',' && kinds.top()) {
+			s.members++ // an object's first member, or its next
+		}
+		opened, openedObject = false, false
 		switch c {
 		case '"':
 			inString = true
 		case '{', '[':
+			kinds.push(c == '{')
 			depth++
-			opened = true
+			opened, openedObject = true, c == '{'
 		case '}', ']':
+			kinds.pop()
 			depth = max(depth-1, 0)
 		case ',':
 			s.count(depth)
@@ -139,6 +148,49 @@ func (s *shape) count(depth int) {
 	s.total++
 }
 
+// bitStack is a stack of booleans, one bit each; the first 256 need no allocation.
+type bitStack struct {
+	n     int
+	fixed [4]uint64
+	more  []uint64
+}
+
+func (b *bitStack) push(v bool) {
+	w, bit := b.n/64, uint64(1)<<(b.n%64)
+	if w >= len(b.fixed) && w-len(b.fixed) >= len(b.more) {
+		b.more = append(b.more, 0)
+	}
+	word := b.word(w)
+	if v {
+		*word |= bit
+	} else {
+		*word &^= bit
+	}
+	b.n++
+}
+
+func (b *bitStack) pop() {
+	if b.n > 0 {
+		b.n--
+	}
+}
+
+// top is the last value pushed and not popped, false when none is.
+func (b *bitStack) top() bool {
+	if b.n == 0 {
+		return false
+	}
+	i := b.n - 1
+	return *b.word(i / 64)>>(i%64)&1 != 0
+}
+
+func (b *bitStack) word(w int) *uint64 {
+	if w < len(b.fixed) {
+		return &b.fixed[w]
+	}
+	return &b.more[w-len(b.fixed)]
+}
+
 // work is the cost of checking arguments of this shape and size against the schema, in checks.
 func (s *Schema) work(sh shape, size int) float64 {
 	total := weightValue*float64(sh.total) + weightByte*float64(size)
@@ -162,8 +214,7 @@ const numberParses = 3
 
 // withinBudget refuses arguments whose cost against this schema is over MaxValidationCost,
 // saying how many values the schema allows, so the agent can split its call.
-func (s *Schema) withinBudget(args []byte) *ArgumentsError {
-	sh := measure(args)
+func (s *Schema) withinBudget(args []byte, sh shape) *ArgumentsError {
 	if sh.huge >= 0 {
 		path, _ := pathAt(args, sh.huge)
 		return argumentsErr(CodeArgumentsTooLarge, path, "is a number too long to check (at byte %d of the arguments): at most %d digits and an exponent of at most %d are allowed; send it as a string", sh.huge, MaxNumberDigits, MaxNumberExponent)

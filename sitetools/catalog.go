@@ -2,6 +2,7 @@ package sitetools
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,6 +178,9 @@ type docKey struct{ browser, document string }
 type knownSite struct {
 	tools              []Descriptor
 	lastURL, lastTitle string
+	// stored is the SHA-256 of the tools' text as the row holds it, so an
+	// announcement that changes nothing writes nothing (persist).
+	stored [sha256.Size]byte
 }
 
 func siteKey(userID, origin string) string { return userID + "\x00" + origin }
@@ -344,7 +348,7 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	c.docs[userID][docKey{d.BrowserID, d.DocumentID}] = &doc
 	c.putLocked(userID, &doc)
 	c.mu.Unlock()
-	err = c.persist(ctx, userID, &doc, next)
+	err = c.persist(ctx, userID, &doc, known, next)
 	c.liveChanged(userID, d.Origin, true)
 	return err
 }
@@ -413,7 +417,7 @@ func (c *Catalog) knownSite(ctx context.Context, userID, origin string) (*knownS
 	if err != nil {
 		return nil, fmt.Errorf("read site tools: %w", err)
 	}
-	k = &knownSite{lastURL: row.LastURL, lastTitle: row.LastTitle}
+	k = &knownSite{lastURL: row.LastURL, lastTitle: row.LastTitle, stored: sha256.Sum256([]byte(row.Tools))}
 	if row.Tools != "" {
 		if err := json.Unmarshal([]byte(row.Tools), &k.tools); err != nil {
 			return nil, fmt.Errorf("decode site tools: %w", err)
@@ -433,7 +437,12 @@ func (c *Catalog) knownSite(ctx context.Context, userID, origin string) (*knownS
 	return k, nil
 }
 
-func (c *Catalog) persist(ctx context.Context, userID string, d *Document, tools []Descriptor) error {
+// persist writes a site's known tools (up to MaxToolsPerSite descriptors,
+// megabytes) and the page that announced them last, as far as they changed
+// since known (what this process last read or wrote): a busy site's every
+// page load then writes nothing, or only its last page, rather than its whole
+// catalog again. announced_at is when the row last changed.
+func (c *Catalog) persist(ctx context.Context, userID string, d *Document, known *knownSite, tools []Descriptor) error {
 	if tools == nil {
 		tools = []Descriptor{}
 	}
@@ -441,15 +450,25 @@ func (c *Catalog) persist(ctx context.Context, userID string, d *Document, tools
 	if err != nil {
 		return fmt.Errorf("persist tools: %w", err)
 	}
-	row := siteRow{UserID: userID, Origin: d.Origin, Tools: string(b), LastURL: d.URL, LastTitle: d.Title, AnnouncedAt: store.Now()}
-	err = c.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+	next := &knownSite{tools: tools, lastURL: d.URL, lastTitle: d.Title, stored: sha256.Sum256(b)}
+	db := c.db.WithContext(ctx)
+	write := next.stored != known.stored
+	if !write && (next.lastURL != known.lastURL || next.lastTitle != known.lastTitle) {
+		res := db.Model(&siteRow{}).Where("user_id = ? AND origin = ?", userID, d.Origin).
+			Updates(map[string]any{"last_url": d.URL, "last_title": d.Title, "announced_at": store.Now()})
+		err, write = res.Error, res.Error == nil && res.RowsAffected == 0 // the row went: write it whole
+	}
+	if write {
+		row := siteRow{UserID: userID, Origin: d.Origin, Tools: string(b), LastURL: d.URL, LastTitle: d.Title, AnnouncedAt: store.Now()}
+		err = db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		delete(c.known, siteKey(userID, d.Origin)) // read it again next time
 		return fmt.Errorf("persist tools: %w", err)
 	}
-	c.known[siteKey(userID, d.Origin)] = &knownSite{tools: tools, lastURL: d.URL, lastTitle: d.Title}
+	c.known[siteKey(userID, d.Origin)] = next
 	return nil
 }
 

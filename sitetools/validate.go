@@ -58,10 +58,11 @@ func (s *Schema) Check(args json.RawMessage) ([]Violation, *ArgumentsError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := s.withinBudget(args); aerr != nil {
+	sh := measure(args)
+	if aerr := s.withinBudget(args, sh); aerr != nil {
 		return nil, aerr
 	}
-	value, aerr := decodeValue(args)
+	value, aerr := decodeValue(args, sh)
 	if aerr != nil {
 		return nil, aerr
 	}

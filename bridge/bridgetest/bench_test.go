@@ -237,6 +237,9 @@ func TestBenchServerProcess(t *testing.T) {
 	if mode == "" {
 		t.Skip("only run as the benchmark's server process")
 	}
+	if os.Getenv("TABBRIDGE_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 64 // every small allocation counted, not one per 512 KiB
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
