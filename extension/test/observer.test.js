@@ -10,9 +10,10 @@ const source = readFileSync(new URL('../content/observer.js', import.meta.url), 
 
 function page({ warn } = {}) {
   const attrs = { 'data-tabbridge-nonce': 'n0nce' };
+  // Its promises are the page's own (of the vm context), as a browser's are of the page's realm.
   class ModelContext {
     registerTool() {
-      return Promise.resolve();
+      return vm.runInContext('Promise.resolve()', ctx);
     }
   }
   // Like a browser's window, it sets window.event while its listeners run.
