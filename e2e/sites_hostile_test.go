@@ -132,18 +132,15 @@ func TestHostileSites(t *testing.T) {
 			ch, cancel := w.callAsync(w.agent, "dialog", map[string]any{"kind": kind}, false)
 			res, took := w.quick(ch)
 			cancel()
-			wantErrorResult(t, res, "The page opened a "+kind+"() dialog saying \"Delete 3 items?\"", "may have run")
+			article := map[string]string{"alert": "an", "confirm": "a", "prompt": "a"}[kind]
+			wantErrorResult(t, res, "The page opened "+article+" "+kind+"() dialog saying \"Delete 3 items?\"", "may have run")
 			if got := testutil.RequireReceive(t, testutil.WaitShort, dialogs); got != kind+": Delete 3 items?" {
 				t.Fatalf("the dialog = %q", got)
 			}
 			t.Logf("%s: the call ended after %v", kind, took.Round(time.Millisecond))
-			// The person answers; the page goes on where it was.
-			if err := chromedp.Do(tab, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-				_, err := cdp.Call(ctx, t, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
-				return err
-			})); err != nil {
-				t.Fatal(err)
-			}
+			// The person answers; the page goes on where it was, and tells the worker it runs again.
+			answerDialog(t, tab, false)
+			b.waitJS(t, w.worker, 10*time.Second, `__tabbridgeTest.pages.blocked.size === 0`, nil)
 		}
 		var log []string
 		b.waitJS(t, tab, 10*time.Second, `window.hostile.log.length === 3 && window.hostile.log`, &log)
@@ -153,6 +150,22 @@ func TestHostileSites(t *testing.T) {
 		// The page answers again once the person has.
 		if got := w.callText("hostileSync"); got != `{"ok":"sync","list":[1,2]}` {
 			t.Fatalf("hostileSync after the dialogs = %s", got)
+		}
+		// A dialog the page opened by itself, before the call: the call is not sent, since it
+		// could only run once the person answers.
+		b.eval(t, tab, `setTimeout(() => alert('Your session expires soon'), 0), true`, nil)
+		if got := testutil.RequireReceive(t, testutil.WaitShort, dialogs); got != "alert: Your session expires soon" {
+			t.Fatalf("the dialog = %q", got)
+		}
+		b.waitJS(t, w.worker, 10*time.Second, `__tabbridgeTest.pages.blocked.size === 1`, nil)
+		ch, cancel := w.callAsync(w.agent, "hostileSync", map[string]any{}, false)
+		defer cancel()
+		res, _ := w.quick(ch)
+		wantErrorResult(t, res, `The page shows an alert() dialog saying "Your session expires soon"`, "the call was not sent")
+		answerDialog(t, tab, true)
+		b.waitJS(t, w.worker, 10*time.Second, `__tabbridgeTest.pages.blocked.size === 0`, nil)
+		if got := w.callText("hostileSync"); got != `{"ok":"sync","list":[1,2]}` {
+			t.Fatalf("hostileSync after the page's own dialog = %s", got)
 		}
 	})
 
@@ -204,4 +217,50 @@ func TestHostileSites(t *testing.T) {
 		waitDocument(t, b, w.worker, u, "slowThenLeave")
 		testutil.Eventually(t, testutil.WaitShort, func() bool { return w.callText("whoAmI") == "?leave" }, "the restored page answers")
 	})
+
+	t.Run("a tab Chrome froze gets no calls, and the call in flight ends at once", func(t *testing.T) {
+		w.enter(t)
+		tab, _ := w.hostileTab("?frozen", false, "slowThenLeave")
+		ch, cancel := w.callAsync(w.agent, "slowThenLeave", map[string]any{}, false)
+		defer cancel()
+		b.waitJS(t, tab, 10*time.Second, `window.hostile.log.includes('slowThenLeave: started')`, nil)
+		// What Chrome does to a background tab to save power (the page hears freeze first).
+		setLifecycle(t, tab, page.SetWebLifecycleStateStateFrozen)
+		var frozen bool
+		b.waitJS(t, w.worker, 10*time.Second, `chrome.tabs.query({}).then(ts => ts.some(t => t.url.includes('?frozen') && t.frozen))`, &frozen)
+		res, took := w.quick(ch)
+		wantErrorResult(t, res, "Chrome froze the tab of this page while the call was running", "may have run")
+		t.Logf("the running call ended after %v", took.Round(time.Millisecond))
+		ch, cancel = w.callAsync(w.agent, "hostileSync", map[string]any{}, false)
+		defer cancel()
+		res, _ = w.quick(ch)
+		wantErrorResult(t, res, "Chrome has frozen the tab of this page", "the call was not sent")
+		setLifecycle(t, tab, page.SetWebLifecycleStateStateActive)
+		b.waitJS(t, w.worker, 10*time.Second, `__tabbridgeTest.pages.blocked.size === 0`, nil)
+		if got := w.callText("hostileSync"); got != `{"ok":"sync","list":[1,2]}` {
+			t.Fatalf("hostileSync once the tab runs again = %s", got)
+		}
+	})
+}
+
+// answerDialog answers the dialog open in tab, as the person would.
+func answerDialog(t *testing.T, tab context.Context, accept bool) {
+	t.Helper()
+	if err := chromedp.Do(tab, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setLifecycle freezes a tab's page or lets it run again, as Chrome does with background tabs.
+func setLifecycle(t *testing.T, tab context.Context, state page.SetWebLifecycleStateState) {
+	t.Helper()
+	if err := chromedp.Do(tab, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: state})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
 }

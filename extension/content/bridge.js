@@ -131,6 +131,7 @@
       announce();
       return;
     }
+    if (r.msg.type === 'dialog' && tools === null) return; // no tools, so no calls to hold back
     post(r.msg);
   }
 
@@ -143,6 +144,13 @@
       announce();
     }
   });
+
+  // Chrome freezes background tabs to save power (DevTools can too): a frozen page runs nothing,
+  // this script included, so a call sent to it would wait unanswered until the tab is shown. The
+  // page's lifecycle events come just before it freezes and as it resumes; the worker ends the
+  // calls in flight and sends none meanwhile.
+  document.addEventListener('freeze', () => tools !== null && post({ type: 'frozen', frozen: true }));
+  document.addEventListener('resume', () => tools !== null && post({ type: 'frozen', frozen: false }));
 
   // The worker, started afresh, has no ports; it asks a document it remembers to reconnect.
   chrome.runtime.onMessage.addListener((msg, sender, reply) => {

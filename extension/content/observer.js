@@ -614,11 +614,12 @@
 
   // alert(), confirm() and prompt() stop the page's main thread until the person answers them in
   // the tab: nothing of the page runs meanwhile, this observer and the bridge included, so a call
-  // whose execute opens one (or that runs while one is open) could answer only at its deadline,
-  // and the agent would not know why. They are wrapped, calling through, to end the running calls
-  // first, saying so (the bridge posts the answer before the dialog blocks). The calls are not
-  // aborted: the page goes on where it was once the person answers, which is why the agent is
-  // told that the call may have run and may still.
+  // whose execute opens one (or that arrives while one is open) could answer only at its
+  // deadline, and the agent would not know why. They are wrapped, calling through, to end the
+  // running calls first, saying so, and to tell the worker the page is blocked until the dialog
+  // returns (the bridge posts both before the dialog blocks), so it sends no call meanwhile. The
+  // calls are not aborted: the page goes on where it was once the person answers, which is why
+  // the agent is told that the call may have run and may still.
   const DIALOGS = ['alert', 'confirm', 'prompt'];
   for (let i = 0; i < DIALOGS.length; i++) {
     const kind = DIALOGS[i];
@@ -632,7 +633,11 @@
         } catch {
           // The page's own dialog still opens.
         }
-        return apply(native, this, arguments);
+        try {
+          return apply(native, this, arguments);
+        } finally {
+          send({ __proto__: null, type: 'dialog', open: false });
+        }
       },
     }[kind];
     defineProperty(wrapped, 'length', { __proto__: null, value: native.length });
@@ -641,10 +646,9 @@
 
   function dialogOpened(kind, message) {
     const ids = keys(calls);
-    if (ids.length === 0) return;
     let said = '';
+    let text = '';
     if (message !== undefined) {
-      let text;
       try {
         text = StringC(message);
       } catch {
@@ -654,8 +658,9 @@
       if (text !== '') said = ` saying ${apply(stringify, J, [text])}`;
     }
     for (let i = 0; i < ids.length; i++) {
-      finish(ids[i], { __proto__: null, ok: false, error: `The page opened a ${kind}() dialog${said} while the call was running. The dialog stops the page until the person answers it in the tab, so no answer can come now. The call may have run, and may still go on once the person answers: ask them, or check the page's state, before calling again.` });
+      finish(ids[i], { __proto__: null, ok: false, error: `The page opened ${kind === 'alert' ? 'an' : 'a'} ${kind}() dialog${said} while the call was running. The dialog stops the page until the person answers it in the tab, so no answer can come now. The call may have run, and may still go on once the person answers: ask them, or check the page's state, before calling again.` });
     }
+    send({ __proto__: null, type: 'dialog', open: true, kind, text });
   }
 
   // A form of a running call that the page's own script handles (its submit listener calls

@@ -400,3 +400,28 @@ test('a tool that cannot be described says why in the console', async () => {
     `Tabbridge: the WebMCP tool "deep" is not shared: its inputSchema cannot be sent as JSON: it is nested more than 64 levels deep at inputSchema${'.properties.a'.repeat(32)}.`,
   ], 'each once');
 });
+
+// A page whose every object is a thenable cannot answer (the engine itself calls its then on
+// every promise of an object): its calls are refused at once, unrun. A page that replaces
+// Promise.prototype.then, its constructor and Symbol.species still answers: the observer follows
+// promises without them.
+test('a page with Object.prototype.then is refused at once; one that replaces Promise\'s then, constructor and species still answers', async () => {
+  const { ctx, sent, toPage } = page();
+  const mc = ctx.document.modelContext;
+  await mc.registerTool({ name: 'a', description: 'd', execute: vm.runInContext('(async () => ({ ok: 1 }))', ctx) });
+  await settle();
+  vm.runInContext(`
+    this.thenCalls = 0;
+    Promise.prototype.then = function () { thenCalls++; return this; };
+    Object.defineProperty(Promise.prototype, 'constructor', { configurable: true, value: Object });
+    Object.defineProperty(Promise, Symbol.species, { configurable: true, get() { thenCalls++; return function Fake(ex) { ex(() => {}, () => {}); }; } });
+  `, ctx);
+  toPage({ type: 'call', callId: 'c1', tool: 'a', args: {} });
+  await settle();
+  assert.deepEqual(sent.at(-1), { type: 'result', callId: 'c1', ok: true, result: { ok: 1 }, from: 'observer' });
+  assert.equal(ctx.thenCalls, 0, 'none of the page\'s replacements ran');
+  vm.runInContext('Object.prototype.then = function () {}', ctx);
+  toPage({ type: 'call', callId: 'c2', tool: 'a', args: {} });
+  await settle();
+  assert.match(sent.at(-1).error, /^The page defines Object\.prototype\.then, .* The call was not run\./);
+});
