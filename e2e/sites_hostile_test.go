@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,20 @@ func TestHostileSites(t *testing.T) {
 		if got := w.callText("hostileSync"); got != `{"ok":"sync","list":[1,2]}` {
 			t.Fatalf("hostileSync once the tab runs again = %s", got)
 		}
+	})
+
+	t.Run("a tab Chrome discards mid-call fails the call at once", func(t *testing.T) {
+		w.enter(t)
+		tab, u := w.hostileTab("?discard", false, "slowThenLeave")
+		discarded := waitDocument(t, b, w.worker, u).TabID
+		ch, cancel := w.callAsync(w.agent, "slowThenLeave", map[string]any{}, false)
+		defer cancel()
+		b.waitJS(t, tab, 10*time.Second, `window.hostile.log.includes('slowThenLeave: started')`, nil)
+		w.activateTab(d.TabID) // Chrome discards only a tab the person is not looking at
+		b.eval(t, w.worker, fmt.Sprintf(`chrome.tabs.discard(%d).then(t => t.discarded)`, discarded), nil)
+		res, took := w.quick(ch)
+		wantErrorResult(t, res, "went away")
+		t.Logf("after %v: %s", took.Round(time.Millisecond), servertest.ResultText(res))
 	})
 }
 
