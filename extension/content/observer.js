@@ -156,20 +156,23 @@
         // As above.
       }
     };
-    if (v !== null && typeof v === 'object' && !ownDesc(v, 'constructor') && isExtensible(v)) {
-      let native = false;
-      defineProperty(v, 'constructor', { __proto__: null, value: undefined, configurable: true });
-      try {
-        apply(then, v, [okOnce, errOnce]);
-        native = true;
-      } catch {
-        // Not a native promise: its then is the page's, below.
-      } finally {
-        deleteProperty(v, 'constructor');
+    let native = false;
+    try {
+      if (v !== null && typeof v === 'object' && !ownDesc(v, 'constructor') && isExtensible(v)) {
+        defineProperty(v, 'constructor', { __proto__: null, value: undefined, configurable: true });
+        try {
+          apply(then, v, [okOnce, errOnce]);
+          native = true;
+        } catch {
+          // Not a native promise: its then is the page's, below.
+        } finally {
+          deleteProperty(v, 'constructor');
+        }
       }
-      if (native) return;
+    } catch {
+      // A Proxy whose traps throw: not a native promise either.
     }
-    awaitValue(v, okOnce, errOnce);
+    if (!native) awaitValue(v, okOnce, errOnce);
   }
 
   async function awaitValue(v, ok, err) {

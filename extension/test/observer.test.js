@@ -425,3 +425,14 @@ test('a page with Object.prototype.then is refused at once; one that replaces Pr
   await settle();
   assert.match(sent.at(-1).error, /^The page defines Object\.prototype\.then, .* The call was not run\./);
 });
+
+test('a result that is a Proxy whose every trap throws fails the call, it does not hang it', async () => {
+  const { ctx, sent, toPage } = page();
+  await ctx.document.modelContext.registerTool({ name: 'p', description: 'd', execute: vm.runInContext(`() => new Proxy({}, new Proxy({}, { get() { return () => { throw new Error('trap'); }; } }))`, ctx) });
+  await settle();
+  toPage({ type: 'call', callId: 'c1', tool: 'p', args: {} });
+  await settle();
+  assert.equal(sent.at(-1).callId, 'c1');
+  assert.equal(sent.at(-1).ok, false);
+  assert.match(sent.at(-1).error, /trap/);
+});
