@@ -36,7 +36,11 @@
         return { answer };
       },
     },
-    { name: 'huge', description: 'Returns 5 MB of text.', execute: () => 'x'.repeat(5 * 1024 * 1024) },
+    {
+      name: 'huge', description: 'Returns mb MB of text (5 unless asked).',
+      inputSchema: { type: 'object', properties: { mb: { type: 'number' } } },
+      execute: ({ mb }) => 'x'.repeat((mb || 5) * 1024 * 1024),
+    },
     {
       name: 'slowThenLeave', description: 'Never answers; the test navigates the tab meanwhile.',
       execute: () => {
