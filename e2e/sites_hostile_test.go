@@ -180,6 +180,15 @@ func TestHostileSites(t *testing.T) {
 			t.Fatalf("huge = %q", servertest.ResultText(res))
 		}
 		t.Logf("after %v: %s", took.Round(time.Millisecond), servertest.ResultText(res))
+		// 200 MB: counted in the page against the cap the bridge sent with the call, never sent
+		// across (that took 13 s, at load average 14).
+		ch, cancel = w.callAsync(w.agent, "huge", map[string]any{"mb": 200}, false)
+		defer cancel()
+		res, took = w.quick(ch)
+		if !res.IsError || !strings.Contains(servertest.ResultText(res), "returned 209715200 bytes") || took > 5*time.Second {
+			t.Fatalf("huge 200 MB after %v: %q", took, servertest.ResultText(res))
+		}
+		t.Logf("200 MB: after %v", took.Round(time.Millisecond))
 	})
 
 	t.Run("tools churned in a tight loop, and a name registered twice", func(t *testing.T) {

@@ -115,6 +115,9 @@
       warn(r.msg.tools.map((t) => ({ name: t.tool, reason: t.reason })), r.msg.by === 'server' ? 'the Tabbridge server' : 'the Tabbridge extension');
       return;
     }
+    // The result cap goes with the call, so the observer refuses a result far over it without
+    // sending it here (a 200 MB string took seconds to cross and be parsed).
+    if (r.msg.type === 'call') r.msg.max = M.limits.maxResultBytes;
     toPage(r.msg);
   }
 

@@ -747,6 +747,11 @@
         finish(m.callId, { __proto__: null, ok: false, error: r.error });
         return;
       }
+      const size = over(r.value, m.max);
+      if (size > 0) {
+        finish(m.callId, { __proto__: null, ok: false, code: 'result_too_large', size, error: 'The result is too large.' });
+        return;
+      }
       finish(m.callId, { __proto__: null, ok: true, result: r.value });
     };
     const threw = (e) => finish(m.callId, { __proto__: null, ok: false, error: errorText(e) });
@@ -758,6 +763,16 @@
       return;
     }
     follow(p, returned, threw);
+  }
+
+  // over returns how large a result is when it is surely over the cap max (the bridge's
+  // maxResultBytes), else 0. Its length in UTF-16 units is counted (a string as it is, anything
+  // else as its JSON), which is never more than its UTF-8 bytes, so a result counted over is
+  // over; the bridge counts the bytes of any result sent, and says the size.
+  function over(value, max) {
+    if (typeof max !== 'number' || !(max > 0)) return 0;
+    const n = typeof value === 'string' ? value.length : apply(stringify, J, [value]).length;
+    return n > max ? n : 0;
   }
 
   // refuseLying answers a call at once, without running it, on a page whose promises cannot
@@ -880,7 +895,7 @@
       return;
     }
     if (own(raw, 'from') !== 'bridge') return;
-    const m = { __proto__: null, type: own(raw, 'type'), callId: own(raw, 'callId'), tool: own(raw, 'tool'), args: own(raw, 'args'), reason: own(raw, 'reason') };
+    const m = { __proto__: null, type: own(raw, 'type'), callId: own(raw, 'callId'), tool: own(raw, 'tool'), args: own(raw, 'args'), reason: own(raw, 'reason'), max: own(raw, 'max') };
     if (typeof m.callId !== 'string') return;
     if (m.type === 'call' && typeof m.tool === 'string' && m.args !== null && typeof m.args === 'object') {
       queue(() => run(m));

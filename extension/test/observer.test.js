@@ -436,3 +436,17 @@ test('a result that is a Proxy whose every trap throws fails the call, it does n
   assert.equal(sent.at(-1).ok, false);
   assert.match(sent.at(-1).error, /trap/);
 });
+
+test('a result far over the cap the bridge sends with the call is refused in the page, with its size', async () => {
+  const { ctx, sent, toPage } = page();
+  await ctx.document.modelContext.registerTool({ name: 'big', description: 'd', execute: ({ n }) => (n === 0 ? 'x'.repeat(100) : { s: 'x'.repeat(100) }) });
+  await settle();
+  toPage({ type: 'call', callId: 'c1', tool: 'big', args: { n: 0 }, max: 50 });
+  toPage({ type: 'call', callId: 'c2', tool: 'big', args: { n: 1 }, max: 50 });
+  toPage({ type: 'call', callId: 'c3', tool: 'big', args: { n: 0 }, max: 1000 });
+  await settle();
+  const by = Object.fromEntries(sent.filter((m) => m.type === 'result').map((m) => [m.callId, m]));
+  assert.deepEqual(by.c1, { type: 'result', callId: 'c1', ok: false, code: 'result_too_large', size: 100, error: 'The result is too large.', from: 'observer' });
+  assert.equal(by.c2.size, 108);
+  assert.equal(by.c3.result, 'x'.repeat(100));
+});
