@@ -151,9 +151,19 @@
   // Chrome freezes background tabs to save power (DevTools can too): a frozen page runs nothing,
   // this script included, so a call sent to it would wait unanswered until the tab is shown. The
   // page's lifecycle events come just before it freezes and as it resumes; the worker ends the
-  // calls in flight and sends none meanwhile.
-  document.addEventListener('freeze', () => tools !== null && post({ type: 'frozen', frozen: true }));
-  document.addEventListener('resume', () => tools !== null && post({ type: 'frozen', frozen: false }));
+  // calls in flight and sends none meanwhile. They go only on a port already open: a page
+  // entering the back/forward cache also hears freeze (after pagehide), and must not open a new
+  // port then; one restored hears resume before pageshow reconnects (and announces afresh).
+  function tell(msg) {
+    if (tools === null || port === null) return;
+    try {
+      port.postMessage(msg);
+    } catch {
+      port = null;
+    }
+  }
+  document.addEventListener('freeze', () => tell({ type: 'frozen', frozen: true }));
+  document.addEventListener('resume', () => tell({ type: 'frozen', frozen: false }));
 
   // The worker, started afresh, has no ports; it asks a document it remembers to reconnect.
   chrome.runtime.onMessage.addListener((msg, sender, reply) => {
