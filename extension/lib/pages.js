@@ -244,9 +244,10 @@ export class Pages {
     }
   }
 
-  // waitFor resolves with pick()'s first non-null answer after an announcement, or null at the
-  // deadline or when signal aborts.
-  waitFor(pick, deadline, signal) {
+  // waitFor resolves with pick()'s first non-null answer after an announcement (or with what the
+  // promise also resolves with, if that comes first), or null at the deadline or when signal
+  // aborts.
+  waitFor(pick, deadline, signal, also) {
     return new Promise((resolve) => {
       const done = (v) => {
         this.waiters.delete(check);
@@ -262,20 +263,21 @@ export class Pages {
       const timer = setTimeout(stop, Math.max(0, deadline - this.now()));
       signal?.addEventListener('abort', stop);
       this.waiters.add(check);
+      also?.then((v) => done(v));
       check();
     });
   }
 
   // portFor returns a live port to a document, asking a remembered document to reconnect when
   // the worker was restarted since it announced. Null means the document is gone.
+  // A page that runs nothing (frozen, or showing a dialog) does not answer at all: the question
+  // gives up at the deadline or when signal aborts, and call() then ends without forgetting it.
   async portFor(doc, deadline, signal) {
     const live = this.ports.get(doc.documentId);
     if (live) return live.port;
-    try {
-      await chrome.tabs.sendMessage(doc.tabId, { type: 'connect' }, { documentId: doc.documentId });
-    } catch {
-      return null;
-    }
+    const asked = chrome.tabs.sendMessage(doc.tabId, { type: 'connect' }, { documentId: doc.documentId }).then(() => true, () => false);
+    const answered = await this.waitFor(() => null, deadline, signal, asked);
+    if (!answered) return null;
     const got = await this.waitFor(() => this.ports.get(doc.documentId), Math.min(deadline, this.now() + 5000), signal);
     return got ? got.port : null;
   }
@@ -436,6 +438,8 @@ export class Pages {
         onDispatch?.(`following-${callId}`);
         return this.follow(doc.tabId, origin, deadline, signal);
       }
+      if (signal?.aborted) return fail(codes.cancelled, 'The call was cancelled.');
+      if (this.now() >= deadline) return fail(codes.timeout, 'The page did not answer before the deadline: its tab may be frozen by Chrome or showing a dialog. Nothing was sent to it.');
       forget(this.rec, doc.documentId);
       this.save();
     }

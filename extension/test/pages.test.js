@@ -315,3 +315,26 @@ test('a frozen tab gets no calls, and the ones in flight end at once', async () 
   port.onMessage.fire({ type: 'result', callId: port.posted.at(-1).callId, ok: true, result: 2 });
   assert.deepEqual(await after, { ok: true, result: 2 });
 });
+
+// After a worker restart the worker asks a remembered document to reconnect; one that runs
+// nothing (frozen, or showing a dialog) never answers. The call ends at its deadline, and the
+// document is not forgotten: it is blocked, not gone.
+test('a remembered document that never answers the reconnect ends the call at its deadline', async () => {
+  session.clear();
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(10, 'doc-10', origin);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/`, title: 'Shop', tools: [tool] });
+  await flush();
+  pages.ports.delete('doc-10'); // as after a restart: the record remains, the port does not
+  sendMessage = () => new Promise(() => {});
+  const started = Date.now();
+  const o = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 300 });
+  assert.ok(Date.now() - started < 5000);
+  assert.equal(o.code, codes.timeout);
+  assert.match(o.error, /may be frozen by Chrome or showing a dialog\. Nothing was sent to it\./);
+  assert.ok(pages.rec.docs['doc-10'], 'the document is remembered');
+  sendMessage = async () => {
+    throw new Error('Could not establish connection. Receiving end does not exist.');
+  };
+});
