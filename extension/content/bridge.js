@@ -142,6 +142,7 @@
 
   // A persisted pageshow is a restore from the back/forward cache: the old port was closed.
   window.addEventListener('pageshow', (ev) => {
+    caching = false;
     if (ev.persisted && tools !== null) {
       port = null;
       announce();
@@ -151,11 +152,14 @@
   // Chrome freezes background tabs to save power (DevTools can too): a frozen page runs nothing,
   // this script included, so a call sent to it would wait unanswered until the tab is shown. The
   // page's lifecycle events come just before it freezes and as it resumes; the worker ends the
-  // calls in flight and sends none meanwhile. They go only on a port already open: a page
-  // entering the back/forward cache also hears freeze (after pagehide), and must not open a new
-  // port then; one restored hears resume before pageshow reconnects (and announces afresh).
+  // calls in flight and sends none meanwhile. They go only on a port already open, and not
+  // while the page goes into the back/forward cache (it hears freeze after a persisted pagehide,
+  // and Chrome is closing its port then); one restored hears resume before pageshow reconnects
+  // (and announces afresh).
+  let caching = false;
+  window.addEventListener('pagehide', (ev) => (caching = ev.persisted));
   function tell(msg) {
-    if (tools === null || port === null) return;
+    if (tools === null || port === null || caching) return;
     try {
       port.postMessage(msg);
     } catch {
