@@ -115,6 +115,9 @@
       warn(r.msg.tools.map((t) => ({ name: t.tool, reason: t.reason })), r.msg.by === 'server' ? 'the Tabbridge server' : 'the Tabbridge extension');
       return;
     }
+    // The result cap goes with the call, so the observer refuses a result far over it without
+    // sending it here (a 200 MB string took seconds to cross and be parsed).
+    if (r.msg.type === 'call') r.msg.max = M.limits.maxResultBytes;
     toPage(r.msg);
   }
 
@@ -131,6 +134,7 @@
       announce();
       return;
     }
+    if (r.msg.type === 'dialog' && tools === null) return; // no tools, so no calls to hold back
     post(r.msg);
   }
 
@@ -138,11 +142,32 @@
 
   // A persisted pageshow is a restore from the back/forward cache: the old port was closed.
   window.addEventListener('pageshow', (ev) => {
+    caching = false;
     if (ev.persisted && tools !== null) {
       port = null;
       announce();
     }
   });
+
+  // Chrome freezes background tabs to save power (DevTools can too): a frozen page runs nothing,
+  // this script included, so a call sent to it would wait unanswered until the tab is shown. The
+  // page's lifecycle events come just before it freezes and as it resumes; the worker ends the
+  // calls in flight and sends none meanwhile. They go only on a port already open, and not
+  // while the page goes into the back/forward cache (it hears freeze after a persisted pagehide,
+  // and Chrome is closing its port then); one restored hears resume before pageshow reconnects
+  // (and announces afresh).
+  let caching = false;
+  window.addEventListener('pagehide', (ev) => (caching = ev.persisted));
+  function tell(msg) {
+    if (tools === null || port === null || caching) return;
+    try {
+      port.postMessage(msg);
+    } catch {
+      port = null;
+    }
+  }
+  document.addEventListener('freeze', () => tell({ type: 'frozen', frozen: true }));
+  document.addEventListener('resume', () => tell({ type: 'frozen', frozen: false }));
 
   // The worker, started afresh, has no ports; it asks a document it remembers to reconnect.
   chrome.runtime.onMessage.addListener((msg, sender, reply) => {

@@ -65,8 +65,9 @@
   const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
   const AS = AbortSignal;
   const then = Promise.prototype.then;
-  const resolve = Promise.resolve.bind(Promise);
-  const reject = Promise.reject.bind(Promise);
+  const isExtensible = Object.isExtensible;
+  const deleteProperty = Reflect.deleteProperty;
+  const strSlice = String.prototype.slice;
   const DOMEx = DOMException;
   const getProto = Object.getPrototypeOf;
   const setProto = Object.setPrototypeOf;
@@ -96,6 +97,7 @@
   const shadowOf = shadowDesc && shadowDesc.get;
   const fragQsa = typeof DocumentFragment === 'function' ? DocumentFragment.prototype.querySelectorAll : null;
   const MAX_DEPTH = 64;
+  const later = typeof setTimeout === 'function' ? setTimeout : null;
 
   const proto = getProto(mc);
   const owner = proto && typeof proto.registerTool === 'function' ? proto : mc;
@@ -124,6 +126,95 @@
   // own reads o's own property k, never an inherited one.
   function own(o, k) {
     return o !== null && typeof o === 'object' && apply(hasOwn, o, [k]) ? o[k] : undefined;
+  }
+
+  // follow runs ok(value) once v has settled, or err(reason) once it failed, and never both; it
+  // never asks the page's world how, and its own promises never reject (so nothing of the
+  // observer reaches the page's unhandledrejection listeners).
+  //
+  // A native promise (the browser's, or the page's own) is followed with the then saved at
+  // document_start, with an own constructor of undefined on it for that one synchronous call:
+  // Promise.prototype.then otherwise reads promise.constructor[Symbol.species] (both the
+  // page's to replace) and makes its promise with that; await and Promise.resolve read
+  // promise.constructor and, when the page changed it, follow the page's then. The property is
+  // removed at once, before any page code can run. A thenable the page made itself (its own
+  // class's then) is the page's answer and is awaited; a then that every object inherits (the
+  // page's Object.prototype.then) is ignored, as JSON ignores it. Anything else is the value,
+  // in a later microtask.
+  function follow(v, ok, err) {
+    const okOnce = (x) => {
+      try {
+        ok(x);
+      } catch {
+        // ok is the observer's own; its failure must not reach the page.
+      }
+    };
+    const errOnce = (e) => {
+      try {
+        err(e);
+      } catch {
+        // As above.
+      }
+    };
+    let native = false;
+    try {
+      if (v !== null && typeof v === 'object' && !ownDesc(v, 'constructor') && isExtensible(v)) {
+        defineProperty(v, 'constructor', { __proto__: null, value: undefined, configurable: true });
+        try {
+          apply(then, v, [okOnce, errOnce]);
+          native = true;
+        } catch {
+          // Not a native promise: its then is the page's, below.
+        } finally {
+          deleteProperty(v, 'constructor');
+        }
+      }
+    } catch {
+      // A Proxy whose traps throw: not a native promise either.
+    }
+    if (!native) awaitValue(v, okOnce, errOnce);
+  }
+
+  async function awaitValue(v, ok, err) {
+    let value;
+    try {
+      if (thenable(v)) value = await v;
+      else {
+        await undefined;
+        value = v;
+      }
+    } catch (e) {
+      err(e);
+      return;
+    }
+    ok(value);
+  }
+
+  // thenable says whether v has a then of its own or of its class (not one every object or
+  // array inherits), read without running a getter.
+  function thenable(v) {
+    if (v === null || (typeof v !== 'object' && typeof v !== 'function')) return false;
+    for (let o = v, hops = 0; o !== null && hops < 32; o = getProto(o), hops++) {
+      if (o !== v && (o === objectProto || o === arrayProto || getProto(o) === null)) return false;
+      const d = ownDesc(o, 'then');
+      if (d) return typeof d.value === 'function' || d.get !== undefined;
+    }
+    return false;
+  }
+
+  // lie names what the page changed that makes its promises unanswerable, or returns null: with
+  // a then on Object.prototype (or Array.prototype) every object is a thenable, so no promise
+  // of an object ever settles, the page's own async execute's included (the engine itself then
+  // calls the page's then), and nothing outside the page can make it. Read without running any
+  // page code.
+  function lie() {
+    const d = ownDesc(objectProto, 'then');
+    if (d && (d.get || typeof d.value === 'function')) return 'defines Object.prototype.then, so every object on it looks like a promise and no promise of one ever settles';
+    for (let o = arrayProto, hops = 0; o !== null && o !== objectProto && hops < 32; o = getProto(o), hops++) {
+      const a = ownDesc(o, 'then');
+      if (a && (a.get || typeof a.value === 'function')) return 'defines Array.prototype.then, so every array on it looks like a promise and no promise of one ever settles';
+    }
+    return null;
   }
 
   // send posts msg, which must be built of null-prototype objects and arrays only: stringifying it
@@ -337,12 +428,15 @@
   }
 
   // findTools returns a promise of the browser's own list of this document's tools.
-  function findTools() {
+  function findTools(ok, err) {
+    let p;
     try {
-      return resolve(apply(nativeGetTools, mc, []));
+      p = apply(nativeGetTools, mc, []);
     } catch (e) {
-      return reject(e);
+      follow(undefined, () => err(e), err);
+      return;
     }
+    follow(p, ok, err);
   }
 
   // adopt takes the browser's tool list and keeps the declarative tools of this document.
@@ -380,6 +474,13 @@
   let readAgain = false;
   function refresh() {
     if (!nativeGetTools) return;
+    const lying = lie();
+    if (lying) {
+      // getTools() resolves with an array, which the page's then would swallow: no read ever
+      // ends. The forms are not shared while the page is so.
+      warnOnce('lie:forms', `this page ${lying}, so Tabbridge cannot read its form tools, and no call of its tools could answer. Remove that definition to share them.`);
+      return;
+    }
     if (reading) {
       readAgain = true;
       return;
@@ -392,13 +493,13 @@
         refresh();
       }
     };
-    apply(then, findTools(), [(list) => {
+    findTools((list) => {
       try {
         adopt(list);
       } finally {
         done();
       }
-    }, done]);
+    }, done);
   }
 
   // withdraw removes a registration whose signal fired, unless a newer one replaced it, and
@@ -464,7 +565,7 @@
     if (typeof tool.name === 'string') observed[tool.name] = true;
     const desc = describe(tool);
     if (!desc) {
-      apply(then, promise, [() => unreadable(tool), () => {}]); // only a tool the browser took
+      follow(promise, () => unreadable(tool), () => {}); // only a tool the browser took
       return;
     }
     let signal = options && typeof options === 'object' ? options.signal : undefined;
@@ -472,7 +573,7 @@
     const reg = { __proto__: null, desc, tool, execute: tool.execute, signal, calls: create(null), n: ++order };
     if (signal) apply(addListener, signal, ['abort', () => withdraw(reg), { __proto__: null, once: true }]);
     // Record it once the browser accepted it, so the record mirrors what is really registered.
-    apply(then, promise, [() => install(reg), () => {}]);
+    follow(promise, () => install(reg), () => {});
   }
 
   function registerTool(tool, options) {
@@ -503,7 +604,7 @@
         if (typeof name === 'string' && forms[name]) {
           if (submits[name]) submits[name].responded = true;
           delete pageErrors[name];
-          apply(then, promise, [undefined, (e) => (pageErrors[name] = errorText(e))]);
+          follow(promise, () => {}, (e) => (pageErrors[name] = errorText(e)));
         }
       } catch {
         // Not an event of a form tool, or not a promise: the browser's own call decides.
@@ -512,6 +613,57 @@
     };
     defineProperty(respondWith, 'length', { __proto__: null, value: nativeRespondWith.length });
     defineProperty(SE, 'respondWith', { __proto__: null, value: respondWith, writable: true, enumerable: true, configurable: true });
+  }
+
+  // alert(), confirm() and prompt() stop the page's main thread until the person answers them in
+  // the tab: nothing of the page runs meanwhile, this observer and the bridge included, so a call
+  // whose execute opens one (or that arrives while one is open) could answer only at its
+  // deadline, and the agent would not know why. They are wrapped, calling through, to end the
+  // running calls first, saying so, and to tell the worker the page is blocked until the dialog
+  // returns (the bridge posts both before the dialog blocks), so it sends no call meanwhile. The
+  // calls are not aborted: the page goes on where it was once the person answers, which is why
+  // the agent is told that the call may have run and may still.
+  const DIALOGS = ['alert', 'confirm', 'prompt'];
+  for (let i = 0; i < DIALOGS.length; i++) {
+    const kind = DIALOGS[i];
+    const d = ownDesc(win, kind);
+    const native = d && d.value;
+    if (typeof native !== 'function') continue;
+    const wrapped = {
+      [kind]() {
+        try {
+          dialogOpened(kind, arguments.length > 0 ? arguments[0] : undefined);
+        } catch {
+          // The page's own dialog still opens.
+        }
+        try {
+          return apply(native, this, arguments);
+        } finally {
+          send({ __proto__: null, type: 'dialog', open: false });
+        }
+      },
+    }[kind];
+    defineProperty(wrapped, 'length', { __proto__: null, value: native.length });
+    defineProperty(win, kind, { __proto__: null, value: wrapped, writable: d.writable, enumerable: d.enumerable, configurable: d.configurable });
+  }
+
+  function dialogOpened(kind, message) {
+    const ids = keys(calls);
+    let said = '';
+    let text = '';
+    if (message !== undefined) {
+      try {
+        text = StringC(message);
+      } catch {
+        text = '';
+      }
+      if (text.length > 200) text = `${apply(strSlice, text, [0, 200])}…`;
+      if (text !== '') said = ` saying ${apply(stringify, J, [text])}`;
+    }
+    for (let i = 0; i < ids.length; i++) {
+      finish(ids[i], { __proto__: null, ok: false, error: `The page opened ${kind === 'alert' ? 'an' : 'a'} ${kind}() dialog${said} while the call was running. The dialog stops the page until the person answers it in the tab, so no answer can come now. The call may have run, and may still go on once the person answers: ask them, or check the page's state, before calling again.` });
+    }
+    send({ __proto__: null, type: 'dialog', open: true, kind, text });
   }
 
   // A form of a running call that the page's own script handles (its submit listener calls
@@ -584,26 +736,75 @@
       send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The page has no tool "${m.tool}" now.` });
       return;
     }
+    if (refuseLying(m)) return;
     const ctl = new AC();
     calls[m.callId] = { __proto__: null, reg, ctl, done: false };
     reg.calls[m.callId] = true;
+    watch();
+    const returned = (v) => {
+      const r = result(v);
+      if (r.error !== undefined) {
+        finish(m.callId, { __proto__: null, ok: false, error: r.error });
+        return;
+      }
+      const size = over(r.value, m.max);
+      if (size > 0) {
+        finish(m.callId, { __proto__: null, ok: false, code: 'result_too_large', size, error: 'The result is too large.' });
+        return;
+      }
+      finish(m.callId, { __proto__: null, ok: true, result: r.value });
+    };
+    const threw = (e) => finish(m.callId, { __proto__: null, ok: false, error: errorText(e) });
     let p;
     try {
-      p = resolve(apply(reg.execute, reg.tool, [m.args, { signal: apply(signalOf, ctl, []) }]));
+      p = apply(reg.execute, reg.tool, [m.args, { signal: apply(signalOf, ctl, []) }]);
     } catch (e) {
-      p = reject(e);
+      follow(undefined, () => threw(e), threw);
+      return;
     }
-    apply(then, p, [
-      (returned) => {
-        const r = result(returned);
-        if (r.error !== undefined) {
-          finish(m.callId, { __proto__: null, ok: false, error: r.error });
-          return;
-        }
-        finish(m.callId, { __proto__: null, ok: true, result: r.value });
-      },
-      (e) => finish(m.callId, { __proto__: null, ok: false, error: errorText(e) }),
-    ]);
+    follow(p, returned, threw);
+  }
+
+  // over returns how large a result is when it is surely over the cap max (the bridge's
+  // maxResultBytes), else 0. Its length in UTF-16 units is counted (a string as it is, anything
+  // else as its JSON), which is never more than its UTF-8 bytes, so a result counted over is
+  // over; the bridge counts the bytes of any result sent, and says the size.
+  function over(value, max) {
+    if (typeof max !== 'number' || !(max > 0)) return 0;
+    const n = typeof value === 'string' ? value.length : apply(stringify, J, [value]).length;
+    return n > max ? n : 0;
+  }
+
+  // refuseLying answers a call at once, without running it, on a page whose promises cannot
+  // answer (lie()); it says whether it did.
+  function refuseLying(m) {
+    const lying = lie();
+    if (!lying) return false;
+    send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The page ${lying}: none of its tools can answer. The call was not run. This is the site's to fix (remove that definition); no arguments change it.` });
+    return true;
+  }
+
+  // watch checks, once a second while calls run, that the page has not since made its promises
+  // unanswerable (a script loaded later that defines Object.prototype.then): the calls then
+  // end now, saying so, instead of at their deadline. No page code runs in the check.
+  let watching = false;
+  function watch() {
+    if (watching || !later) return;
+    watching = true;
+    later(tick, 1000);
+  }
+  function tick() {
+    watching = false;
+    const ids = keys(calls);
+    if (ids.length === 0) return;
+    const lying = lie();
+    if (!lying) {
+      watch();
+      return;
+    }
+    for (let i = 0; i < ids.length; i++) {
+      finish(ids[i], { __proto__: null, ok: false, error: `The page ${lying} (it did so while the call ran), so no answer can come. The call may have run: check the page's state before calling again. This is the site's to fix.` });
+    }
   }
 
   // runForm runs a declarative tool through the browser's executeTool. A form without
@@ -618,24 +819,17 @@
       send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The form "${m.tool}" has no toolautosubmit: the site wants the person to check and submit it themselves, so it cannot be run remotely. Nothing was filled in or submitted.` });
       return;
     }
+    if (refuseLying(m)) return;
     const ctl = new AC();
     calls[m.callId] = { __proto__: null, reg: f, ctl, done: false, form: true };
     f.calls[m.callId] = true;
+    watch();
     const signal = apply(signalOf, ctl, []);
-    const found = apply(then, findTools(), [(list) => {
-      const n = isArray(list) ? list.length : 0;
-      for (let i = 0; i < n; i++) {
-        if (own(list[i], 'name') === m.tool && own(list[i], 'window') === win) {
-          return apply(nativeExecuteTool, mc, [list[i], m.args, { __proto__: null, signal }]);
-        }
-      }
-      return reject(new DOMEx(`The page has no form "${m.tool}" now.`, 'NotFoundError'));
-    }]);
-    submits[m.tool] = { __proto__: null, ev: null, responded: false };
-    apply(then, found, [(text) => {
+    const answered = (text) => {
       delete submits[m.tool];
       finish(m.callId, formOutcome(text));
-    }, (e) => {
+    };
+    const failed = (e) => {
       const handled = handledInScript(m.tool);
       delete submits[m.tool];
       if (handled) {
@@ -645,7 +839,25 @@
         return;
       }
       finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) });
-    }]);
+    };
+    submits[m.tool] = { __proto__: null, ev: null, responded: false };
+    findTools((list) => {
+      const n = isArray(list) ? list.length : 0;
+      for (let i = 0; i < n; i++) {
+        if (own(list[i], 'name') === m.tool && own(list[i], 'window') === win) {
+          let p;
+          try {
+            p = apply(nativeExecuteTool, mc, [list[i], m.args, { __proto__: null, signal }]);
+          } catch (e) {
+            failed(e);
+            return;
+          }
+          follow(p, answered, failed);
+          return;
+        }
+      }
+      failed(new DOMEx(`The page has no form "${m.tool}" now.`, 'NotFoundError'));
+    }, failed);
   }
 
   // formOutcome turns what executeTool resolved with into a result: the JSON text of the page's
@@ -683,7 +895,7 @@
       return;
     }
     if (own(raw, 'from') !== 'bridge') return;
-    const m = { __proto__: null, type: own(raw, 'type'), callId: own(raw, 'callId'), tool: own(raw, 'tool'), args: own(raw, 'args'), reason: own(raw, 'reason') };
+    const m = { __proto__: null, type: own(raw, 'type'), callId: own(raw, 'callId'), tool: own(raw, 'tool'), args: own(raw, 'args'), reason: own(raw, 'reason'), max: own(raw, 'max') };
     if (typeof m.callId !== 'string') return;
     if (m.type === 'call' && typeof m.tool === 'string' && m.args !== null && typeof m.args === 'object') {
       queue(() => run(m));
@@ -708,7 +920,6 @@
   // document.modelContext). Its tools are the script's, not the browser's, so they are not shared
   // (docs/DECISIONS.md); the site's developer is told, once, after load and again a little later.
   const nav = navigator;
-  const later = typeof setTimeout === 'function' ? setTimeout : null;
   function otherRegistry() {
     let other;
     try {

@@ -227,6 +227,15 @@
     return refuse('the result is neither ok with a result nor failed with an error string');
   }
 
+  // checkDialog checks the observer's word that the page opened a dialog (alert, confirm or
+  // prompt: the page is blocked until the person answers it) or that it returned:
+  // {type: "dialog", open: true, kind, text} or {type: "dialog", open: false}.
+  function checkDialog(m) {
+    if (m.open === false) return accept({ type: 'dialog', open: false });
+    if (m.open !== true || !['alert', 'confirm', 'prompt'].includes(m.kind)) return refuse('the dialog message has no kind');
+    return accept({ type: 'dialog', open: true, kind: m.kind, text: typeof m.text === 'string' ? m.text.slice(0, 256) : '' });
+  }
+
   // parsePageMessage decodes the detail of a nonce-typed CustomEvent sent by the observer: a JSON
   // string of {from: "observer", type: "tools", tools} or {from: "observer", type: "result", ...}.
   // Events the bridge itself sent (from: "bridge") come back as {ok: true, msg: null}.
@@ -255,6 +264,7 @@
       return r.ok ? { ok: true, msg: { type: 'tools', tools: r.msg }, refused: r.refused } : { ...r, whole: true };
     }
     if (m.type === 'result') return checkOutcome(m);
+    if (m.type === 'dialog') return checkDialog(m);
     return refuse(`unknown message type ${JSON.stringify(String(m.type)).slice(0, 40)}`);
   }
 
@@ -290,7 +300,8 @@
   }
 
   // checkBridgeMessage checks what a bridge sends the worker over its port: an announcement of
-  // the page's tools (with its address and title) or the outcome of a call. pageOrigin is the
+  // the page's tools (with its address and title), the outcome of a call, or that the page is
+  // blocked by a dialog or frozen (and runs again). pageOrigin is the
   // origin Chrome reports for the port's sender; an announced address on another origin is
   // refused, so a page cannot claim to be another site.
   function checkBridgeMessage(m, pageOrigin) {
@@ -310,6 +321,8 @@
       return accept({ type: 'announce', url: url.href, title, tools: r.msg });
     }
     if (m.type === 'result') return checkOutcome(m);
+    if (m.type === 'dialog') return checkDialog(m);
+    if (m.type === 'frozen' && typeof m.frozen === 'boolean') return accept({ type: 'frozen', frozen: m.frozen });
     return refuse('unknown message type');
   }
 
@@ -326,6 +339,7 @@
     checkTools,
     checkCallId,
     checkOutcome,
+    checkDialog,
     resultSize,
     parsePageMessage,
     checkWorkerMessage,

@@ -54,6 +54,7 @@ export class Pages {
     this.calls = new Map(); // callId → {documentId, port, settle}
     this.waiters = new Set(); // functions run after every announcement
     this.reopening = new Map(); // origin → promise of the reopened tab's document
+    this.blocked = new Map(); // documentId → why that page runs nothing now: {notSent, cut} (see block)
     // onChange runs after the record of documents changed (the server link announces the
     // difference); onUse after the person used a tab.
     this.onChange = () => {};
@@ -132,6 +133,20 @@ export class Pages {
       for (const w of [...this.waiters]) w();
       return;
     }
+    if (m.type === 'dialog') {
+      this.block(documentId, m.open && {
+        notSent: `The page shows ${dialogSays(m)}, waiting for the person to answer it in the tab; nothing of the page runs until then, so the call was not sent. Ask the person to answer it, then call again.`,
+        cut: `The page opened ${dialogSays(m)} just as the call was sent. The dialog stops the page until the person answers it in the tab; the call may run once they do. Ask them, or check the page's state, before calling again.`,
+      });
+      return;
+    }
+    if (m.type === 'frozen') {
+      this.block(documentId, m.frozen && {
+        notSent: 'Chrome has frozen the tab of this page (it freezes background tabs to save power): nothing of the page runs until the tab is shown again, so the call was not sent. Ask the person to open the tab, then call again.',
+        cut: 'Chrome froze the tab of this page while the call was running (it freezes background tabs to save power): nothing of the page runs until the tab is shown again, so no answer can come now. The call may have run, and may go on once the tab is shown: check the page\'s state before calling again.',
+      });
+      return;
+    }
     const outcome = m.ok ? { ok: true, result: m.result } : fail(m.code ?? codes.toolError, m.error);
     if (m.navigating) outcome.navigating = true;
     if (m.size !== undefined) outcome.size = m.size;
@@ -151,9 +166,27 @@ export class Pages {
     }
   }
 
+  // block notes that a page runs nothing now, and why, or (why null) that it runs again: it
+  // opened alert(), confirm() or prompt() and waits for the person (its observer has already
+  // ended the calls it was running, saying so), or Chrome froze its tab (a background tab, to
+  // save power). The calls sent to it meanwhile wait in the page and would answer only at their
+  // deadline, though they may run once it runs again: they end now with why.cut (and are
+  // cancelled, which the page hears when it runs again), and no call is sent while it is blocked.
+  block(documentId, why) {
+    if (!why) {
+      this.blocked.delete(documentId);
+      return;
+    }
+    this.blocked.set(documentId, why);
+    for (const [id, c] of [...this.calls]) {
+      if (c.documentId === documentId) this.cancel(id, fail(codes.toolError, why.cut));
+    }
+  }
+
   onGone(port, documentId) {
     if (this.ports.get(documentId)?.port !== port) return; // an older port of a restored page
     this.ports.delete(documentId);
+    this.blocked.delete(documentId);
     forget(this.rec, documentId);
     this.save();
     for (const [id, c] of [...this.calls]) {
@@ -211,9 +244,10 @@ export class Pages {
     }
   }
 
-  // waitFor resolves with pick()'s first non-null answer after an announcement, or null at the
-  // deadline or when signal aborts.
-  waitFor(pick, deadline, signal) {
+  // waitFor resolves with pick()'s first non-null answer after an announcement (or with what the
+  // promise also resolves with, if that comes first), or null at the deadline or when signal
+  // aborts.
+  waitFor(pick, deadline, signal, also) {
     return new Promise((resolve) => {
       const done = (v) => {
         this.waiters.delete(check);
@@ -229,20 +263,21 @@ export class Pages {
       const timer = setTimeout(stop, Math.max(0, deadline - this.now()));
       signal?.addEventListener('abort', stop);
       this.waiters.add(check);
+      also?.then((v) => done(v));
       check();
     });
   }
 
   // portFor returns a live port to a document, asking a remembered document to reconnect when
   // the worker was restarted since it announced. Null means the document is gone.
+  // A page that runs nothing (frozen, or showing a dialog) does not answer at all: the question
+  // gives up at the deadline or when signal aborts, and call() then ends without forgetting it.
   async portFor(doc, deadline, signal) {
     const live = this.ports.get(doc.documentId);
     if (live) return live.port;
-    try {
-      await chrome.tabs.sendMessage(doc.tabId, { type: 'connect' }, { documentId: doc.documentId });
-    } catch {
-      return null;
-    }
+    const asked = chrome.tabs.sendMessage(doc.tabId, { type: 'connect' }, { documentId: doc.documentId }).then(() => true, () => false);
+    const answered = await this.waitFor(() => null, deadline, signal, asked);
+    if (!answered) return null;
     const got = await this.waitFor(() => this.ports.get(doc.documentId), Math.min(deadline, this.now() + 5000), signal);
     return got ? got.port : null;
   }
@@ -403,6 +438,8 @@ export class Pages {
         onDispatch?.(`following-${callId}`);
         return this.follow(doc.tabId, origin, deadline, signal);
       }
+      if (signal?.aborted) return fail(codes.cancelled, 'The call was cancelled.');
+      if (this.now() >= deadline) return fail(codes.timeout, 'The page did not answer before the deadline: its tab may be frozen by Chrome or showing a dialog. Nothing was sent to it.');
       forget(this.rec, doc.documentId);
       this.save();
     }
@@ -411,6 +448,8 @@ export class Pages {
 
   // send posts the call on the document's port and waits for its outcome.
   send(port, documentId, { callId, tool, args }, deadline, signal) {
+    const blocked = this.blocked.get(documentId);
+    if (blocked) return Promise.resolve(fail(codes.toolError, blocked.notSent));
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.cancel(callId, fail(codes.timeout, 'The page did not answer before the deadline.')), Math.max(0, deadline - this.now()));
       const onAbort = () => this.cancel(callId, fail(codes.cancelled, 'The call was cancelled.'));
@@ -444,6 +483,11 @@ export class Pages {
     this.settle(callId, c.documentId, outcome);
     return true;
   }
+}
+
+// dialogSays names a page's dialog for the agent: an alert() dialog saying "…".
+function dialogSays({ kind, text }) {
+  return `${kind === 'alert' ? 'an' : 'a'} ${kind}() dialog${text ? ` saying ${JSON.stringify(text)}` : ''}`;
 }
 
 // readJsonLd runs in the page a form navigated to (chrome.scripting, the isolated world): its

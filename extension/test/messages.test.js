@@ -158,3 +158,12 @@ test('a result over 256 KiB becomes result_too_large with its size, at any size'
   const forged = M.checkBridgeMessage({ type: 'result', callId: 'c', ok: false, code: 'page_gone', error: 'x' }, 'https://a.example');
   assert.equal(forged.msg.code, undefined);
 });
+
+test('a dialog message says its kind when it opens, and is checked on both hops', () => {
+  const page = (m) => M.parsePageMessage(JSON.stringify({ from: 'observer', type: 'dialog', ...m }));
+  assert.deepEqual(page({ open: true, kind: 'prompt', text: 'x'.repeat(300) }).msg, { type: 'dialog', open: true, kind: 'prompt', text: 'x'.repeat(256) });
+  assert.deepEqual(page({ open: false, kind: 'ignored' }).msg, { type: 'dialog', open: false });
+  assert.equal(page({ open: true, kind: 'print' }).ok, false);
+  assert.equal(page({ open: 'yes', kind: 'alert' }).ok, false);
+  assert.deepEqual(M.checkBridgeMessage({ type: 'dialog', open: true, kind: 'alert', text: 7 }, 'https://a.example').msg, { type: 'dialog', open: true, kind: 'alert', text: '' });
+});

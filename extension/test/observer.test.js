@@ -10,9 +10,10 @@ const source = readFileSync(new URL('../content/observer.js', import.meta.url), 
 
 function page({ warn } = {}) {
   const attrs = { 'data-tabbridge-nonce': 'n0nce' };
+  // Its promises are the page's own (of the vm context), as a browser's are of the page's realm.
   class ModelContext {
     registerTool() {
-      return Promise.resolve();
+      return vm.runInContext('Promise.resolve()', ctx);
     }
   }
   // Like a browser's window, it sets window.event while its listeners run.
@@ -398,4 +399,54 @@ test('a tool that cannot be described says why in the console', async () => {
     'Tabbridge: the WebMCP tool "zod" is not shared: its inputSchema is not JSON data (it holds a function, a class instance such as a Zod schema, NaN or undefined): give a plain JSON object.',
     `Tabbridge: the WebMCP tool "deep" is not shared: its inputSchema cannot be sent as JSON: it is nested more than 64 levels deep at inputSchema${'.properties.a'.repeat(32)}.`,
   ], 'each once');
+});
+
+// A page whose every object is a thenable cannot answer (the engine itself calls its then on
+// every promise of an object): its calls are refused at once, unrun. A page that replaces
+// Promise.prototype.then, its constructor and Symbol.species still answers: the observer follows
+// promises without them.
+test('a page with Object.prototype.then is refused at once; one that replaces Promise\'s then, constructor and species still answers', async () => {
+  const { ctx, sent, toPage } = page();
+  const mc = ctx.document.modelContext;
+  await mc.registerTool({ name: 'a', description: 'd', execute: vm.runInContext('(async () => ({ ok: 1 }))', ctx) });
+  await settle();
+  vm.runInContext(`
+    this.thenCalls = 0;
+    Promise.prototype.then = function () { thenCalls++; return this; };
+    Object.defineProperty(Promise.prototype, 'constructor', { configurable: true, value: Object });
+    Object.defineProperty(Promise, Symbol.species, { configurable: true, get() { thenCalls++; return function Fake(ex) { ex(() => {}, () => {}); }; } });
+  `, ctx);
+  toPage({ type: 'call', callId: 'c1', tool: 'a', args: {} });
+  await settle();
+  assert.deepEqual(sent.at(-1), { type: 'result', callId: 'c1', ok: true, result: { ok: 1 }, from: 'observer' });
+  assert.equal(ctx.thenCalls, 0, 'none of the page\'s replacements ran');
+  vm.runInContext('Object.prototype.then = function () {}', ctx);
+  toPage({ type: 'call', callId: 'c2', tool: 'a', args: {} });
+  await settle();
+  assert.match(sent.at(-1).error, /^The page defines Object\.prototype\.then, .* The call was not run\./);
+});
+
+test('a result that is a Proxy whose every trap throws fails the call, it does not hang it', async () => {
+  const { ctx, sent, toPage } = page();
+  await ctx.document.modelContext.registerTool({ name: 'p', description: 'd', execute: vm.runInContext(`() => new Proxy({}, new Proxy({}, { get() { return () => { throw new Error('trap'); }; } }))`, ctx) });
+  await settle();
+  toPage({ type: 'call', callId: 'c1', tool: 'p', args: {} });
+  await settle();
+  assert.equal(sent.at(-1).callId, 'c1');
+  assert.equal(sent.at(-1).ok, false);
+  assert.match(sent.at(-1).error, /trap/);
+});
+
+test('a result far over the cap the bridge sends with the call is refused in the page, with its size', async () => {
+  const { ctx, sent, toPage } = page();
+  await ctx.document.modelContext.registerTool({ name: 'big', description: 'd', execute: ({ n }) => (n === 0 ? 'x'.repeat(100) : { s: 'x'.repeat(100) }) });
+  await settle();
+  toPage({ type: 'call', callId: 'c1', tool: 'big', args: { n: 0 }, max: 50 });
+  toPage({ type: 'call', callId: 'c2', tool: 'big', args: { n: 1 }, max: 50 });
+  toPage({ type: 'call', callId: 'c3', tool: 'big', args: { n: 0 }, max: 1000 });
+  await settle();
+  const by = Object.fromEntries(sent.filter((m) => m.type === 'result').map((m) => [m.callId, m]));
+  assert.deepEqual(by.c1, { type: 'result', callId: 'c1', ok: false, code: 'result_too_large', size: 100, error: 'The result is too large.', from: 'observer' });
+  assert.equal(by.c2.size, 108);
+  assert.equal(by.c3.result, 'x'.repeat(100));
 });

@@ -258,3 +258,83 @@ test('a page address keeps a hash route and drops an anchor, as the server count
   assert.equal(pageAddress('https://a.example/app#!/cart'), 'https://a.example/app#!/cart');
   assert.equal(pageAddress('https://a.example/app'), 'https://a.example/app');
 });
+
+// A page showing alert(), confirm() or prompt() runs nothing until the person answers: a call
+// sent just before the dialog ends at once (it may run once they answer), and no call is sent
+// while it is open.
+test('a page blocked by a dialog gets no calls, and the one in transit ends at once', async () => {
+  session.clear();
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(8, 'doc-8', origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/`, title: 'Shop', tools: [tool] });
+  await flush();
+  const inTransit = pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000 });
+  await flush();
+  assert.equal(port.posted.at(-1).type, 'call');
+  port.onMessage.fire({ type: 'dialog', open: true, kind: 'confirm', text: 'Leave?' });
+  await flush();
+  const o = await inTransit;
+  assert.equal(o.ok, false);
+  assert.match(o.error, /opened a confirm\(\) dialog saying "Leave\?" just as the call was sent\..* may run once they do/);
+  assert.equal(port.posted.at(-1).type, 'cancel', 'the page is told, once it runs again');
+
+  const sent = port.posted.length;
+  const blocked = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000 });
+  assert.match(blocked.error, /shows a confirm\(\) dialog saying "Leave\?", waiting for the person .* the call was not sent/);
+  assert.equal(port.posted.length, sent, 'nothing was posted');
+
+  port.onMessage.fire({ type: 'dialog', open: false });
+  await flush();
+  const after = pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000 });
+  await flush();
+  port.onMessage.fire({ type: 'result', callId: port.posted.at(-1).callId, ok: true, result: 1 });
+  assert.deepEqual(await after, { ok: true, result: 1 });
+});
+
+test('a frozen tab gets no calls, and the ones in flight end at once', async () => {
+  session.clear();
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(9, 'doc-9', origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/`, title: 'Shop', tools: [tool] });
+  await flush();
+  const running = pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000 });
+  await flush();
+  port.onMessage.fire({ type: 'frozen', frozen: true });
+  assert.match((await running).error, /Chrome froze the tab .* The call may have run/);
+  assert.match((await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000 })).error, /Chrome has frozen the tab .* the call was not sent/);
+  port.onMessage.fire({ type: 'frozen', frozen: false });
+  await flush();
+  const after = pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000 });
+  await flush();
+  port.onMessage.fire({ type: 'result', callId: port.posted.at(-1).callId, ok: true, result: 2 });
+  assert.deepEqual(await after, { ok: true, result: 2 });
+});
+
+// After a worker restart the worker asks a remembered document to reconnect; one that runs
+// nothing (frozen, or showing a dialog) never answers. The call ends at its deadline, and the
+// document is not forgotten: it is blocked, not gone.
+test('a remembered document that never answers the reconnect ends the call at its deadline', async () => {
+  session.clear();
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(10, 'doc-10', origin);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/`, title: 'Shop', tools: [tool] });
+  await flush();
+  pages.ports.delete('doc-10'); // as after a restart: the record remains, the port does not
+  sendMessage = () => new Promise(() => {});
+  const started = Date.now();
+  const o = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 300 });
+  assert.ok(Date.now() - started < 5000);
+  assert.equal(o.code, codes.timeout);
+  assert.match(o.error, /may be frozen by Chrome or showing a dialog\. Nothing was sent to it\./);
+  assert.ok(pages.rec.docs['doc-10'], 'the document is remembered');
+  sendMessage = async () => {
+    throw new Error('Could not establish connection. Receiving end does not exist.');
+  };
+});
