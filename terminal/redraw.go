@@ -68,6 +68,11 @@ func (t *term) redraw() []byte {
 	} else {
 		t.writeCharsets(&b, t.charsets[t.gl])
 	}
+	if hiddenExtended(t.pen) {
+		if y, ok := t.hideFrom(); ok {
+			t.writeHiddenPen(&b, y)
+		}
+	}
 	if t.modes.insert {
 		b.WriteString("\x1b[4h")
 	}
@@ -399,8 +404,8 @@ func writeDECSC(b *bytes.Buffer, p pen) {
 // save, leave — the alternate screen is empty and cleared again on leaving.
 func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
 	a := t.alt
-	if a.savedX == 0 && a.savedY == 0 && a.savedPen == (pen{}) && a.savedCS == 0 {
-		return
+	if a.savedX == 0 && a.savedY == 0 && a.savedPen == (pen{}) && a.savedCS == 0 && !hiddenExtended(t.pen) {
+		return // a viewer's is this one, unless writeHiddenPen DECRCs it
 	}
 	b.WriteString("\x1b[?47h")
 	writeCUP(b, min(max(a.savedY, 0), t.rows-1), min(a.savedX, t.cols-1))
