@@ -178,3 +178,78 @@ func writeParams(b *bytes.Buffer, ps []string) {
 	}
 	b.WriteByte('m')
 }
+
+// relinkPen writes again, in the pen's hyperlink opened once more, every
+// cell of the screen that holds it, and leaves it open in the pen: the
+// cells a program printed while a link without an id was open, and the
+// cells it prints after a viewer attached, are one link in xterm.js, and
+// the painted rows closed it long before the pen is set. It puts the
+// cursor where buf has it (a pending wrap by writing its cell last) and
+// reports false, writing nothing, where it cannot: a link with an id (any
+// OSC 8 with it finds it again), none on the screen, or a pending wrap
+// after a cell of another link or under origin mode.
+func (t *term) relinkPen(b *bytes.Buffer, buf *buffer) bool {
+	p := cellPen(t.pen)
+	if p.link == 0 || linkKey(t.links[p.link]) != (linkRef{}) {
+		return false
+	}
+	type at struct{ y, x int }
+	var cells []at
+	for y := range t.rows {
+		l := buf.row(y)
+		for x := range min(len(l.cells), t.cols) {
+			c := l.cells[x]
+			if c.width == 0 && c.r == 0 && !c.comb {
+				continue // a second half: its first writes it
+			}
+			if t.styles.pens[c.style].link == p.link {
+				cells = append(cells, at{y, x})
+			}
+		}
+	}
+	if len(cells) == 0 {
+		return false
+	}
+	pending := buf.x >= t.cols
+	if pending && t.modes.origin {
+		return false
+	}
+	last := -1
+	if pending {
+		l := buf.row(buf.y)
+		last = t.lastCellAt(l)
+		if t.styles.pens[l.cells[last].style].link != p.link {
+			return false
+		}
+	}
+	b.WriteString("\x1b(B\x1b)B\x1b*B\x1b+B\x0f") // the rows were written in ASCII
+	if t.modes.origin {
+		b.WriteString("\x1b[?6l") // every row in reach, set again below (it homes the cursor)
+	}
+	writeCUP(b, cells[0].y, cells[0].x)
+	b.WriteString("\x1b[0m")
+	r := t.links[p.link]
+	b.WriteString("\x1b]8;" + r.params + ";" + r.url + "\x07")
+	write := func(c at) {
+		l := buf.row(c.y)
+		writeCUP(b, c.y, c.x)
+		b.WriteString("\x1b[0m") // keeps the link, as xterm.js's SGR 0 does
+		writeSGR(b, t.styles.pens[l.cells[c.x].style], nil)
+		t.writeCellText(b, l, c.x)
+	}
+	for _, c := range cells {
+		if !(pending && c.y == buf.y && c.x == last) {
+			write(c)
+		}
+	}
+	if pending {
+		write(at{buf.y, last})
+		writePastLine(b, buf.x, t.cols)
+		return true
+	}
+	if t.modes.origin {
+		b.WriteString("\x1b[?6h")
+	}
+	t.placeCursor(b, buf, false)
+	return true
+}

@@ -71,3 +71,50 @@ func TestHiddenExtendedPenMatchesXterm(t *testing.T) {
 		}
 	}
 }
+
+// TestWrappedLinkIsOneLink checks hyperlinks without an id that wrap
+// across rows: xterm.js opens one link per OSC 8, holding every cell
+// printed while it is open, and a viewer that attached must hold one too
+// (the dumps number links by the cells that share them), also across
+// lines a newline ended and for what the program prints after (the pen's
+// link). With one link per row, widening the terminal after attaching
+// joined the rows and dropped the link of the cells that came up from the
+// row below.
+func TestWrappedLinkIsOneLink(t *testing.T) {
+	long := "\x1b]8;;http://x/\x07" + strings.Repeat("abcdefghij", 5) + "\x1b]8;;\x07 after\r\n"
+	streams := []string{
+		long,
+		"\x1b[31m" + long + "\x1b]8;;http://x/\x07same uri, another link\x1b]8;;\x07\r\n",
+		// two links, one after the other without a close
+		"\x1b]8;;http://x/\x07" + strings.Repeat("a", 25) + "\x1b]8;;http://x/\x07" + strings.Repeat("b", 25) + "\x1b]8;;\x07",
+		// a wide character that does not fit wraps with the link
+		"\x1b]8;;http://x/\x07" + strings.Repeat("a", 19) + "日本語\x1b]8;;\x07",
+		// in the history, then the screen
+		long + long + strings.Repeat("line\r\n", 8) + long,
+		// left open: what the program prints next is the same link
+		"\x1b[1m\x1b]8;;http://x/\x07" + strings.Repeat("a", 25),
+		"\x1b]8;;http://x/\x07one\r\n\x1b[31mtwo\x1b[3;5H",
+		// an id: one link wherever it is printed
+		"\x1b]8;id=7;http://x/\x07one\x1b]8;;\x07 \x1b]8;id=7;http://x/\x07two\x1b]8;;\x07",
+	}
+	var xc []xtermCase
+	for _, s := range streams {
+		pay := attachPayload(t, 20, 6, []byte(s))
+		xc = append(xc, xtermCase{Cols: 20, Rows: 6, Links: true, Streams: [][]byte{[]byte(s), pay},
+			Stepped: [][]xtermStep{
+				{{Data: []byte(s)}, {Cols: 60, Rows: 6}},
+				{{Data: pay}, {Cols: 60, Rows: 6}},
+			}})
+	}
+	for i, d := range runXterm(t, xc) {
+		if diff := diffStates(d[0].Before, d[1].Before); len(diff) > 0 {
+			t.Errorf("stream %d: the attached terminal differs:\n%s", i, strings.Join(diff, "\n"))
+		}
+		if diff := diffStates(d[0].After, d[1].After); len(diff) > 0 {
+			t.Errorf("stream %d: the attached terminal differs after the probe:\n%s", i, strings.Join(diff, "\n"))
+		}
+		if diff := diffStates(d[2].Before, d[3].Before); len(diff) > 0 {
+			t.Errorf("stream %d: the attached terminal widened differs:\n%s", i, strings.Join(diff, "\n"))
+		}
+	}
+}
