@@ -357,12 +357,14 @@ func cellsString(cells [][]any) string {
 var knownXtermDiffs = map[string]string{}
 
 // compareWithXterm checks every stream's attach payload against xterm fed
-// the stream itself, in one run of the reference.
+// the stream itself, in one run of the reference; which cells share a
+// hyperlink too when TABBRIDGE_XTERM_LINKS is set (xtermCase.Links).
 func compareWithXterm(t *testing.T, names []string, cols, rows []int, streams [][]byte) (failed int) {
 	t.Helper()
 	cases := make([]xtermCase, len(streams))
 	for i, s := range streams {
-		cases[i] = xtermCase{Cols: cols[i], Rows: rows[i], Streams: [][]byte{s, attachPayload(t, cols[i], rows[i], s)}}
+		cases[i] = xtermCase{Cols: cols[i], Rows: rows[i], Streams: [][]byte{s, attachPayload(t, cols[i], rows[i], s)},
+			Links: os.Getenv("TABBRIDGE_XTERM_LINKS") != ""}
 	}
 	dumps := runXterm(t, cases)
 	for i, d := range dumps {
