@@ -112,6 +112,16 @@ func sweepPrograms() []sweepProgram {
 			{wait: `true`, keys: "\x02\""}, {keys: "ls --color=always /etc | head -20\r"}, {keys: "\x02%"}, {cols: 70, rows: 20}, {keys: "\x02:kill-server\r"}}},
 		{"less-colours", 80, 24, f + "cd repo && git log -p --color=always | less -R", []sweepStep{
 			{wait: `commit`, keys: " "}, {keys: "/thirty\r"}, {keys: "G"}, {cols: 60, rows: 18}, {keys: "g"}, {keys: "q"}}},
+		{"nano", 80, 24, f + "exec nano --ignorercfiles -l -m text.go", []sweepStep{
+			{wait: `plain`, keys: "hello 日本 ✅\r"}, {keys: "\x17main\r"}, {keys: "\x07"}, {cols: 60, rows: 18}, {keys: "\x18"}, {keys: "n"}}},
+		{"nethack", 80, 24, f + "mkdir -p $HOME/nh && NETHACKOPTIONS='name:tb,role:val,race:hum,gender:fem,align:law,!autopickup,color,!legacy' exec /usr/games/nethack -u tb", []sweepStep{
+			{wait: `welcome|Hello|--More--|Velkommen|Shall`, keys: " "}, {keys: " "}, {keys: "l"}, {keys: "i"}, {keys: "\x1b"}, {cols: 90, rows: 30}, {keys: "#quit\r"}, {keys: "y"}, {keys: "q"}, {keys: "q"}}},
+		{"cmus", 90, 26, f + "exec cmus", []sweepStep{
+			{wait: `Press <enter>|Artist`, keys: "\r"}, {wait: `Artist`, keys: "5"}, {keys: "\x1b[B\x1b[B"}, {keys: "7"}, {cols: 70, rows: 20}, {keys: ":quit\r"}}},
+		{"newsboat", 80, 24, f + "printf 'file://$D/feed.xml\\n' > $HOME/urls; printf '<?xml version=\\\"1.0\\\"?><rss version=\\\"2.0\\\"><channel><title>Feed 日本</title><item><title>One ✅</title><description>first</description></item><item><title>Two</title></item></channel></rss>' > $D/feed.xml; exec newsboat -u $HOME/urls -c $HOME/cache.db -C /dev/null -r", []sweepStep{
+			{wait: `Feed|feed|Newsboat|newsboat`, keys: "\r"}, {keys: "\x1b[B"}, {keys: "\r"}, {cols: 60, rows: 18}, {keys: "q"}, {keys: "q"}, {keys: "q"}}},
+		{"alpine", 90, 26, f + "exec alpine -p $HOME/pinerc -f mbox -i", []sweepStep{
+			{wait: `mail folders|MAIN MENU`, keys: "\r"}, {wait: `MAIN MENU|GREETING`, keys: "e"}, {keys: "i"}, {keys: "\x1b[B"}, {keys: "\r"}, {keys: "<"}, {cols: 70, rows: 20}, {keys: "q"}, {keys: "y"}}},
 		{"ls-hyperlink", 40, 12, f + "mkdir -p links && cd links && touch a-very-long-file-name-that-wraps-the-row.txt b.txt 日本語のファイル名.txt && ls --hyperlink=always --color=always -la; ls --hyperlink=always --color=always; printf '\\033]8;;file:///x\\033\\\\open link at the end ' ", nil},
 		{"kitty-keys", 40, 8, f + `printf '\033[>1u\033[>4;2m\033[=5;1u\033[?9001h\033[?1016h\033[?1003h\033[?1005h\033[?1015hx\033[<u\033[?u\033[?1l\033[?66h'`, nil},
 	}
