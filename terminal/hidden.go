@@ -33,6 +33,16 @@ func (t *term) hideFrom() (*buffer, bool) {
 	if !t.pendingWrapWritable() {
 		return nil, false
 	}
+	y, ok := t.savedWithoutExtended()
+	if !ok || y.savedCS != t.cs && t.cs != t.charsets[t.gl] {
+		return nil, false
+	}
+	return y, true
+}
+
+// savedWithoutExtended is hideFrom's choice of saved cursor, whatever its
+// charset.
+func (t *term) savedWithoutExtended() (*buffer, bool) {
 	cands := []*buffer{t.buf}
 	if !t.altActive() {
 		cands = append(cands, t.alt)
@@ -43,9 +53,6 @@ func (t *term) hideFrom() (*buffer, bool) {
 		}
 		s := y.savedPen
 		if s.flags&flagExtended != 0 || s.flags&flagUnderline != t.pen.flags&flagUnderline {
-			continue
-		}
-		if y.savedCS != t.cs && t.cs != t.charsets[t.gl] {
 			continue
 		}
 		return y, true
@@ -187,7 +194,8 @@ func writeParams(b *bytes.Buffer, ps []string) {
 // cursor where buf has it (a pending wrap by writing its cell last) and
 // reports false, writing nothing, where it cannot: a link with an id (any
 // OSC 8 with it finds it again), none on the screen, or a pending wrap
-// after a cell of another link or under origin mode.
+// under origin mode or after a cell of another link, or underlined, or
+// with no saved cursor to switch the link off by (savedWithoutExtended).
 func (t *term) relinkPen(b *bytes.Buffer, buf *buffer) bool {
 	p := cellPen(t.pen)
 	if p.link == 0 || linkKey(t.links[p.link]) != (linkRef{}) {
@@ -215,11 +223,16 @@ func (t *term) relinkPen(b *bytes.Buffer, buf *buffer) bool {
 		return false
 	}
 	last := -1
+	var from *buffer // a pending wrap's cell of another pen: written after a DECRC from it
 	if pending {
 		l := buf.row(buf.y)
 		last = t.lastCellAt(l)
-		if t.styles.pens[l.cells[last].style].link != p.link {
-			return false
+		if q := t.styles.pens[l.cells[last].style]; q.link != p.link {
+			y, ok := t.savedWithoutExtended()
+			if !ok || q.link != 0 || q.flags&flagUnderline != 0 || y.savedPen.flags&flagUnderline != 0 {
+				return false
+			}
+			from = y
 		}
 	}
 	b.WriteString("\x1b(B\x1b)B\x1b*B\x1b+B\x0f") // the rows were written in ASCII
@@ -242,7 +255,24 @@ func (t *term) relinkPen(b *bytes.Buffer, buf *buffer) bool {
 			write(c)
 		}
 	}
-	if pending {
+	switch {
+	case pending && from != nil:
+		// the pen keeps the link through a DECRC that switches it off, so
+		// the cell is written without it (xterm.js's HAS_EXTENDED); the
+		// SGR 0 the caller writes next switches it on again
+		if from == t.buf {
+			b.WriteString("\x1b8")
+		} else {
+			b.WriteString("\x1b[?47h\x1b8\x1b[?47l")
+		}
+		b.WriteString("\x1b(B\x1b)B\x1b*B\x1b+B\x0f")
+		l := buf.row(buf.y)
+		writeKeptSGR(b, from.savedPen, t.styles.pens[l.cells[last].style])
+		writeCUP(b, buf.y, last)
+		t.writeCellText(b, l, last)
+		writePastLine(b, buf.x, t.cols)
+		return true
+	case pending:
 		write(at{buf.y, last})
 		writePastLine(b, buf.x, t.cols)
 		return true

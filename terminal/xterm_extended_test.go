@@ -94,6 +94,9 @@ func TestWrappedLinkIsOneLink(t *testing.T) {
 		// left open: what the program prints next is the same link
 		"\x1b[1m\x1b]8;;http://x/\x07" + strings.Repeat("a", 25),
 		"\x1b]8;;http://x/\x07one\r\n\x1b[31mtwo\x1b[3;5H",
+		// ... and the cursor at a pending wrap after a cell without it
+		"\x1b]8;;http://x/\x07" + strings.Repeat("x", 40) + "\x1b[2K",
+		"\x1b[44m\x1b]8;;http://x/\x07" + strings.Repeat("x", 30) + "\x1b]8;;\x07\x1b[1mxxxxxxxxxx\x1b]8;;http://y/\x07",
 		// an id: one link wherever it is printed
 		"\x1b]8;id=7;http://x/\x07one\x1b]8;;\x07 \x1b]8;id=7;http://x/\x07two\x1b]8;;\x07",
 	}
