@@ -71,13 +71,19 @@ func (t *term) pendingWrapWritable() bool {
 	l := b.row(b.y)
 	last := t.lastCellAt(l)
 	c := l.cells[last]
-	if c.style != t.styleOf(normalPen(cellPen(t.pen))) || c.comb || (c.width == 2 && cutWide(l, last, t.cols)) {
-		return false
+	if q := t.styles.pens[c.style]; c.style != t.styleOf(normalPen(cellPen(t.pen))) && !plainPen(q) {
+		return false // written by SGRs the hidden attributes survive only without extended ones
 	}
-	if c.r == 0 {
+	if c.comb || (c.width == 2 && cutWide(l, last, t.cols)) || c.r == 0 {
 		return false
 	}
 	return c.r >= 0x80 || t.cs == 0 || mapCharset(t.cs, c.r) == c.r
+}
+
+// plainPen reports whether p has no extended attribute and no underline:
+// writeKeptSGR makes it from any pen without them.
+func plainPen(p pen) bool {
+	return p.ul == 0 && p.ulColor == 0 && p.link == 0 && p.flags&(flagUnderline|flagExtended) == 0
 }
 
 // lastCellAt is the column a pending wrap's cell starts at: the last one,
@@ -122,7 +128,8 @@ func (t *term) writeHiddenPen(b *bytes.Buffer, y *buffer) {
 		t.placeCursor(b, buf, false)
 		return
 	}
-	// a pending wrap: its cell, which the pen wrote, written again
+	// a pending wrap: its cell written again, in its own pen if another
+	// one wrote it (a plain one), then the pen put back
 	l := buf.row(buf.y)
 	last := t.lastCellAt(l)
 	row := buf.y
@@ -130,7 +137,14 @@ func (t *term) writeHiddenPen(b *bytes.Buffer, y *buffer) {
 		row -= buf.top
 	}
 	writeCUP(b, row, last)
+	own, q := cellPen(p), t.styles.pens[l.cells[last].style]
+	if normalPen(own) != q {
+		writeKeptSGR(b, own, q)
+	}
 	b.WriteString(l.text(last))
+	if normalPen(own) != q {
+		writeKeptSGR(b, q, own)
+	}
 	writePastLine(b, buf.x, t.cols)
 }
 

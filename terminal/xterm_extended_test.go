@@ -43,8 +43,9 @@ func TestHiddenExtendedPenMatchesXterm(t *testing.T) {
 		{"\x1b7\x1b[4:3;58;5;196m\x1b]8;;http://x/\x07\x1b8", "a\x1b[0mb\x1b[4mc"},
 		// the pen changed after the DECRC by SGRs that keep them hidden
 		{"\x1b[31;1m\x1b7\x1b]8;;http://x/\x07\x1b[4:2;58;2;1;2;3m\x1b8\x1b[22;3;44m", "a\x1b[4mb\x1b[59mc"},
-		// the cursor at a pending wrap, written with the pen
+		// the cursor at a pending wrap, written with the pen, or another
 		{"\x1b7\x1b]8;;http://x/\x07\x1b8abcdefghijklmnopqrst", "\x1b[0mz"},
+		{"\x1b7\x1b]8;;http://x/\x07\x1b8\x1b[1;31;44mabcdefghijklmnopqrs\x1b[22;7;39mt\x1b[27;3m", "\x1b[0mz"},
 		// SCORC, and the saved cursor elsewhere, protected
 		{"\x1b[1\"q\x1b[3;4H\x1b[s\x1b[0\"q\x1b[4:3m\x1b[2;2H\x1b[u\x1b[5;5H", "a\x1b[59mb\x1b8c"},
 		// mode 1049's DECRC on leaving the alternate screen
