@@ -21,6 +21,8 @@ func FuzzEmulatorRedraw(f *testing.F) {
 		strings.Repeat("x", 20) + "\x03\u200b\x1b7\r\n", "\xff\x28\x05" + strings.Repeat("y", 30) + "\x1b7\xff\x0a\x05",
 		// DECSCA and selective erase; a DECRC that leaves the extended attributes unused
 		"ab\x1b[1\"q日P\x1b[0\"qq\x1b[1;2H\x1b[?K\x1b[?J", "\x1b[4:2m\x1b7\x1b[24m\x1b]8;;http://x/\x07\x1b[4:3ma\x1b8b\x1b[59mc\x1b7",
+		// a pen a DECRC left hiding a link at a pending wrap; a link without an id wrapped, left open
+		"\x1b7\x1b]8;;http://x/\x07\x1b8" + strings.Repeat("q", 20), "\x1b]8;;http://x/\x07" + strings.Repeat("ab", 25) + "\r\n日",
 	} {
 		f.Add([]byte(s))
 	}

@@ -31,10 +31,12 @@ func (t *term) setColors(arg string) {
 			continue
 		}
 		i, err := strconv.Atoi(idx)
-		if err != nil || i >= 256 || spec == "?" {
-			continue // a query: the viewer's is silenced, and nobody answers it
+		if err != nil || i >= 256 {
+			continue
 		}
-		if c, ok := parseColor(spec); ok {
+		if spec == "?" {
+			t.reportColor(i) // the viewer's is silenced
+		} else if c, ok := parseColor(spec); ok {
 			t.setColor(i, c)
 		}
 	}
@@ -50,21 +52,26 @@ func (t *term) specialColors(cmd int, arg string) {
 			break
 		}
 		if slot == "?" {
-			t.reportColor(n)
+			t.reportColor(colorFG + n)
 		} else if c, ok := parseColor(slot); ok {
 			t.setColor(colorFG+n, c)
 		}
 	}
 }
 
-// reportColor answers an OSC 10/11/12 query with the colour set, or
-// xterm.js's default theme's.
-func (t *term) reportColor(n int) {
-	c, ok := t.palette[colorFG+n]
+// reportColor answers a query for colour i (a palette entry, or colorFG,
+// colorBG, colorCursor) as the viewer's xterm.js would: with the colour
+// the program set, else the viewer's theme's (docs/DECISIONS.md).
+func (t *term) reportColor(i int) {
+	c, ok := t.palette[i]
 	if !ok {
-		c = [][3]uint8{{255, 255, 255}, {0, 0, 0}, {255, 255, 255}}[n]
+		c = viewerColor(i)
 	}
-	t.reply("\x1b]%d;rgb:%02x%02x/%02x%02x/%02x%02x\x1b\\", 10+n, c[0], c[0], c[1], c[1], c[2], c[2])
+	ident := "4;" + strconv.Itoa(i)
+	if i >= colorFG {
+		ident = strconv.Itoa(10 + i - colorFG)
+	}
+	t.reply("\x1b]%s;rgb:%02x%02x/%02x%02x/%02x%02x\x1b\\", ident, c[0], c[0], c[1], c[1], c[2], c[2])
 }
 
 // restoreColors is OSC 104: the entries named, or the whole palette (not

@@ -43,30 +43,44 @@ func (t *term) redraw() []byte {
 	}
 	b.WriteString("\x1b]1;" + t.icon + "\x07\x1b]2;" + t.title + "\x07")
 	t.writePalette(&b)
-	t.placeCursor(&b, buf, true)
-	b.WriteString("\x1b[0m")
-	writeSGR(&b, cellPen(t.pen), t.links)
+	// the charset in use left by a DECRC, which the two cases below make
+	// by another DECRC, then place the cursor again
+	special := t.cs != t.charsets[t.gl] && (t.cs == buf.savedCS || !t.altActive() && t.cs == t.alt.savedCS)
+	links, end := t.links, "\x1b]8;;\x07"
+	if (!special || buf.x < t.cols) && t.relinkPen(&b, buf) {
+		links, end = nil, "" // the pen's link is open, and stays so
+		b.WriteString("\x1b[0m")
+	} else {
+		t.placeCursor(&b, buf, true)
+		b.WriteString("\x1b[0m")
+	}
+	writeSGR(&b, cellPen(t.pen), links)
 	if t.cs != t.charsets[t.gl] && t.cs == buf.savedCS {
 		// The program's DECRC left the saved set in use, not the invoked
 		// one: do the same, then put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
 		// DECRC keeps the hyperlink the pen above opened: end it, or a
 		// pending wrap's cell written again would take it
-		b.WriteString("\x1b8\x1b[0m\x1b]8;;\x07")
+		b.WriteString("\x1b8\x1b[0m" + end)
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
-		writeSGR(&b, cellPen(t.pen), t.links)
+		writeSGR(&b, cellPen(t.pen), links)
 	} else if t.cs != t.charsets[t.gl] && !t.altActive() && t.cs == t.alt.savedCS {
 		// A DECRC on the alternate screen left its saved set in use after
 		// the program left it: DECRC there (its saved cursor is written
 		// above), leave, and put the cursor and pen back.
 		t.writeCharsets(&b, t.charsets[t.gl])
-		b.WriteString("\x1b[?47h\x1b8\x1b[?47l\x1b[0m\x1b]8;;\x07")
+		b.WriteString("\x1b[?47h\x1b8\x1b[?47l\x1b[0m" + end)
 		t.placeCursor(&b, buf, false)
 		b.WriteString("\x1b[0m")
-		writeSGR(&b, cellPen(t.pen), t.links)
+		writeSGR(&b, cellPen(t.pen), links)
 	} else {
 		t.writeCharsets(&b, t.charsets[t.gl])
+	}
+	if hiddenExtended(t.pen) {
+		if y, ok := t.hideFrom(); ok {
+			t.writeHiddenPen(&b, y)
+		}
 	}
 	if t.modes.insert {
 		b.WriteString("\x1b[4h")
@@ -100,7 +114,8 @@ func (t *term) placeCursor(b *bytes.Buffer, buf *buffer, ascii bool) {
 
 // paintScreen writes every row of buf's screen.
 func (t *term) paintScreen(b *bytes.Buffer, buf *buffer) {
-	b.WriteString("\x1b[0m")
+	b.WriteString("\x1b[0m\x1b]8;;\x07")
+	t.wlink = 0
 	for y := range t.rows {
 		writeCUP(b, y, 0)
 		b.WriteString("\x1b[2K")
@@ -114,8 +129,32 @@ func (t *term) paintScreen(b *bytes.Buffer, buf *buffer) {
 			b.WriteString("\x1b[?7l")
 		}
 		t.writeLineFrom(b, buf.row(y), from)
-		b.WriteString("\x1b[0m\x1b]8;;\x07")
+		b.WriteString("\x1b[0m")
 	}
+	t.linkTo(b, 0)
+}
+
+// linkTo makes the viewer's pen hold hyperlink l (0 for none), written
+// only when it holds another: the link the redraw left open is wlink. The
+// rows and history lines are painted with the link left open from one to
+// the next (and across a wrap), so the cells of one link on several rows,
+// in the order they are painted, stay one link, as xterm.js holds the
+// cells printed while one OSC 8 was open (it opens a link without an id
+// anew on every OSC 8).
+func (t *term) linkTo(b *bytes.Buffer, l uint16) {
+	if t.wlink == l {
+		return
+	}
+	r := t.links[l]
+	b.WriteString("\x1b]8;" + r.params + ";" + r.url + "\x07")
+	t.wlink = l
+}
+
+// penTo is SGR 0 and pen p, its hyperlink by linkTo.
+func (t *term) penTo(b *bytes.Buffer, p pen) {
+	b.WriteString("\x1b[0m")
+	writeSGR(b, p, nil)
+	t.linkTo(b, p.link)
 }
 
 // joinWrap ends line prev at a pending wrap and prints next's first cell,
@@ -144,7 +183,6 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 			t.writeCellText(b, next, 0)
 		}
 	}
-	b.WriteString("\x1b[0m\x1b]8;;\x07")
 	if first.width == 2 && !cutWide(next, 0, cols) && last.r == 0 && !last.comb && last.width == 1 {
 		// a wide character that did not fit: printed in the last column it
 		// wraps and leaves that cell empty in the pen it was printed with,
@@ -152,11 +190,11 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 		// character written there since, can have left the two different)
 		// and written again in its own where it landed
 		move(cols - 1)
-		writeSGR(b, t.styles.pens[last.style], t.links)
+		t.penTo(b, t.styles.pens[last.style])
 		t.writeCellText(b, next, 0)
 		if last.style != first.style {
-			b.WriteString("\x1b[1G\x1b[0m\x1b]8;;\x07")
-			writeSGR(b, t.styles.pens[first.style], t.links)
+			b.WriteString("\x1b[1G")
+			t.penTo(b, t.styles.pens[first.style])
 			t.writeCellText(b, next, 0)
 		} else {
 			relink()
@@ -168,11 +206,10 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 		x-- // the wide character that ends the line
 	}
 	move(x)
-	writeSGR(b, t.styles.pens[prev.cells[x].style], t.links)
+	t.penTo(b, t.styles.pens[prev.cells[x].style])
 	t.writeCellText(b, prev, x)
-	b.WriteString("\x1b[0m\x1b]8;;\x07")
 	p := t.styles.pens[first.style]
-	writeSGR(b, p, t.links)
+	t.penTo(b, p)
 	switch {
 	case first.width == 0 && (first.r != 0 || first.comb):
 		// a zero-width character standing alone: at a pending wrap it
@@ -201,10 +238,10 @@ func (t *term) joinWrap(b *bytes.Buffer, prev, next *line, y int) int {
 // erased with none (EL 0 away from column 0 keeps the wrap).
 func (t *term) joined(b *bytes.Buffer, from int) int {
 	if from >= t.cols { // the line is full: nothing is left to erase
-		b.WriteString("\x1b[0m\x1b]8;;\x07")
+		b.WriteString("\x1b[0m")
 		return from
 	}
-	b.WriteString("\x1b[" + strconv.Itoa(from+1) + "G\x1b[0m\x1b]8;;\x07\x1b[K")
+	b.WriteString("\x1b[" + strconv.Itoa(from+1) + "G\x1b[0m\x1b[K")
 	return from
 }
 
@@ -221,12 +258,14 @@ func (t *term) writeLineFrom(b *bytes.Buffer, l *line, from int) {
 	for end > 0 && l.cells[end-1] == (cell{width: 1}) {
 		end--
 	}
-	cur := pen{}
+	cur := pen{link: t.wlink} // the link the row or wrap before left open
 	curID := uint16(0)
 	reposition := from > 0
 	if from > 0 {
-		b.WriteString("\x1b[0m\x1b]8;;\x07")
+		b.WriteString("\x1b[0m")
 	}
+	known := t.wlink == 0 // whether curID is cur's style
+	defer func() { t.wlink = cur.link }()
 	for x := from; x < end; x++ {
 		c := l.cells[x]
 		if c.width == 0 && c.r == 0 && !c.comb {
@@ -234,7 +273,7 @@ func (t *term) writeLineFrom(b *bytes.Buffer, l *line, from int) {
 			// first: made as ICH makes it where it can be, else left
 			// blank; the next cell is placed by column
 			if t.splitHalf(b, l, x) {
-				cur, curID = t.styles.pens[l.cells[x-2].style], l.cells[x-2].style
+				cur, curID, known = t.styles.pens[l.cells[x-2].style], l.cells[x-2].style, true
 				if l.cells[x-2].width == 0 {
 					cur, curID = t.styles.pens[l.cells[x-3].style], l.cells[x-3].style
 				}
@@ -242,10 +281,10 @@ func (t *term) writeLineFrom(b *bytes.Buffer, l *line, from int) {
 			reposition = true
 			continue
 		}
-		if c.style != curID {
+		if c.style != curID || !known {
 			p := t.styles.pens[c.style]
 			writeSGRDiff(b, cur, p, t.links)
-			cur, curID = p, c.style
+			cur, curID, known = p, c.style, true
 		}
 		if c.r == 0 && !c.comb && c.width == 1 && cur == (pen{bg: cur.bg}) {
 			// erased cells are erased again (ECH takes the background
@@ -399,8 +438,8 @@ func writeDECSC(b *bytes.Buffer, p pen) {
 // save, leave — the alternate screen is empty and cleared again on leaving.
 func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
 	a := t.alt
-	if a.savedX == 0 && a.savedY == 0 && a.savedPen == (pen{}) && a.savedCS == 0 {
-		return
+	if a.savedX == 0 && a.savedY == 0 && a.savedPen == (pen{}) && a.savedCS == 0 && !hiddenExtended(t.pen) {
+		return // a viewer's is this one, unless writeHiddenPen DECRCs it
 	}
 	b.WriteString("\x1b[?47h")
 	writeCUP(b, min(max(a.savedY, 0), t.rows-1), min(a.savedX, t.cols-1))
@@ -665,8 +704,10 @@ func (t *term) history() []byte {
 	n := t.normal
 	lines := t.historyLines()
 	from := 0
+	t.wlink = 0
 	for i, l := range lines {
 		if i == n.savedY && t.savedAbove() && from == 0 {
+			t.linkTo(&b, 0) // DECSC saves the pen's link as in use
 			// the saved cursor scrolled off the top: save it on its own
 			// line as the history passes it (DECRC clamps it to row 0,
 			// but ED 3 or a taller screen brings the line back)
@@ -684,8 +725,12 @@ func (t *term) history() []byte {
 			b.WriteString("\x1b(B\x1b[0m\x1b[2K\r")
 		}
 		t.writeLineFrom(&b, l, from)
-		b.WriteString("\x1b[0m\x1b]8;;\x07")
-		if i == n.savedY && t.savedAbove() && from > 0 {
+		savedHere := i == n.savedY && t.savedAbove() && from > 0 // saved below, with links of its own
+		b.WriteString("\x1b[0m")
+		if savedHere || i+1 >= len(lines) {
+			t.linkTo(&b, 0)
+		}
+		if savedHere {
 			// joined to the line before: saved once the line is written (a
 			// pending wrap by writing its last cell again, as writeCursor)
 			x := min(n.savedX, t.cols-1)

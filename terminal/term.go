@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/ansi/parser"
@@ -83,15 +84,71 @@ type term struct {
 	stream      *streamState
 	params      xparams
 	fed         int64 // bytes written, the offset a redraw describes
-	replies     chan []byte
+	// wlink is the hyperlink a redraw being written left in the viewer's
+	// pen (linkTo), while it paints rows and history
+	wlink   uint16
+	replies chan []byte
 }
 
 // viewerCursorBlink is the cursorBlink option the viewer's xterm.js is
 // made with (server/web/static/terminal.js).
 const viewerCursorBlink = true
 
-// linkRef is one OSC 8 hyperlink.
+// linkRef is one OSC 8 hyperlink. As in xterm.js, a link with an id is
+// one link wherever it is printed (an OSC 8 with the same id and URI finds
+// it: linkIndex, by linkKey), and every OSC 8 without one opens a link of
+// its own, which holds the cells printed while it is open, across rows
+// too; a redraw keeps them one (docs/DECISIONS.md).
 type linkRef struct{ params, url string }
+
+// linkKey is what finds an OSC 8's link again, xterm.js's "id;;uri": its
+// id and URI, or nothing for a link without an id.
+func linkKey(r linkRef) linkRef {
+	for _, kv := range strings.Split(r.params, ":") {
+		if id, ok := strings.CutPrefix(kv, "id="); ok {
+			if id == "" {
+				return linkRef{}
+			}
+			return linkRef{params: id, url: r.url}
+		}
+	}
+	return linkRef{}
+}
+
+// compactLinks rebuilds the link table from the links the pen and cells
+// still use, renumbering them in the style table.
+func (t *term) compactLinks() {
+	renum := map[uint16]uint16{0: 0}
+	links := []linkRef{{}}
+	keep := func(l uint16) uint16 {
+		n, ok := renum[l]
+		if !ok {
+			n = uint16(len(links))
+			links = append(links, t.links[l])
+			renum[l] = n
+		}
+		return n
+	}
+	t.pen.link = keep(t.pen.link)
+	old := t.styles
+	t.styles, t.lastOK = newStyleTable(), false
+	for _, b := range []*buffer{t.normal, t.alt} {
+		for i := range b.n {
+			l := b.at(i)
+			for x := range l.cells {
+				p := old.pens[l.cells[x].style]
+				p.link = keep(p.link)
+				l.cells[x].style, _ = t.styles.id(p)
+			}
+		}
+	}
+	t.links, t.linkIndex = links, map[linkRef]uint16{}
+	for i, r := range links {
+		if k := linkKey(r); k != (linkRef{}) {
+			t.linkIndex[k] = uint16(i)
+		}
+	}
+}
 
 // newTerm builds a terminal of w×h with HistoryLines of scrollback.
 func newTerm(w, h int) *term {

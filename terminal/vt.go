@@ -746,15 +746,24 @@ func (t *term) setHyperlink(arg string) {
 		return
 	}
 	ref := linkRef{params: strings.TrimSpace(params), url: uri}
-	id, ok := t.linkIndex[ref]
+	id, ok := uint16(0), false
+	key := linkKey(ref)
+	if key != (linkRef{}) {
+		id, ok = t.linkIndex[key]
+	}
 	if !ok {
+		if len(t.links) >= maxStyles {
+			t.compactLinks()
+		}
 		if len(t.links) >= maxStyles {
 			t.pen.link = 0
 			return
 		}
 		id = uint16(len(t.links))
 		t.links = append(t.links, ref)
-		t.linkIndex[ref] = id
+		if key != (linkRef{}) {
+			t.linkIndex[key] = id
+		}
 	}
 	t.pen.link = id
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -93,7 +94,7 @@ func dumpExtended(m *term, p pen, col func(color) string) string {
 				break
 			}
 		}
-		link = id + ";" + ref.url
+		link = id + ";" + ref.url + "@" + strconv.Itoa(int(p.link))
 	}
 	ul := ""
 	if p.ulColor != 0 {
@@ -145,6 +146,7 @@ func runModel(t testing.TB, cols, rows int, steps []xtermStep) steppedRun {
 				ms.alt = dumpLines(m, m.alt, 0)
 			}
 		})
+		dropLinkNumbers(ms.normal, ms.alt)
 		r.models = append(r.models, ms)
 	}
 	return r

@@ -86,6 +86,43 @@ func sweepPrograms() []sweepProgram {
 		{"moves", 30, 8, f + `printf '\033[3;5Ha\033[2ab\033[2ec\033[Ed\033[2Fe\033[12\140f\033[3dg\033Dh\033Ei\033Mj\033[4Ik\033[2Zl\033[1;8r\033[8;1H\033D\033D\033[1;1H\033M\033M\033[r\033[?1048h\033[5;5H\033[?1048lm\033[?1047hn\033[?1047l\033[?47h\033[?1049h\033[3;3Hz\0337\033[?1049l\0338o'`, nil},
 		{"charsets", 40, 8, f + `printf '\033(0lqqk\033(B \033)0\016xax\017 \033*A\033n#\033o\033+<\033}\033|~\033~\033(B\017\r\n\033(K[\\]{|}\033(B \033(R@[\033(B \033(4#@\033(B\0337\033(0\0338q\033(0\0337\033(B\0338q'`, nil},
 		{"sync-output", 40, 8, f + `printf 'before\033[?2026h\033[2J\033[Hmid-frame\033[?2026l\033[?2026hlater'`, nil},
+		// editors, viewers and TUIs not tried before (h-term's sweep)
+		{"micro", 80, 24, f + "exec micro text.go", []sweepStep{
+			{wait: `plain`, keys: "\x1b[B\x1b[Bhello 日本 ✅"}, {keys: "\x05"}, {keys: "\x1b"}, {cols: 60, rows: 18}, {keys: "\x11"}, {keys: "n"}}},
+		{"joe", 80, 24, f + "exec joe -nobackups text.go", []sweepStep{
+			{wait: `plain`, keys: "hello 日本 ✅\r"}, {keys: "\x0b\x0b"}, {cols: 60, rows: 18}, {keys: "\x03"}, {keys: "y"}}},
+		{"mg", 80, 24, f + "exec mg -n text.go", []sweepStep{
+			{wait: `plain`, keys: "hello 日本\r"}, {keys: "\x18" + "2"}, {cols: 60, rows: 18}, {keys: "\x18\x03"}, {keys: "n"}, {keys: "yes\r"}}},
+		{"hexedit", 80, 24, f + "exec hexedit text.go", []sweepStep{
+			{wait: `70 6C`, keys: "\x1b[B\x1b[C\x1b[C"}, {keys: "\t"}, {cols: 60, rows: 18}, {keys: "\x03"}}},
+		{"ne", 80, 24, f + "exec ne --no-config text.go", []sweepStep{
+			{wait: `plain`, keys: "hello 日本 ✅"}, {keys: "\x1b"}, {keys: "\x1b"}, {cols: 60, rows: 18}, {keys: "\x11"}, {keys: "y"}}},
+		{"kakoune", 80, 24, f + "exec kak -n text.go", []sweepStep{
+			{wait: `text.go`, keys: "ihello 日本 ✅\x1b"}, {keys: ":"}, {keys: "\x1b"}, {cols: 60, rows: 18}, {keys: ":q!\r"}}},
+		{"bvi", 80, 24, f + "exec bvi text.go", []sweepStep{
+			{wait: `plain`, keys: "jjll"}, {keys: "\t"}, {cols: 60, rows: 18}, {keys: ":q!\r"}}},
+		{"calcurse", 90, 26, f + "exec calcurse -D $HOME/calcurse", []sweepStep{
+			{wait: `Appointments|TODO|Todo`, keys: "\t"}, {keys: "\t"}, {keys: "l"}, {cols: 70, rows: 20}, {keys: "q"}, {keys: "y"}}},
+		{"tty-clock", 60, 15, f + "timeout --foreground 2 tty-clock -s -c -C 4 -b", nil},
+		{"links2", 80, 24, f + "exec links2 a.html", []sweepStep{
+			{wait: `Title`, keys: "\x1b[B"}, {keys: "\r"}, {keys: "\x1b[D"}, {cols: 60, rows: 20}, {keys: "q"}, {keys: "y"}}},
+		{"vim-truecolor", 80, 24, f + "COLORTERM=truecolor exec vim -u NONE -N -i NONE -c 'set termguicolors' -c 'syntax on' -c 'colorscheme desert' -c 'set cursorline nu' text.go", []sweepStep{
+			{wait: `plain`, keys: "Go日本 ✅ wide\x1b"}, {keys: ":vsplit\r"}, {cols: 60, rows: 18}, {keys: ":qa!\r"}}},
+		{"tmux-styles", 90, 24, f + `printf '%s\n' 'set -g status-style "bg=#303030,fg=#ffaf00"' 'set -g window-status-current-style "bg=red,fg=white,bold,underscore"' 'set -g status-left "#[fg=colour39,italics]#S #[default]"' 'set -g status-right "#[fg=#00ff00,reverse] 日本 #[default] ✅"' 'set -g pane-border-style fg=colour240' 'set -g pane-active-border-style "fg=#00ff00"' 'set -g pane-border-status top' > $HOME/tmux.conf; exec tmux -L tbsweep-styles -f $HOME/tmux.conf new-session "seq 1 30; printf '\033[1;38;2;255;100;0mtrue\033[0m\n'; sleep 30"`, []sweepStep{
+			{wait: `true`, keys: "\x02\""}, {keys: "ls --color=always /etc | head -20\r"}, {keys: "\x02%"}, {cols: 70, rows: 20}, {keys: "\x02:kill-server\r"}}},
+		{"less-colours", 80, 24, f + "cd repo && git log -p --color=always | less -R", []sweepStep{
+			{wait: `commit`, keys: " "}, {keys: "/thirty\r"}, {keys: "G"}, {cols: 60, rows: 18}, {keys: "g"}, {keys: "q"}}},
+		{"nano", 80, 24, f + "exec nano --ignorercfiles -l -m text.go", []sweepStep{
+			{wait: `plain`, keys: "hello 日本 ✅\r"}, {keys: "\x17main\r"}, {keys: "\x07"}, {cols: 60, rows: 18}, {keys: "\x18"}, {keys: "n"}}},
+		{"nethack", 80, 24, f + "mkdir -p $HOME/nh && NETHACKOPTIONS='name:tb,role:val,race:hum,gender:fem,align:law,!autopickup,color,!legacy' exec /usr/games/nethack -u tb", []sweepStep{
+			{wait: `welcome|Hello|--More--|Velkommen|Shall`, keys: " "}, {keys: " "}, {keys: "l"}, {keys: "i"}, {keys: "\x1b"}, {cols: 90, rows: 30}, {keys: "#quit\r"}, {keys: "y"}, {keys: "q"}, {keys: "q"}}},
+		{"cmus", 90, 26, f + "exec cmus", []sweepStep{
+			{wait: `Press <enter>|Artist`, keys: "\r"}, {wait: `Artist`, keys: "5"}, {keys: "\x1b[B\x1b[B"}, {keys: "7"}, {cols: 70, rows: 20}, {keys: ":quit\r"}}},
+		{"newsboat", 80, 24, f + "printf 'file://$D/feed.xml\\n' > $HOME/urls; printf '<?xml version=\\\"1.0\\\"?><rss version=\\\"2.0\\\"><channel><title>Feed 日本</title><item><title>One ✅</title><description>first</description></item><item><title>Two</title></item></channel></rss>' > $D/feed.xml; exec newsboat -u $HOME/urls -c $HOME/cache.db -C /dev/null -r", []sweepStep{
+			{wait: `Feed|feed|Newsboat|newsboat`, keys: "\r"}, {keys: "\x1b[B"}, {keys: "\r"}, {cols: 60, rows: 18}, {keys: "q"}, {keys: "q"}, {keys: "q"}}},
+		{"alpine", 90, 26, f + "exec alpine -p $HOME/pinerc -f mbox -i", []sweepStep{
+			{wait: `mail folders|MAIN MENU`, keys: "\r"}, {wait: `MAIN MENU|GREETING`, keys: "e"}, {keys: "i"}, {keys: "\x1b[B"}, {keys: "\r"}, {keys: "<"}, {cols: 70, rows: 20}, {keys: "q"}, {keys: "y"}}},
+		{"ls-hyperlink", 40, 12, f + "mkdir -p links && cd links && touch a-very-long-file-name-that-wraps-the-row.txt b.txt 日本語のファイル名.txt && ls --hyperlink=always --color=always -la; ls --hyperlink=always --color=always; printf '\\033]8;;file:///x\\033\\\\open link at the end ' ", nil},
 		{"kitty-keys", 40, 8, f + `printf '\033[>1u\033[>4;2m\033[=5;1u\033[?9001h\033[?1016h\033[?1003h\033[?1005h\033[?1015hx\033[<u\033[?u\033[?1l\033[?66h'`, nil},
 	}
 }

@@ -159,6 +159,7 @@ var keptSweeps = []string{
 	"git-add-p",        // git add -p, coloured hunks
 	"screen",           // GNU screen: split regions, resized
 	"weechat",          // weechat offline, resized
+	"ls-hyperlink",     // ls --hyperlink: OSC 8 file links, a long name wrapping, one left open
 }
 
 // TestRecordSweptCorpus records keptSweeps again (TABBRIDGE_RECORD_XTERM=1,

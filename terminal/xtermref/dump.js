@@ -52,7 +52,8 @@ function cellFlags(c) {
 // extended is what the renderer draws of a cell's extended attributes, as
 // "STYLE|COLOUR|ID;URI", or '' when it draws none: the underline's style
 // and colour while the cell is underlined (a hyperlink underlines it,
-// dashed), and the hyperlink (its id when the program gave one).
+// dashed), and the hyperlink (its id when the program gave one, and which
+// link it is).
 function extended(t, c) {
   if (!c || !c.hasExtendedAttrs() || !c.isUnderline()) return '';
   // as the renderers draw it: 5 (dashed) for a hyperlink; 0 (a DECRC can
@@ -62,7 +63,9 @@ function extended(t, c) {
   let link = '';
   if (c.extended.urlId) {
     const d = t._core._oscLinkService.getLinkData(c.extended.urlId);
-    link = d ? `${d.id === undefined ? '' : d.id};${d.uri}` : '?';
+    // @ the link's own number, which cells written as one link share
+    // (terminal's tests number them afresh by where they first appear)
+    link = d ? `${d.id === undefined ? '' : d.id};${d.uri}@${c.extended.urlId}` : '?';
   }
   return style === 1 && !ul && !link ? '' : `${style}|${ul}|${link}`;
 }
