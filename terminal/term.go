@@ -8,8 +8,11 @@ import (
 	"github.com/charmbracelet/x/ansi/parser"
 )
 
-// HistoryLines is how many lines scrolled off the top the emulator keeps:
-// the scrollback xterm.js keeps by default, and the viewer's.
+// HistoryLines is how many lines scrolled off the top the emulator keeps,
+// and so how much history a viewer attaching late is given: xterm.js's
+// default scrollback. A viewer watching live keeps more of its own (5000
+// lines, server/web/static/terminal.js); the daemon keeps this much per
+// session whether anybody watches or not.
 const HistoryLines = 1000
 
 // replyQueue bounds the terminal query replies kept for a reader. Replies
