@@ -33,7 +33,7 @@ func (s *Server) newMCPHandler() http.Handler {
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
 	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
-	srv.AddReceivingMiddleware(s.limitSessions)
+	srv.AddReceivingMiddleware(s.limitSessions, s.checkToolArguments)
 	s.mcp = srv
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.MCPSessionTimeout,
@@ -59,7 +59,12 @@ func (s *Server) newMCPHandler() http.Handler {
 		// The watch reads the connection from fasthttp's RequestCtx, so it
 		// starts before ownContext replaces the request's context.
 		if r.Method == http.MethodPost && id != nil {
-			defer s.gone.watch(r, id.TokenID, s.gate.CancelAbandoned)()
+			msgs, refused := readMCPBody(r)
+			if refused != nil {
+				refused.write(w)
+				return
+			}
+			defer s.gone.watch(r, msgs, id.TokenID, s.gate.CancelAbandoned)()
 		}
 		if r.Method == http.MethodDelete && id != nil {
 			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
