@@ -47,6 +47,7 @@ const (
 	codeMachineTokenInvalid  = "machine_token_invalid"
 	codeMachineTokenRequired = "machine_token_required"
 	codeMethodNotAllowed     = "method_not_allowed"
+	codeMetricsLocalOnly     = "metrics_local_only"
 	codeMoreCalls            = "more_calls"
 	codeNoRoute              = "no_route"
 	codeNoStandingGrant      = "no_standing_grant"
