@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -170,5 +172,114 @@ func TestTypedToolArgumentsHaveOneReading(t *testing.T) {
 	w.person.MustJSON("GET", "/api/workspaces/"+w.ws+"/tasks", nil, 200, &tasks)
 	if len(tasks.Tasks) != 1 || tasks.Tasks[0].Title != "Buy tea" || tasks.Tasks[0].Status != "notstarted" {
 		t.Fatalf("a refused call changed the tasks: %+v", tasks.Tasks)
+	}
+}
+
+// TestMCPHeadersThatNameOneThingAreSentOnce: two Authorization, Mcp-Session-Id or
+// Mcp-Protocol-Version headers were served with the first (the agent guard and the SDK both read
+// it) while a proxy in front may check or route by the last; such a request is refused before
+// anything reads it.
+func TestMCPHeadersThatNameOneThingAreSentOnce(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	other := w.person.AgentToken(w.ws, "other")
+	const list = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"listTasks","arguments":{}}}`
+	for name, values := range map[string][]string{
+		"Authorization":        {"Bearer " + w.token, "Bearer " + other},
+		"Mcp-Session-Id":       {w.agent.ID(), "elsewhere.x"},
+		"Mcp-Protocol-Version": {"2025-06-18", "2025-03-26"},
+		"Last-Event-Id":        {"1", "2"},
+	} {
+		req, err := http.NewRequest("POST", w.env.URL+"/mcp", strings.NewReader(list))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+w.token)
+		req.Header.Set("Mcp-Session-Id", w.agent.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		req.Header[name] = values
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if code, msg := servertest.ErrorOf(body); resp.StatusCode != 400 || code != "header_repeated" || !strings.Contains(msg, name+" header 2 times") {
+			t.Errorf("two %s headers: %d %s", name, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestMCPBatchesAreBoundedAndSayTheirVersion: a batch (protocol 2025-03-26) ran every message
+// in it, so one 4 MiB POST was 50,000 calls; a message without "jsonrpc": "2.0" got the SDK's
+// plain text. Both are JSON-RPC errors now, and a batch within the bound still runs.
+func TestMCPBatchesAreBoundedAndSayTheirVersion(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	var batch []string
+	for i := range 101 {
+		batch = append(batch, `{"jsonrpc":"2.0","id":`+strconv.Itoa(100+i)+`,"method":"tools/call","params":{"name":"createTask","arguments":{"title":"t"}}}`)
+	}
+	st, out := postAs(t, w, "2025-03-26", "["+strings.Join(batch, ",")+"]")
+	if a := answerOf(t, out); st != 400 || a.Error == nil || !strings.Contains(a.Error.Message, "The batch holds 101 messages; this server takes at most 100") {
+		t.Errorf("a batch of 101: %d %s", st, out)
+	}
+	var tasks struct{ Tasks []struct{ Title string } }
+	w.person.MustJSON("GET", "/api/workspaces/"+w.ws+"/tasks", nil, 200, &tasks)
+	if len(tasks.Tasks) != 1 {
+		t.Fatalf("a refused batch opened %d tasks", len(tasks.Tasks)-1)
+	}
+	if st, out := postAs(t, w, "2025-03-26", "["+strings.Join(batch[:3], ",")+"]"); st != 200 || strings.Count(out, `"taskId"`) < 3 {
+		t.Errorf("a batch of 3: %d %s", st, out)
+	}
+	for body, want := range map[string]string{
+		`{"jsonrpc":"1.0","id":1,"method":"ping"}`: `needs "jsonrpc": "2.0" (it has "1.0")`,
+		`{"id":1,"method":"ping"}`:                 `needs "jsonrpc": "2.0" (it has none)`,
+	} {
+		st, out := postAs(t, w, "2025-06-18", body)
+		if a := answerOf(t, out); st != 400 || a.Error == nil || a.Error.Code != -32600 || !strings.Contains(a.Error.Message, want) {
+			t.Errorf("%s: %d %s", body, st, out)
+		}
+	}
+}
+
+// TestCancelFromAnotherSessionDoesNotReachTheCall: notifications/cancelled naming a call's id
+// from another session of the same token, or with another person's token on the call's
+// session, leaves the call waiting for the person; its own answer still runs it.
+func TestCancelFromAnotherSessionDoesNotReachTheCall(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	answered := make(chan string, 1)
+	go func() {
+		_, out := postAs(t, w, "2025-06-18", `{"jsonrpc":"2.0","id":4242,"method":"tools/call","params":{"name":"callSiteTool","arguments":`+
+			`{"site":"`+shop+`","tool":"buy","taskId":"`+w.task+`","arguments":{"item":"tea"}}}}`)
+		answered <- out
+	}()
+	p := w.pending(t, 1)
+	second := w.env.MCP(t, w.token, nil)
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4242,"reason":"mine now"}}`
+	for _, s := range []struct{ token, sid string }{{w.token, second.ID()}, {w.person.AgentToken(w.ws, "thief"), w.agent.ID()}} {
+		req, _ := http.NewRequest("POST", w.env.URL+"/mcp", strings.NewReader(cancel))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		req.Header.Set("Mcp-Session-Id", s.sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	// The second session handles its messages in order: once a call on it answers, its cancel
+	// was read.
+	if res := servertest.CallTool(t, second, "listTasks", map[string]any{}); res.IsError {
+		t.Fatal(servertest.ResultText(res))
+	}
+	w.pending(t, 1)
+	w.answer(t, p[0].ID, "once")
+	w.runInBrowser(t, "bought")
+	if text, isErr := resultOf(t, testutil.RequireReceive(t, testutil.WaitMedium, answered)); isErr || text != "bought" {
+		t.Fatalf("the call answered %q", text)
 	}
 }

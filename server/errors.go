@@ -32,6 +32,7 @@ const (
 	codeDatabaseUnreachable  = "database_unreachable"
 	codeEmailTaken           = "email_taken"
 	codeEmptyBody            = "empty_body"
+	codeHeaderRepeated       = "header_repeated"
 	codeHTTPError            = "http_error"
 	codeInstallIDRequired    = "install_id_required"
 	codeInternal             = "internal"

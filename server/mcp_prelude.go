@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -95,6 +96,9 @@ func parseMCPBody(body []byte) ([]rpcMessage, *refusal) {
 	if err := json.Unmarshal(body, &raws); err != nil {
 		return nil, refuse(nil, jsonrpc.CodeParseError, "The batch could not be read: %v.", err)
 	}
+	if len(raws) > maxBatch {
+		return nil, refuse(nil, jsonrpc.CodeInvalidRequest, "The batch holds %d messages; this server takes at most %d in one POST. Send them in smaller batches, or one at a time.", len(raws), maxBatch)
+	}
 	msgs := make([]rpcMessage, 0, len(raws))
 	calls := map[string]bool{}
 	for i, raw := range raws {
@@ -132,6 +136,9 @@ func parseMessage(raw []byte, what string) (rpcMessage, *refusal) {
 				return m, refuse(nil, jsonrpc.CodeInvalidRequest, "%s has a member %q; JSON-RPC member names are case-sensitive: write %q.", upper(what), name, known)
 			}
 		}
+	}
+	if v := members["jsonrpc"]; string(bytes.TrimSpace(v)) != `"2.0"` {
+		return m, refuse(nil, jsonrpc.CodeInvalidRequest, "%s needs \"jsonrpc\": \"2.0\" (it has %s).", upper(what), orNone(v))
 	}
 	if id, ok := members["id"]; ok {
 		canon, problem := canonicalID(id)
@@ -354,9 +361,40 @@ func shortJSON(raw []byte) string {
 	return string(raw)
 }
 
+// orNone quotes a member's JSON value, or says it is missing.
+func orNone(v json.RawMessage) string {
+	if v == nil {
+		return "none"
+	}
+	return shortJSON(v)
+}
+
 func upper(s string) string {
 	if s == "" {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// maxBatch is the most messages one POST's batch may hold (batches are the
+// SDK's only before protocol 2025-06-18). A batch runs each of its calls at
+// once, so the 4 MiB body of pings or createTask calls was 50,000 calls in
+// one request; clients that batch send a few.
+const maxBatch = 100
+
+// singleHeaders are the headers of an MCP request that name one thing: the
+// credential, the session, the protocol version, the stream position.
+// Sent twice, the agent guard and the SDK read the first while a proxy in
+// front may read the last, or join them with a comma.
+var singleHeaders = []string{fiber.HeaderAuthorization, "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id"}
+
+// oneOfEachHeader refuses an MCP request that sends one of singleHeaders
+// more than once, before anything reads it.
+func (s *Server) oneOfEachHeader(c *fiber.Ctx) error {
+	for _, h := range singleHeaders {
+		if n := len(c.Request().Header.PeekAll(h)); n > 1 {
+			return errorf(http.StatusBadRequest, codeHeaderRepeated, "The request sends the %s header %d times; parts of the way can read different ones. Send it once.", h, n)
+		}
+	}
+	return c.Next()
 }
