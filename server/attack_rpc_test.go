@@ -243,10 +243,12 @@ func TestMCPBatchesAreBoundedAndSayTheirVersion(t *testing.T) {
 	}
 }
 
-// TestCancelFromAnotherSessionDoesNotReachTheCall: notifications/cancelled naming a call's id
-// from another session of the same token, or with another person's token on the call's
-// session, leaves the call waiting for the person; its own answer still runs it.
-func TestCancelFromAnotherSessionDoesNotReachTheCall(t *testing.T) {
+// TestAnotherSessionOrTokenCannotReachTheCall: notifications/cancelled naming a call's id from
+// another session of the same token, or with another token on the call's session, and a GET
+// (the session's stream) or DELETE of the call's session with another token (DELETE ends a
+// session's calls before the SDK checks the token, by token) leave the call waiting for the
+// person; its own answer still runs it.
+func TestAnotherSessionOrTokenCannotReachTheCall(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
 	w.announce(t, "d1", time.Now())
 	answered := make(chan string, 1)
@@ -258,8 +260,11 @@ func TestCancelFromAnotherSessionDoesNotReachTheCall(t *testing.T) {
 	p := w.pending(t, 1)
 	second := w.env.MCP(t, w.token, nil)
 	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4242,"reason":"mine now"}}`
-	for _, s := range []struct{ token, sid string }{{w.token, second.ID()}, {w.person.AgentToken(w.ws, "thief"), w.agent.ID()}} {
-		req, _ := http.NewRequest("POST", w.env.URL+"/mcp", strings.NewReader(cancel))
+	thief := w.person.AgentToken(w.ws, "thief")
+	for _, s := range []struct{ method, token, sid string }{
+		{"POST", w.token, second.ID()}, {"POST", thief, w.agent.ID()}, {"GET", thief, w.agent.ID()}, {"DELETE", thief, w.agent.ID()},
+	} {
+		req, _ := http.NewRequest(s.method, w.env.URL+"/mcp", strings.NewReader(cancel))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Authorization", "Bearer "+s.token)
@@ -270,6 +275,9 @@ func TestCancelFromAnotherSessionDoesNotReachTheCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		if s.token == thief && resp.StatusCode != 403 {
+			t.Errorf("%s of another token's session: %d", s.method, resp.StatusCode)
+		}
 	}
 	// The second session handles its messages in order: once a call on it answers, its cancel
 	// was read.
