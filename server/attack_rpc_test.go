@@ -291,3 +291,49 @@ func TestAnotherSessionOrTokenCannotReachTheCall(t *testing.T) {
 		t.Fatalf("the call answered %q", text)
 	}
 }
+
+// TestMCPMethodAndNameHeadersAgreeWithTheBody: Mcp-Method and Mcp-Name let a gateway in front
+// allow or route a call without reading the body, and the SDK checks them only from protocol
+// 2026-07-28 on, which this server does not speak: "Mcp-Name: listTasks" on a body calling
+// createTask ran createTask. A header that disagrees is refused; one that agrees is served.
+func TestMCPMethodAndNameHeadersAgreeWithTheBody(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	create := `{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"createTask","arguments":{"title":"Behind the gateway's back"}}}`
+	post := func(headers map[string]string) (int, string) {
+		req, err := http.NewRequest("POST", w.env.URL+"/mcp", strings.NewReader(create))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Authorization": "Bearer " + w.token, "Mcp-Session-Id": w.agent.ID(), "Mcp-Protocol-Version": "2025-06-18"} {
+			req.Header.Set(k, v)
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, h := range []map[string]string{
+		{"Mcp-Method": "tools/call", "Mcp-Name": "listTasks"},
+		{"Mcp-Method": "tools/list"},
+	} {
+		st, out := post(h)
+		if a := answerOf(t, out); st != 400 || a.Error == nil || a.Error.Code != -32020 || !strings.Contains(a.Error.Message, "header says") {
+			t.Errorf("%v: %d %s", h, st, out)
+		}
+	}
+	var tasks struct{ Tasks []struct{ Title string } }
+	w.person.MustJSON("GET", "/api/workspaces/"+w.ws+"/tasks", nil, 200, &tasks)
+	if len(tasks.Tasks) != 1 {
+		t.Fatalf("a refused call opened a task: %+v", tasks.Tasks)
+	}
+	if st, out := post(map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "createTask"}); st != 200 || !strings.Contains(out, "Behind the gateway") {
+		t.Errorf("headers that agree: %d %s", st, out)
+	}
+}

@@ -179,6 +179,7 @@ func (g *goneWatches) watchOf(id string) *postWatch {
 type rpcMessage struct {
 	ID     json.RawMessage
 	Method string
+	Tool   string // params.name of tools/call
 	Params struct {
 		RequestID json.RawMessage // of notifications/cancelled
 		Reason    string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The MCP prelude: every MCP POST's body is read here once, before the SDK
@@ -72,7 +73,33 @@ func readMCPBody(r *http.Request) ([]rpcMessage, *refusal) {
 	if err != nil {
 		return nil, nil // the SDK reads the same error and answers it
 	}
-	return parseMCPBody(body)
+	msgs, f := parseMCPBody(body)
+	if f == nil {
+		f = headersAgree(r.Header, msgs)
+	}
+	return msgs, f
+}
+
+// headersAgree refuses Mcp-Method and Mcp-Name headers that say another
+// method or tool than the body. They exist so that a gateway in front can
+// route or allow a call without reading the body, and the SDK checks them
+// only from protocol 2026-07-28 on (which this stateful server does not
+// speak): a gateway allowing "Mcp-Name: listTasks" let through a body that
+// called callSiteTool.
+func headersAgree(h http.Header, msgs []rpcMessage) *refusal {
+	method, name := h.Get("Mcp-Method"), h.Get("Mcp-Name")
+	if method == "" && name == "" {
+		return nil
+	}
+	for _, m := range msgs {
+		switch {
+		case method != "" && m.Method != method:
+			return refuse(m.ID, mcp.CodeHeaderMismatch, "The Mcp-Method header says %q but the message's method is %q; send the header that names the message's method, or none.", method, m.Method)
+		case name != "" && m.Method == "tools/call" && m.Tool != name:
+			return refuse(m.ID, mcp.CodeHeaderMismatch, "The Mcp-Name header says %q but the message calls the tool %q; send the header that names the message's tool, or none.", name, m.Tool)
+		}
+	}
+	return nil
 }
 
 // parseMCPBody reads the messages of a body; an empty body is the SDK's to
@@ -165,6 +192,9 @@ func parseMessage(raw []byte, what string) (rpcMessage, *refusal) {
 	p, _, err := objectOf(params)
 	if err != nil {
 		return m, nil // the SDK refuses params that are not an object
+	}
+	if m.Method == "tools/call" {
+		_ = json.Unmarshal(p["name"], &m.Tool)
 	}
 	// The ids the client matches later: the call a cancel names, and the
 	// progress token its progress notifications carry back.
@@ -491,7 +521,7 @@ const maxBatch = 100
 // credential, the session, the protocol version, the stream position.
 // Sent twice, the agent guard and the SDK read the first while a proxy in
 // front may read the last, or join them with a comma.
-var singleHeaders = []string{fiber.HeaderAuthorization, "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id"}
+var singleHeaders = []string{fiber.HeaderAuthorization, "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id", "Mcp-Method", "Mcp-Name"}
 
 // oneOfEachHeader refuses an MCP request that sends one of singleHeaders
 // more than once, before anything reads it.
