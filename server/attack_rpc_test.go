@@ -96,6 +96,7 @@ func TestRequestIDsAClientCouldNotMatchAreRefused(t *testing.T) {
 		`{"jsonrpc":"2.0","id":5,"method":"tools/list","method":"ping"}`: `the member "method" more than once`,
 		`[1,2]`:                           "not a JSON object",
 		`{"jsonrpc":"2.0","id":6,` + list: "not valid JSON",
+		`{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}`: "exceeded max depth",
 	} {
 		st, out := postAs(t, w, "2025-03-26", body)
 		if a := answerOf(t, out); st != 400 || a.Error == nil || !strings.Contains(a.Error.Message, want) {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,7 +111,12 @@ func parseMCPBody(body []byte) ([]rpcMessage, *refusal) {
 		return nil, nil
 	}
 	if !json.Valid(body) {
-		return nil, refuse(nil, jsonrpc.CodeParseError, "The body is not valid JSON; send one JSON-RPC message as a JSON object.")
+		why := ""
+		var syn *json.SyntaxError
+		if err := json.Unmarshal(body, new(json.RawMessage)); errors.As(err, &syn) {
+			why = fmt.Sprintf(" (at byte %d: %s)", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
+		}
+		return nil, refuse(nil, jsonrpc.CodeParseError, "The body is not valid JSON%s; send one JSON-RPC message as a JSON object.", why)
 	}
 	if body[0] != '[' {
 		m, f := parseMessage(body, "the message")
