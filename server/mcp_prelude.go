@@ -409,33 +409,17 @@ func valueEnd(b []byte, i int) int {
 }
 
 // duplicateMember finds the first object in raw (valid JSON) that names a
-// member twice: its path, written from root, and the name. A top-level
-// member named skip is not looked into. key is "" when there is none.
+// member twice: its path, written from root, and the name (decoded:
+// "\u0061" and "a" are one name). A top-level member named skip is not
+// looked into. key is "" when there is none. One pass over the bytes,
+// however deep the nesting (TestPreludeReadsDeepParamsInOnePass).
 func duplicateMember(raw []byte, root, skip string) (path, key string) {
-	if keys, vals, ok := splitObject(raw); ok {
-		seen := make(map[string]bool, len(keys))
-		for i, k := range keys {
-			if seen[k] {
-				return root, k
-			}
-			seen[k] = true
-			if k == skip {
-				continue
-			}
-			if path, key := duplicateMember(vals[i], root+"."+k, ""); key != "" {
-				return path, key
-			}
-		}
-		return "", ""
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	type frame struct {
-		object bool
-		seen   map[string]bool
-		key    string // objects: the member whose value is being read
-		keyed  bool
-		index  int // arrays: the next item's index
+		object    bool
+		seen      map[string]bool
+		key       string // objects: the member whose value is being read
+		expectKey bool
+		index     int // arrays: the item being read
 	}
 	var stack []*frame
 	where := func() string {
@@ -450,48 +434,45 @@ func duplicateMember(raw []byte, root, skip string) (path, key string) {
 		}
 		return b.String()
 	}
-	done := func() { // a value of the innermost container was read
-		if n := len(stack); n > 0 {
-			if f := stack[n-1]; f.object {
-				f.keyed = false
-			} else {
-				f.index++
-			}
-		}
-	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", ""
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				stack = append(stack, &frame{object: d == '{', seen: map[string]bool{}})
-			default:
-				stack = stack[:len(stack)-1]
-				done()
-			}
-			continue
-		}
-		if n := len(stack); n > 0 && stack[n-1].object && !stack[n-1].keyed {
-			f := stack[n-1]
-			k, _ := tok.(string)
-			if f.seen[k] {
-				return where(), k
-			}
-			f.seen[k], f.key, f.keyed = true, k, true
-			if n == 1 && skip != "" && k == skip {
-				var v json.RawMessage
-				if dec.Decode(&v) != nil {
-					return "", ""
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			end := stringEnd(raw, i)
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
+				f := stack[n-1]
+				k := string(raw[i+1 : end-1])
+				if bytes.IndexByte(raw[i:end], '\\') >= 0 || !utf8.Valid(raw[i:end]) { // as encoding/json reads it
+					_ = json.Unmarshal(raw[i:end], &k)
 				}
-				done()
+				if f.seen[k] {
+					return where(), k
+				}
+				f.seen[k], f.key, f.expectKey = true, k, false
+				if n == 1 && skip != "" && k == skip { // past the colon, over the value
+					v := skipSpace(raw, skipSpace(raw, end)+1)
+					end = valueEnd(raw, v)
+				}
 			}
-			continue
+			i = end - 1
+		case '{':
+			stack = append(stack, &frame{object: true, seen: map[string]bool{}, expectKey: true})
+		case '[':
+			stack = append(stack, &frame{})
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if n := len(stack); n > 0 {
+				if f := stack[n-1]; f.object {
+					f.expectKey = true
+				} else {
+					f.index++
+				}
+			}
 		}
-		done()
 	}
+	return "", ""
 }
 
 // shortJSON is a JSON value as a message quotes it, cut to a readable length.

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"testing"
 )
 
@@ -65,4 +66,88 @@ func atb(s [][]byte, i int) []byte {
 		return s[i]
 	}
 	return nil
+}
+
+// FuzzDuplicateMember: the one-pass search for a member named twice finds what a walk of
+// encoding/json's tokens finds — the same name, in the same object — on any valid JSON.
+func FuzzDuplicateMember(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":1,"b":2},"a":3}`), false)
+	f.Add([]byte(`{"arguments":{"x":1,"x":2},"_meta":[{"p":1},{"q":{"r":1,"\u0072":2}}]}`), true)
+	f.Add([]byte(`[{"a":"\",\"a\":"},{"a":1}]`), false)
+	f.Add([]byte("{\"\xff\":1,\"\xfe\":2}"), false)
+	f.Fuzz(func(t *testing.T, b []byte, skipArguments bool) {
+		if !json.Valid(b) {
+			return
+		}
+		skip := ""
+		if skipArguments {
+			skip = "arguments"
+		}
+		path, key := duplicateMember(b, "params", skip)
+		wantPath, wantKey := duplicateByTokens(b, skip)
+		if key != wantKey || path != wantPath {
+			t.Fatalf("%q: found %q in %s, the token walk %q in %s", b, key, path, wantKey, wantPath)
+		}
+	})
+}
+
+// duplicateByTokens is the reference: encoding/json's tokens, one object's names at a time.
+func duplicateByTokens(b []byte, skip string) (path, key string) {
+	type frame struct {
+		object bool
+		seen   map[string]bool
+		key    string
+		keyed  bool
+		index  int
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var stack []*frame
+	done := func() {
+		if n := len(stack); n > 0 {
+			if f := stack[n-1]; f.object {
+				f.keyed = false
+			} else {
+				f.index++
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", ""
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				stack = append(stack, &frame{object: d == '{', seen: map[string]bool{}})
+			} else {
+				stack = stack[:len(stack)-1]
+				done()
+			}
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && !stack[n-1].keyed {
+			f := stack[n-1]
+			k := tok.(string)
+			if f.seen[k] {
+				p := "params"
+				for _, g := range stack[:n-1] {
+					if g.object {
+						p += "." + g.key
+					} else {
+						p += "[" + strconv.Itoa(g.index) + "]"
+					}
+				}
+				return p, k
+			}
+			f.seen[k], f.key, f.keyed = true, k, true
+			if n == 1 && skip != "" && k == skip {
+				var v json.RawMessage
+				dec.Decode(&v)
+				done()
+			}
+			continue
+		}
+		done()
+	}
 }
