@@ -32,8 +32,9 @@ func (s *Server) newMCPHandler() http.Handler {
 		&mcp.ServerOptions{Instructions: mcpInstructions, GetSessionID: s.newSessionID, Logger: slog.New(quiet{s.opts.Logger.Handler()}).With("component", "mcp")})
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
+	srv.AddReceivingMiddleware(s.checkToolArguments)
 	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
-	srv.AddReceivingMiddleware(s.limitSessions, s.checkToolArguments)
+	srv.AddReceivingMiddleware(s.limitSessions)
 	s.mcp = srv
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.MCPSessionTimeout,
