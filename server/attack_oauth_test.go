@@ -116,3 +116,36 @@ func TestOAuthConsentShowsHiddenCharacters(t *testing.T) {
 		t.Fatalf("workspace page shows the connected app's name hidden:\n%s", page)
 	}
 }
+
+// TestOAuthParametersAreGivenOnce: RFC 6749 forbids a parameter given twice (§3.1, §3.2), and
+// the server read the first of two code or client_id parameters at the token endpoint (and of
+// any in an authorization request) while a proxy or a log may read the last. Refused at the
+// token, revocation and authorization endpoints, saying which; the same requests once each
+// work.
+func TestOAuthParametersAreGivenOnce(t *testing.T) {
+	w := newOAuthWorld(t, storetest.SQLite)
+	for name, form := range map[string]url.Values{
+		"code":      {"grant_type": {"authorization_code"}, "code": {w.code(t, nil), "tbc_other"}, "redirect_uri": {testRedirect}, "code_verifier": {verifier}},
+		"client_id": {"grant_type": {"authorization_code"}, "code": {w.code(t, nil)}, "client_id": {w.clientID, "tbcl_other"}, "redirect_uri": {testRedirect}, "code_verifier": {verifier}},
+	} {
+		if out := w.token(t, form); out.status != 400 || out.Error != "invalid_request" || !strings.Contains(out.Description, "parameter "+name+" is given more than once") || out.AccessToken != "" {
+			t.Errorf("two %s: %+v", name, out)
+		}
+	}
+	tok := w.exchange(t, w.code(t, nil), verifier)
+	resp, err := http.PostForm(w.env.URL+"/oauth/revoke", url.Values{"token": {tok.RefreshToken, "x"}, "client_id": {w.clientID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 || w.mcpStatus(t, tok.AccessToken) != 200 {
+		t.Errorf("a revocation with two tokens: %d", resp.StatusCode)
+	}
+	_, status, body := w.alice.Consent(w.authURL(nil)+"&state=again", w.ws, "allow")
+	if status != 400 || !strings.Contains(body, "parameter state is given more than once") {
+		t.Errorf("an authorization request with two states: %d %.300s", status, body)
+	}
+	if out := w.exchange(t, w.code(t, nil), verifier); out.status != 200 {
+		t.Errorf("a request with each parameter once: %+v", out)
+	}
+}

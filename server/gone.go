@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -128,9 +127,8 @@ const lateCancelWindow = 10 * time.Second
 // handler returns: the connection is the server's again afterwards). A
 // request whose connection cannot be watched gets no id. A POST that
 // cancels a call because its client timed out marks that call's watch.
-func (g *goneWatches) watch(r *http.Request, tokenID string, cancelAbandoned func(requestID string)) (stop func()) {
+func (g *goneWatches) watch(r *http.Request, msgs []rpcMessage, tokenID string, cancelAbandoned func(requestID string)) (stop func()) {
 	r.Header.Del(goneHeader)
-	msgs := readMessages(r)
 	sid := tokenID + "\x00" + r.Header.Get("Mcp-Session-Id")
 	g.noteCancels(sid, msgs, cancelAbandoned)
 	pw := &postWatch{gone: make(chan struct{})}
@@ -176,37 +174,16 @@ func (g *goneWatches) watchOf(id string) *postWatch {
 	return nil
 }
 
-// rpcMessage is what the watch reads of a JSON-RPC message.
+// rpcMessage is what the watch reads of a JSON-RPC message (readMCPBody):
+// ids are canonical, so the SDK's id and the watch's agree.
 type rpcMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
+	ID     json.RawMessage
+	Method string
+	Tool   string // params.name of tools/call
 	Params struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	} `json:"params"`
-}
-
-// readMessages reads the JSON-RPC messages of an MCP POST (one, or a batch)
-// and puts the body back for the SDK; nil if it is not JSON-RPC. The body
-// is already in memory: the adaptor buffers it, within the body limit.
-func readMessages(r *http.Request) []rpcMessage {
-	if r.Body == nil {
-		return nil
+		RequestID json.RawMessage // of notifications/cancelled
+		Reason    string
 	}
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return nil
-	}
-	var one rpcMessage
-	if json.Unmarshal(body, &one) == nil {
-		return []rpcMessage{one}
-	}
-	var batch []rpcMessage
-	if json.Unmarshal(body, &batch) == nil {
-		return batch
-	}
-	return nil
 }
 
 // noteCancels reads the cancels among msgs. One because the client timed

@@ -32,6 +32,7 @@ func (s *Server) newMCPHandler() http.Handler {
 		&mcp.ServerOptions{Instructions: mcpInstructions, GetSessionID: s.newSessionID, Logger: slog.New(quiet{s.opts.Logger.Handler()}).With("component", "mcp")})
 	s.addTaskTools(srv)
 	s.addSiteTools(srv)
+	srv.AddReceivingMiddleware(s.checkToolArguments)
 	s.sessions = newSessionCap(s.opts.MCPSessionsPerToken)
 	srv.AddReceivingMiddleware(s.limitSessions, refuseUnservedVersions)
 	s.mcp = srv
@@ -59,7 +60,12 @@ func (s *Server) newMCPHandler() http.Handler {
 		// The watch reads the connection from fasthttp's RequestCtx, so it
 		// starts before ownContext replaces the request's context.
 		if r.Method == http.MethodPost && id != nil {
-			defer s.gone.watch(r, id.TokenID, s.gate.CancelAbandoned)()
+			msgs, refused := readMCPBody(r)
+			if refused != nil {
+				refused.write(w)
+				return
+			}
+			defer s.gone.watch(r, msgs, id.TokenID, s.gate.CancelAbandoned)()
 		}
 		if r.Method == http.MethodDelete && id != nil {
 			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
@@ -93,7 +99,7 @@ func ownContext(r *http.Request) (*http.Request, func()) {
 // once and refuses cookies with a clear error before the SDK sees the request.
 func (s *Server) mountMCP() {
 	s.mcpHTTP = s.newMCPHandler()
-	s.app.All("/mcp", s.mcpChallenge, s.agent, s.forwardMCP, adaptor.HTTPHandler(s.mcpHTTP))
+	s.app.All("/mcp", s.oneOfEachHeader, s.mcpChallenge, s.agent, s.forwardMCP, adaptor.HTTPHandler(s.mcpHTTP))
 }
 
 // agentOf returns the workspace identity of the token behind an MCP request.

@@ -2,8 +2,10 @@ package server
 
 import (
 	"net/http"
+	"net/netip"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -106,8 +108,39 @@ func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 }
 
+// mountMetrics serves /metrics on the main address only to this computer
+// (docs/DECISIONS.md, "Metrics are not public"): a Prometheus on the same
+// host scrapes it, and anything else (another machine, a client through a
+// reverse proxy) is told to use --metrics-listen. The metrics tell who is
+// active (browsers and daemons connected, calls and approvals waiting), and
+// on the public address anyone could watch them.
 func (s *Server) mountMetrics() {
 	if !s.opts.MetricsElsewhere {
-		s.app.Get("/metrics", adaptor.HTTPHandler(s.MetricsHandler()))
+		s.app.Get("/metrics", s.localOnly, adaptor.HTTPHandler(s.MetricsHandler()))
 	}
+}
+
+// forwardingHeaders are the headers a reverse proxy adds: a loopback peer
+// that is not a trusted proxy but sends one is a proxy passing on a client
+// from elsewhere.
+var forwardingHeaders = []string{fiber.HeaderXForwardedFor, "Forwarded", "X-Real-Ip", "X-Forwarded-Host", fiber.HeaderVia}
+
+// localOnly lets a request through only from a loopback client address
+// (with trusted proxies, the client's as they recorded it).
+func (s *Server) localOnly(c *fiber.Ctx) error {
+	addr, err := netip.ParseAddr(s.clientAddress(c))
+	local := err == nil && addr.Unmap().IsLoopback()
+	if peer, ok := netip.AddrFromSlice(c.Context().RemoteIP()); local && ok && !s.trusted(peer.Unmap()) {
+		for _, h := range forwardingHeaders {
+			if len(c.Request().Header.Peek(h)) > 0 {
+				local = false
+			}
+		}
+	}
+	if !local {
+		return errorf(http.StatusForbidden, codeMetricsLocalOnly, "/metrics on this address answers only this computer (a loopback address). "+
+			"To scrape it from elsewhere, start the server with --metrics-listen <address> (TABBRIDGE_METRICS_LISTEN) and point Prometheus there; "+
+			"behind a reverse proxy, do not route /metrics.")
+	}
+	return c.Next()
 }

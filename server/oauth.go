@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -94,6 +96,10 @@ func (s *Server) postToken(c *fiber.Ctx) error {
 		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request",
 			Description: "Send the token request as application/x-www-form-urlencoded (RFC 6749 §4.1.3)."})
 	}
+	if name := repeatedParam(form); name != "" {
+		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request",
+			Description: fmt.Sprintf("The parameter %s is given more than once; send each parameter once (RFC 6749 §3.2).", name)})
+	}
 	resp, g, err := s.oauth.Token(c.UserContext(), form)
 	var oe *oauth.Error
 	if errors.As(err, &oe) && oe.Revoked != "" {
@@ -115,6 +121,10 @@ func (s *Server) postRevoke(c *fiber.Ctx) error {
 	if err != nil {
 		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request", Description: "Send the revocation as a form."})
 	}
+	if name := repeatedParam(form); name != "" {
+		return s.oauthError(c, &oauth.Error{Status: http.StatusBadRequest, Code: "invalid_request",
+			Description: fmt.Sprintf("The parameter %s is given more than once; send each parameter once.", name)})
+	}
 	id, err := s.oauth.Revoke(c.UserContext(), form)
 	if err != nil {
 		return s.oauthError(c, err)
@@ -133,7 +143,30 @@ func (s *Server) pageAuthorize(c *fiber.Ctx) error {
 	if err != nil {
 		return badRequest(codeInvalidRequest, "The authorization request's parameters cannot be read.")
 	}
+	if name := repeatedParam(q); name != "" {
+		return badRequest(codeInvalidRequest, "This sign-in request from an app cannot go on: its parameter %s is given more than once, "+
+			"so parts of the way could read different ones (RFC 6749 §3.1). Tell the app, or close this page.", name)
+	}
 	return s.authorizeFrom(c, q)
+}
+
+// repeatedParam is the first parameter of an OAuth request given more than
+// once, or "". RFC 6749 forbids it (§3.1, §3.2): url.Values.Get reads the
+// first of two client_id or code parameters, a proxy or log the last, and a
+// request read two ways is what an attacker wants. (Sorted, for a stable
+// answer.)
+func repeatedParam(q url.Values) string {
+	names := make([]string, 0, len(q))
+	for k, vs := range q {
+		if len(vs) > 1 {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }
 
 func (s *Server) authorizeFrom(c *fiber.Ctx, q url.Values) error {
