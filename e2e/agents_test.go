@@ -58,6 +58,8 @@ type agentKind struct {
 var realAgents = []agentKind{
 	{name: "Claude Code", bin: "claude", flagsErrors: true, setUp: newClaudeCode},
 	{name: "Codex", bin: "codex", timeoutIsACancel: true, setUp: newCodex},
+	{name: "Gemini CLI", bin: "gemini", flagsErrors: true, setUp: newGeminiCLI},
+	{name: "OpenCode", bin: "opencode", setUp: newOpenCode},
 }
 
 // taskRequests reads the approval requests of a task.
@@ -338,7 +340,7 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 				}
 			})
 
-			t.Run("the server restarts between two of its calls: the next opens a new session and runs", func(t *testing.T) {
+			t.Run("the server restarts between two of its calls: the next runs", func(t *testing.T) {
 				w.enter(t)
 				search := func(q string) map[string]any {
 					return map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": q}}

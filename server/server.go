@@ -170,6 +170,7 @@ type Server struct {
 	relay     *relay.Hub    // terminal daemons, sessions and viewers
 	oauth     *oauth.Server // the authorization server for /mcp; static
 	grants    grantSessions // MCP sessions opened by OAuth grants
+	resumed   resumedSessions // MCP sessions opened again for ids that outlived theirs
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
