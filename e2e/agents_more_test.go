@@ -62,7 +62,16 @@ func geminiHome(t *testing.T, model string, server map[string]any) (home, work s
 		t.Fatal(err)
 	}
 	return home, work, append(os.Environ(), "HOME="+home, "GEMINI_API_KEY=standin", "GOOGLE_GEMINI_BASE_URL="+model,
-		"GEMINI_CLI_NO_RELAUNCH=true", "NO_COLOR=1", "NO_BROWSER=true")
+		"GEMINI_CLI_NO_RELAUNCH=true", "NO_COLOR=1")
+}
+
+// args are the arguments of a headless run of prompt: the model named (so
+// that Gemini CLI does not ask a model to pick one), JSON out, Tabbridge's
+// tools run without Gemini CLI asking (the person approves writes in
+// Tabbridge).
+func (g *geminiCLI) args(prompt string) []string {
+	return []string{"-m", "gemini-2.5-pro", "-p", prompt, "--output-format", "json",
+		"--allowed-mcp-server-names", "tabbridge", "--approval-mode", "yolo"}
 }
 
 func (g *geminiCLI) start(ctx context.Context, prompt string) (wait func(t *testing.T) (string, error)) {
@@ -72,8 +81,7 @@ func (g *geminiCLI) start(ctx context.Context, prompt string) (wait func(t *test
 // exec runs one prompt headless (-p) with Tabbridge's tools allowed and
 // returns its answer.
 func (g *geminiCLI) exec(ctx context.Context, prompt string) (string, error) {
-	cmd := exec.CommandContext(ctx, g.bin, "-m", "gemini-2.5-pro", "-p", prompt, "--output-format", "json",
-		"--allowed-mcp-server-names", "tabbridge", "--approval-mode", "yolo")
+	cmd := exec.CommandContext(ctx, g.bin, g.args(prompt)...)
 	cmd.Dir, cmd.Env = g.work, g.env
 	killGroup(cmd)
 	var stderr strings.Builder

@@ -7,10 +7,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +47,7 @@ func TestRealAgentsSignInWithOAuth(t *testing.T) {
 	}{
 		{"Claude Code", "claude", claudeOAuth, "localhost"},
 		{"Codex", "codex", codexOAuth, "127.0.0.1"},
+		{"Gemini CLI", "gemini", geminiOAuth, "localhost"},
 	}
 	for _, a := range agents {
 		agentBin(t, a.bin)
@@ -196,4 +200,60 @@ func codexOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.
 	}
 	cx := &codex{bin: bin, home: home, work: work, env: env}
 	return login, cx.exec
+}
+
+// geminiOAuth sets Gemini CLI up with Tabbridge in its settings and no
+// token (httpUrl, and OAuth on, as README.md says). Gemini CLI has no login
+// command outside its interactive screen: its first prompt finds the server
+// asking for OAuth, asks on its input whether to go on (answered "y", as a
+// person would), opens the address in the browser (xdg-open: here a stand-in
+// that hands the address to the test, which opens it in Chromium) and waits
+// for its loopback callback, then runs the prompt with the token it got.
+// The address goes to the browser only: in a headless run Gemini CLI 0.61.0
+// holds back the message that prints it until its MCP servers are set up,
+// that is, until after the sign-in. The prompt run after that uses the
+// stored token, with no sign-in.
+func geminiOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.Reader, func() error), func(ctx context.Context, prompt string) (string, error)) {
+	bin := agentBin(t, "gemini")
+	home, work, env := geminiHome(t, model, map[string]any{"httpUrl": url + "/mcp", "oauth": map[string]any{"enabled": true}})
+	browser := filepath.Join(home, "browser")
+	fifo := filepath.Join(browser, "opened")
+	if err := os.MkdirAll(browser, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\nprintf '%s\\n' \"$1\" > " + fifo + "\n"
+	if err := os.WriteFile(filepath.Join(browser, "xdg-open"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "GEMINI_FORCE_FILE_STORAGE=true", "PATH="+browser+":"+os.Getenv("PATH"))
+	g := &geminiCLI{bin: bin, home: home, work: work, env: env}
+	login := func(ctx context.Context) (io.Reader, func() error) {
+		// Read and write: opening does not wait for a writer, and the reader sees no end between two.
+		opened, err := os.OpenFile(fifo, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, bin, g.args("Sign in to Tabbridge and search the shop for tea.")...)
+		cmd.Dir, cmd.Env = work, g.env
+		killGroup(cmd)
+		cmd.Stdin = strings.NewReader("y\n")
+		r, w := io.Pipe()
+		cmd.Stdout, cmd.Stderr = w, w
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(w, opened)
+		ended := make(chan error, 1)
+		go func() {
+			err := cmd.Wait()
+			opened.Close()
+			w.Close()
+			ended <- err
+		}()
+		return r, func() error { return <-ended }
+	}
+	return login, g.exec
 }
