@@ -23,17 +23,19 @@ import (
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
-// TestRealAgentsSignInWithOAuth: Claude Code and Codex with no token at all
-// — `claude mcp login` / `codex mcp login` discovers Tabbridge's
+// TestRealAgentsSignInWithOAuth: Claude Code, Codex, Gemini CLI and OpenCode
+// with no token at all — `claude mcp login` / `codex mcp login` /
+// `opencode mcp auth` (Gemini CLI: its first prompt) discovers Tabbridge's
 // authorization server, registers itself, and prints an address (there is no
-// browser for it to open, as on a remote machine); the person opens it in
+// browser for it to open, as on a remote machine; Gemini CLI's goes to its
+// browser, see geminiOAuth); the person opens it in
 // Chromium, signs in and allows it; the agent's own loopback callback takes
 // the code. Then the agent calls the site's tool with the token it got, as
 // README.md's "Connect an agent" says. Their OAuth clients are their own
-// (Claude Code's on the TypeScript SDK, Codex's the Rust rmcp's), not the
-// SDK providers the other OAuth tests run.
+// (Claude Code's, Gemini CLI's and OpenCode's on the TypeScript SDK, Codex's
+// the Rust rmcp's), not the SDK providers the other OAuth tests run.
 //
-// Client ID metadata documents are off here: both agents' documents live
+// Client ID metadata documents are off here: Claude Code's and Codex's live
 // on their vendors' domains (claude.ai, chatgpt.com), which this machine
 // cannot reach (docs/DECISIONS.md, MCP authorization), so they register
 // dynamically, as they do with any server that does not offer them.
@@ -48,6 +50,7 @@ func TestRealAgentsSignInWithOAuth(t *testing.T) {
 		{"Claude Code", "claude", claudeOAuth, "localhost"},
 		{"Codex", "codex", codexOAuth, "127.0.0.1"},
 		{"Gemini CLI", "gemini", geminiOAuth, "localhost"},
+		{"OpenCode", "opencode", openCodeOAuth, "127.0.0.1"},
 	}
 	for _, a := range agents {
 		agentBin(t, a.bin)
@@ -256,4 +259,38 @@ func geminiOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io
 		return r, func() error { return <-ended }
 	}
 	return login, g.exec
+}
+
+// openCodeOAuth sets OpenCode up with Tabbridge in its opencode.json and no
+// token, as README.md says; `opencode mcp auth tabbridge` prints the address
+// (and would open it in a browser: here there is none) and waits on its
+// fixed loopback callback (127.0.0.1:19876).
+func openCodeOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.Reader, func() error), func(ctx context.Context, prompt string) (string, error)) {
+	bin := agentBin(t, "opencode")
+	home, work, env := openCodeHome(t, model, map[string]any{"type": "remote", "url": url + "/mcp", "enabled": true})
+	// No browser on this machine: its xdg-open fails, as on a remote one.
+	noBrowser := filepath.Join(home, "no-browser")
+	if err := os.MkdirAll(noBrowser, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(noBrowser, "xdg-open"), []byte("#!/bin/sh\nexit 3\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "PATH="+noBrowser+":"+os.Getenv("PATH"))
+	login := func(ctx context.Context) (io.Reader, func() error) {
+		cmd := exec.CommandContext(ctx, bin, "mcp", "auth", "tabbridge")
+		cmd.Dir, cmd.Env = work, env
+		killGroup(cmd)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return out, cmd.Wait
+	}
+	o := &openCode{bin: bin, home: home, work: work, env: env}
+	return login, o.exec
 }
