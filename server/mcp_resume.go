@@ -26,8 +26,12 @@ import (
 // resumedSessions maps a token's session id that outlived its session to
 // the session opened in its place.
 type resumedSessions struct {
-	mu   sync.Mutex
-	byID map[string]string // token id + "\x00" + the client's id → the SDK's session id; guarded by mu
+	// opening is held while a session is opened for a gone one, so that two
+	// requests of one client arriving together (its GET stream and a call)
+	// share one new session; resuming is rare, so one lock for all.
+	opening sync.Mutex
+	mu      sync.Mutex
+	byID    map[string]string // token id + "\x00" + the client's id → the SDK's session id; guarded by mu
 }
 
 func (rs *resumedSessions) get(key string) (string, bool) {
@@ -163,13 +167,20 @@ func (s *Server) resumeSessions(next http.Handler) http.Handler {
 		if !probe.gone {
 			return
 		}
-		fresh, ok := s.openSessionLike(next, r)
+		tried := r.Header.Get("Mcp-Session-Id")
+		s.resumed.opening.Lock()
+		fresh, ok := s.resumed.get(key)
+		if !ok || fresh == tried { // else another request of the client opened one meanwhile
+			if fresh, ok = s.openSessionLike(next, r); ok {
+				s.resumed.set(key, fresh, s.liveSessions)
+				s.opts.Logger.Info("MCP session resumed", "was", sid, "now", fresh)
+			}
+		}
+		s.resumed.opening.Unlock()
 		if !ok {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
-		s.resumed.set(key, fresh, s.liveSessions)
-		s.opts.Logger.Info("MCP session resumed", "was", sid, "now", fresh)
 		r.Header.Set("Mcp-Session-Id", fresh)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)

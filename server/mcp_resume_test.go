@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,8 +31,34 @@ func TestMCPSessionOutlivesTheServer(t *testing.T) {
 	env.Restart(t)
 
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	if status, body := sessionPost(t, env, token, sid, list); status != 200 || !strings.Contains(body, "callSiteTool") {
-		t.Fatalf("the session's id after a restart: %d %s, want the tools", status, body)
+	// Two requests at once (a client's GET stream and a call, say) share one new session.
+	type answer struct {
+		status int
+		body   string
+	}
+	answers := make(chan answer, 2)
+	for i := range 2 {
+		go func() {
+			req, _ := http.NewRequest("POST", env.URL+"/mcp", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 20+i)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{0, err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answers <- answer{resp.StatusCode, string(b)}
+		}()
+	}
+	for range 2 {
+		if a := <-answers; a.status != 200 || !strings.Contains(a.body, "callSiteTool") {
+			t.Fatalf("the session's id after a restart: %d %s, want the tools", a.status, a.body)
+		}
 	}
 	if n := sessionCount(env); n != 1 {
 		t.Fatalf("%d sessions after the resume, want 1", n)
