@@ -52,14 +52,18 @@ type agentKind struct {
 	bin              string
 	flagsErrors      bool
 	timeoutIsACancel bool
-	setUp            func(t *testing.T, model, url, token string, timeout time.Duration) realAgent
+	// progressRestartsTimeout: the agent restarts its tool timeout on every
+	// progress notification (OpenCode), so only a timeout shorter than the
+	// server's progress pace (5 s) ever ends a wait for the person.
+	progressRestartsTimeout bool
+	setUp                   func(t *testing.T, model, url, token string, timeout time.Duration) realAgent
 }
 
 var realAgents = []agentKind{
 	{name: "Claude Code", bin: "claude", flagsErrors: true, setUp: newClaudeCode},
 	{name: "Codex", bin: "codex", timeoutIsACancel: true, setUp: newCodex},
 	{name: "Gemini CLI", bin: "gemini", flagsErrors: true, setUp: newGeminiCLI},
-	{name: "OpenCode", bin: "opencode", setUp: newOpenCode},
+	{name: "OpenCode", bin: "opencode", progressRestartsTimeout: true, setUp: newOpenCode},
 }
 
 // taskRequests reads the approval requests of a task.
@@ -298,9 +302,16 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 					agentStep{Tool: "callSiteTool", From: inTask("addItem", args)},
 					agentStep{Text: "Added on the second try."},
 				)
-				// The agent gives up after 3 s; the grace (8 s here) is far longer than the model's turn, so
-				// the retry arrives while a card left by a timeout still waits.
-				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, 3*time.Second)
+				// The agent gives up after 6 s; the grace (8 s here) is far longer than the model's turn, so
+				// the retry arrives while a card left by a timeout still waits. The retry has the same 6 s
+				// for the person's answer and the page's run (3 s was too short on a loaded machine: Claude
+				// Code's retry timed out too). OpenCode's timeout restarts on the progress the server sends
+				// every 5 s, so it gets 4 s: a longer one would never end its wait.
+				timeout := 6 * time.Second
+				if agent.progressRestartsTimeout {
+					timeout = 4 * time.Second
+				}
+				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, timeout)
 				wait := cc.start(context.Background(), "Add it.")
 				p := w.agentAsks()
 				testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(model.Results()) >= 2 }, "the first call times out")
