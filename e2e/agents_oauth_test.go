@@ -7,10 +7,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,17 +23,19 @@ import (
 	"github.com/tabbridge/tabbridge/server/servertest"
 )
 
-// TestRealAgentsSignInWithOAuth: Claude Code and Codex with no token at all
-// — `claude mcp login` / `codex mcp login` discovers Tabbridge's
+// TestRealAgentsSignInWithOAuth: Claude Code, Codex, Gemini CLI and OpenCode
+// with no token at all — `claude mcp login` / `codex mcp login` /
+// `opencode mcp auth` (Gemini CLI: its first prompt) discovers Tabbridge's
 // authorization server, registers itself, and prints an address (there is no
-// browser for it to open, as on a remote machine); the person opens it in
+// browser for it to open, as on a remote machine; Gemini CLI's goes to its
+// browser, see geminiOAuth); the person opens it in
 // Chromium, signs in and allows it; the agent's own loopback callback takes
 // the code. Then the agent calls the site's tool with the token it got, as
 // README.md's "Connect an agent" says. Their OAuth clients are their own
-// (Claude Code's on the TypeScript SDK, Codex's the Rust rmcp's), not the
-// SDK providers the other OAuth tests run.
+// (Claude Code's, Gemini CLI's and OpenCode's on the TypeScript SDK, Codex's
+// the Rust rmcp's), not the SDK providers the other OAuth tests run.
 //
-// Client ID metadata documents are off here: both agents' documents live
+// Client ID metadata documents are off here: Claude Code's and Codex's live
 // on their vendors' domains (claude.ai, chatgpt.com), which this machine
 // cannot reach (docs/DECISIONS.md, MCP authorization), so they register
 // dynamically, as they do with any server that does not offer them.
@@ -44,6 +49,8 @@ func TestRealAgentsSignInWithOAuth(t *testing.T) {
 	}{
 		{"Claude Code", "claude", claudeOAuth, "localhost"},
 		{"Codex", "codex", codexOAuth, "127.0.0.1"},
+		{"Gemini CLI", "gemini", geminiOAuth, "localhost"},
+		{"OpenCode", "opencode", openCodeOAuth, "127.0.0.1"},
 	}
 	for _, a := range agents {
 		agentBin(t, a.bin)
@@ -196,4 +203,94 @@ func codexOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.
 	}
 	cx := &codex{bin: bin, home: home, work: work, env: env}
 	return login, cx.exec
+}
+
+// geminiOAuth sets Gemini CLI up with Tabbridge in its settings and no
+// token (httpUrl, and OAuth on, as README.md says). Gemini CLI has no login
+// command outside its interactive screen: its first prompt finds the server
+// asking for OAuth, asks on its input whether to go on (answered "y", as a
+// person would), opens the address in the browser (xdg-open: here a stand-in
+// that hands the address to the test, which opens it in Chromium) and waits
+// for its loopback callback, then runs the prompt with the token it got.
+// The address goes to the browser only: in a headless run Gemini CLI 0.61.0
+// holds back the message that prints it until its MCP servers are set up,
+// that is, until after the sign-in. The prompt run after that uses the
+// stored token, with no sign-in.
+func geminiOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.Reader, func() error), func(ctx context.Context, prompt string) (string, error)) {
+	bin := agentBin(t, "gemini")
+	home, work, env := geminiHome(t, model, map[string]any{"httpUrl": url + "/mcp", "oauth": map[string]any{"enabled": true}})
+	browser := filepath.Join(home, "browser")
+	fifo := filepath.Join(browser, "opened")
+	if err := os.MkdirAll(browser, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\nprintf '%s\\n' \"$1\" > " + fifo + "\n"
+	if err := os.WriteFile(filepath.Join(browser, "xdg-open"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "GEMINI_FORCE_FILE_STORAGE=true", "PATH="+browser+":"+os.Getenv("PATH"))
+	g := &geminiCLI{bin: bin, home: home, work: work, env: env}
+	login := func(ctx context.Context) (io.Reader, func() error) {
+		// Read and write: opening does not wait for a writer, and the reader sees no end between two.
+		opened, err := os.OpenFile(fifo, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, bin, g.args("Sign in to Tabbridge and search the shop for tea.")...)
+		cmd.Dir, cmd.Env = work, g.env
+		killGroup(cmd)
+		cmd.Stdin = strings.NewReader("y\n")
+		r, w := io.Pipe()
+		cmd.Stdout, cmd.Stderr = w, w
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(w, opened)
+		ended := make(chan error, 1)
+		go func() {
+			err := cmd.Wait()
+			opened.Close()
+			w.Close()
+			ended <- err
+		}()
+		return r, func() error { return <-ended }
+	}
+	return login, g.exec
+}
+
+// openCodeOAuth sets OpenCode up with Tabbridge in its opencode.json and no
+// token, as README.md says; `opencode mcp auth tabbridge` prints the address
+// (and would open it in a browser: here there is none) and waits on its
+// fixed loopback callback (127.0.0.1:19876).
+func openCodeOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.Reader, func() error), func(ctx context.Context, prompt string) (string, error)) {
+	bin := agentBin(t, "opencode")
+	home, work, env := openCodeHome(t, model, map[string]any{"type": "remote", "url": url + "/mcp", "enabled": true})
+	// No browser on this machine: its xdg-open fails, as on a remote one.
+	noBrowser := filepath.Join(home, "no-browser")
+	if err := os.MkdirAll(noBrowser, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(noBrowser, "xdg-open"), []byte("#!/bin/sh\nexit 3\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "PATH="+noBrowser+":"+os.Getenv("PATH"))
+	login := func(ctx context.Context) (io.Reader, func() error) {
+		cmd := exec.CommandContext(ctx, bin, "mcp", "auth", "tabbridge")
+		cmd.Dir, cmd.Env = work, env
+		killGroup(cmd)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return out, cmd.Wait
+	}
+	o := &openCode{bin: bin, home: home, work: work, env: env}
+	return login, o.exec
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,8 +91,14 @@ func (m *scriptedModel) Offered() []string {
 	return append([]string(nil), m.offered...)
 }
 
-// bare is an offered tool name without the agent's prefix for its server.
+// bare is an offered tool name without the agent's prefix for its server:
+// Claude Code's "mcp__tabbridge__callSiteTool", Codex's namespace
+// "mcp__tabbridge" and "callSiteTool", Gemini CLI's
+// "mcp_tabbridge_callSiteTool", OpenCode's "tabbridge_callSiteTool".
 func bare(name string) string {
+	if i := strings.LastIndex(name, "tabbridge_"); i >= 0 {
+		return strings.TrimLeft(name[i+len("tabbridge"):], "_")
+	}
 	if i := strings.LastIndex(name, "__"); i >= 0 {
 		return name[i+2:]
 	}
@@ -140,6 +147,12 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 		m.messages(w, r)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		m.responses(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		m.chatCompletions(w, r)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":countTokens"):
+		json.NewEncoder(w).Encode(map[string]any{"totalTokens": 10})
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1beta/models/"):
+		m.generateContent(w, r)
 	default:
 		json.NewEncoder(w).Encode(map[string]any{})
 	}
@@ -379,4 +392,218 @@ func (m *scriptedModel) responses(w http.ResponseWriter, r *http.Request) {
 	event("response.completed", map[string]any{"response": map[string]any{"id": id, "status": "completed", "output": []any{item},
 		"usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
 			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15}}})
+}
+
+// dataEvents writes server-sent events that are data lines only (the
+// Gemini API's and Chat Completions' streams), flushing each.
+func dataEvents(w http.ResponseWriter) func(data any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	return func(data any) {
+		b, ok := data.([]byte)
+		if !ok {
+			b, _ = json.Marshal(data)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		w.(http.Flusher).Flush()
+	}
+}
+
+// stringsIn flattens the strings of a JSON value, in order.
+func stringsIn(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			out = append(out, stringsIn(e)...)
+		}
+		return out
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var out []string
+		for _, k := range keys {
+			out = append(out, stringsIn(v[k])...)
+		}
+		return out
+	}
+	return nil
+}
+
+// The Google Gemini API (Gemini CLI): generateContent and
+// streamGenerateContent.
+
+type geminiPart struct {
+	Text         string `json:"text"`
+	FunctionCall *struct {
+		Name string `json:"name"`
+	} `json:"functionCall"`
+	FunctionResponse *struct {
+		Name     string          `json:"name"`
+		Response json.RawMessage `json:"response"`
+	} `json:"functionResponse"`
+}
+
+type geminiRequest struct {
+	Contents []struct {
+		Role  string       `json:"role"`
+		Parts []geminiPart `json:"parts"`
+	} `json:"contents"`
+	Tools []struct {
+		FunctionDeclarations []struct{ Name string } `json:"functionDeclarations"`
+	} `json:"tools"`
+}
+
+func (m *scriptedModel) generateContent(w http.ResponseWriter, r *http.Request) {
+	var req geminiRequest
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	var names []string
+	for _, tl := range req.Tools {
+		for _, f := range tl.FunctionDeclarations {
+			names = append(names, f.Name)
+		}
+	}
+	m.mu.Lock()
+	step := agentStep{Text: "ok"}
+	if m.Chat != "" {
+		step.Text = m.Chat
+	}
+	if n := len(req.Contents); n > 0 && req.Contents[n-1].Role == "user" {
+		var texts []string
+		for _, p := range req.Contents[n-1].Parts {
+			if p.Text != "" {
+				texts = append(texts, p.Text)
+			}
+		}
+		m.prompts = append(m.prompts, strings.Join(texts, "\n"))
+	}
+	m.mu.Unlock()
+	if isMain(names) {
+		// The turn is the number of the model's contents with a function
+		// call; the results are the function responses after the last.
+		turn := 0
+		var results []toolResult
+		for _, c := range req.Contents {
+			for _, p := range c.Parts {
+				switch {
+				case p.FunctionCall != nil:
+					turn++
+					results = nil
+				case p.FunctionResponse != nil:
+					var resp map[string]any
+					json.Unmarshal(p.FunctionResponse.Response, &resp)
+					_, failed := resp["error"]
+					results = append(results, toolResult{Tool: bare(p.FunctionResponse.Name), Text: strings.Join(stringsIn(resp), "\n"), IsError: failed})
+				}
+			}
+		}
+		step = m.next(names, turn, results)
+	}
+	part := map[string]any{"text": step.Text}
+	finish := "STOP"
+	if step.Tool != "" {
+		part = map[string]any{"functionCall": map[string]any{"name": step.Tool, "args": step.Input}}
+	}
+	resp := map[string]any{
+		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": finish, "index": 0}},
+		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+		"modelVersion":  "stand-in",
+	}
+	if !strings.Contains(r.URL.Path, ":streamGenerateContent") {
+		json.NewEncoder(w).Encode(resp)
+		return
+	}
+	dataEvents(w)(resp)
+}
+
+// OpenAI Chat Completions (OpenCode's OpenAI-compatible providers).
+
+type chatRequest struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+	Tools  []struct {
+		Function struct{ Name string } `json:"function"`
+	} `json:"tools"`
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+}
+
+func (m *scriptedModel) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	var names []string
+	for _, tl := range req.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	m.mu.Lock()
+	step := agentStep{Text: "ok"}
+	if m.Chat != "" {
+		step.Text = m.Chat
+	}
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "user" {
+		m.prompts = append(m.prompts, textOf(req.Messages[n-1].Content))
+	}
+	m.mu.Unlock()
+	turn := 0
+	if isMain(names) {
+		// The turn is the number of the model's messages with tool calls;
+		// the results are the tool messages after the last.
+		calls := map[string]string{}
+		var results []toolResult
+		for _, msg := range req.Messages {
+			switch msg.Role {
+			case "assistant":
+				if len(msg.ToolCalls) > 0 {
+					turn++
+					results = nil
+				}
+				for _, c := range msg.ToolCalls {
+					calls[c.ID] = c.Function.Name
+				}
+			case "tool":
+				results = append(results, toolResult{Tool: bare(calls[msg.ToolCallID]), Text: textOf(msg.Content)})
+			}
+		}
+		step = m.next(names, turn, results)
+	}
+	id := fmt.Sprintf("chatcmpl-%d", turn)
+	message := map[string]any{"role": "assistant", "content": step.Text}
+	finish := "stop"
+	if step.Tool != "" {
+		args, _ := json.Marshal(step.Input)
+		finish = "tool_calls"
+		message = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"index": 0, "id": fmt.Sprintf("call_%d", turn), "type": "function", "function": map[string]any{"name": step.Tool, "arguments": string(args)}}}}
+	}
+	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+	if !req.Stream {
+		json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "created": 1, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish}}, "usage": usage})
+		return
+	}
+	event := dataEvents(w)
+	chunk := func(delta map[string]any, finish any, usage any) map[string]any {
+		c := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		if usage != nil {
+			c["usage"] = usage
+		}
+		return c
+	}
+	event(chunk(message, nil, nil))
+	event(chunk(map[string]any{}, finish, usage))
+	event([]byte("[DONE]"))
 }

@@ -52,12 +52,18 @@ type agentKind struct {
 	bin              string
 	flagsErrors      bool
 	timeoutIsACancel bool
-	setUp            func(t *testing.T, model, url, token string, timeout time.Duration) realAgent
+	// progressRestartsTimeout: the agent restarts its tool timeout on every
+	// progress notification (OpenCode), so only a timeout shorter than the
+	// server's progress pace (5 s) ever ends a wait for the person.
+	progressRestartsTimeout bool
+	setUp                   func(t *testing.T, model, url, token string, timeout time.Duration) realAgent
 }
 
 var realAgents = []agentKind{
 	{name: "Claude Code", bin: "claude", flagsErrors: true, setUp: newClaudeCode},
 	{name: "Codex", bin: "codex", timeoutIsACancel: true, setUp: newCodex},
+	{name: "Gemini CLI", bin: "gemini", flagsErrors: true, setUp: newGeminiCLI},
+	{name: "OpenCode", bin: "opencode", progressRestartsTimeout: true, setUp: newOpenCode},
 }
 
 // taskRequests reads the approval requests of a task.
@@ -173,13 +179,13 @@ func (c *claudeCode) exec(ctx context.Context, prompt string) (string, error) {
 	return res.Result, nil
 }
 
-// TestRealAgentsThroughTabbridge drives real Claude Code and real Codex, each
-// with its own MCP client configured as a person would, through Tabbridge into a real tab of
+// TestRealAgentsThroughTabbridge drives real Claude Code, Codex, Gemini CLI
+// and OpenCode, each with its own MCP client configured as a person would, through Tabbridge into a real tab of
 // real Chromium with the real extension: the model (a stand-in) has it list
 // the shared sites, read a tool's schema, run a read in the tab, try a write
 // without a task, create a task, and make two writes the person answers —
 // Allow once, then Deny — and send a call with wrong arguments. The test
-// reads what Claude Code handed back to its model at each step. Then the
+// reads what each agent handed back to its model at each step. Then the
 // ways an agent stops waiting for the person: its own tool timeout (and a
 // retry, which rejoins the same card), and its process killed.
 func TestRealAgentsThroughTabbridge(t *testing.T) {
@@ -224,7 +230,7 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 				wait := cc.start(context.Background(), "Put tea on the shop's list.")
 
 				// The person answers the two writes as they arrive in the inbox.
-				first := w.pending(1)[0]
+				first := w.agentAsks()
 				if first.Tool != "addItem" || !strings.Contains(first.Arguments, tea) {
 					t.Fatalf("first request %+v", first)
 				}
@@ -296,11 +302,18 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 					agentStep{Tool: "callSiteTool", From: inTask("addItem", args)},
 					agentStep{Text: "Added on the second try."},
 				)
-				// The agent gives up after 3 s; the grace (8 s here) is far longer than the model's turn, so
-				// the retry arrives while a card left by a timeout still waits.
-				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, 3*time.Second)
+				// The agent gives up after 6 s; the grace (8 s here) is far longer than the model's turn, so
+				// the retry arrives while a card left by a timeout still waits. The retry has the same 6 s
+				// for the person's answer and the page's run (3 s was too short on a loaded machine: Claude
+				// Code's retry timed out too). OpenCode's timeout restarts on the progress the server sends
+				// every 5 s, so it gets 4 s: a longer one would never end its wait.
+				timeout := 6 * time.Second
+				if agent.progressRestartsTimeout {
+					timeout = 4 * time.Second
+				}
+				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, timeout)
 				wait := cc.start(context.Background(), "Add it.")
-				p := w.pending(1)[0]
+				p := w.agentAsks()
 				testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(model.Results()) >= 2 }, "the first call times out")
 				var retry string
 				testutil.Eventually(t, testutil.WaitMedium, func() bool {
@@ -338,7 +351,7 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 				}
 			})
 
-			t.Run("the server restarts between two of its calls: the next opens a new session and runs", func(t *testing.T) {
+			t.Run("the server restarts between two of its calls: the next runs", func(t *testing.T) {
 				w.enter(t)
 				search := func(q string) map[string]any {
 					return map[string]any{"site": w.site, "tool": "search", "arguments": map[string]any{"q": q}}
@@ -377,7 +390,7 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 					ctx, kill := context.WithCancel(context.Background())
 					defer kill()
 					wait := cc.start(ctx, "Add it.")
-					p := w.pending(1)[0]
+					p := w.agentAsks()
 					if way == "is killed" {
 						kill()
 					}
@@ -517,4 +530,20 @@ func (c *codex) exec(ctx context.Context, prompt string) (string, error) {
 func killGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+}
+
+// agentAsks waits for the one request a real agent just started makes the
+// person answer, and returns it. Agents start up first, OpenCode slowly (a
+// database of its own, its MCP servers, its plugins): over 30 s on a loaded
+// machine, so this waits longer than pending does.
+func (w *world) agentAsks() pendingRequest {
+	w.t.Helper()
+	var out struct {
+		Approvals []pendingRequest `json:"approvals"`
+	}
+	testutil.Eventually(w.t, testutil.WaitLong, func() bool {
+		w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+		return len(out.Approvals) == 1
+	}, "the agent's request asks the person")
+	return out.Approvals[0]
 }

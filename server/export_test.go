@@ -54,3 +54,6 @@ func SetHoldGoneWatch(f func()) (restore func()) {
 	holdGoneWatch = f
 	return func() { holdGoneWatch = nil }
 }
+
+// MCPSessionCount is how many MCP sessions s holds.
+func MCPSessionCount(s *Server) int { return len(s.liveSessions()) }

@@ -24,8 +24,8 @@ import (
 // Clients need not stick to an instance: a request carrying the session id
 // of another living instance is proxied, streams included, to that
 // instance's internal listener, which serves it with its own MCP handler;
-// a session whose instance is dead gets the SDK's own 404, on which
-// clients open a new session.
+// a session whose instance is dead is resumed on the instance the request
+// reached (mcp_resume.go).
 
 // sessionSep separates the instance from the random part of a session id;
 // rand.Text never writes it.
@@ -64,8 +64,8 @@ func (s *Server) forwardMCP(c *fiber.Ctx) error {
 	if _, alive, err := s.in.peers.Address(c.UserContext(), owner); err != nil {
 		return err
 	} else if !alive {
-		// The SDK's own answer for an unknown session: clients start anew.
-		return c.Status(http.StatusNotFound).SendString("session not found")
+		// Its instance is gone: the session is resumed here (mcp_resume.go).
+		return c.Next()
 	}
 	if c.Method() == fiber.MethodPost {
 		s.mcpPosts.Add(1)
@@ -90,7 +90,8 @@ func (s *Server) forwardMCP(c *fiber.Ctx) error {
 		cancel()
 		s.logFor(c).Warn("forward an MCP request to the instance of its session", "instance", owner, "err", err)
 		if errors.Is(err, cluster.ErrPeerGone) {
-			return c.Status(http.StatusNotFound).SendString("session not found")
+			// Its instance is gone: the session is resumed here (mcp_resume.go).
+			return c.Next()
 		}
 		return errorf(http.StatusBadGateway, codeInternal, "The Tabbridge instance holding this MCP session did not answer; call again, or open a new session.")
 	}

@@ -192,7 +192,7 @@ type rpcMessage struct {
 // call: such an agent stopped waiting and may retry, unlike one that chose
 // to cancel. Any other cancel of a call that already counted as gone (its
 // connection closed first) withdraws the request it left, through
-// cancelAbandoned.
+// cancelAbandoned — unless the call was cancelled for a timeout before.
 func (g *goneWatches) noteCancels(sid string, msgs []rpcMessage, cancelAbandoned func(requestID string)) {
 	for _, m := range msgs {
 		if m.Method != "notifications/cancelled" || len(m.Params.RequestID) == 0 {
@@ -203,6 +203,13 @@ func (g *goneWatches) noteCancels(sid string, msgs []rpcMessage, cancelAbandoned
 			continue
 		}
 		pw := v.(*postWatch)
+		if pw.timedOut.Load() {
+			// The client already gave up on this call for its timeout; a later cancel
+			// of it is its clean-up (OpenCode aborts the call's signal at the end of
+			// its turn, and the TypeScript SDK sends a second cancel, "AbortError"),
+			// not a person stopping it: the request stays for the retry.
+			continue
+		}
 		reason := strings.ToLower(m.Params.Reason)
 		if strings.Contains(reason, "timed out") || strings.Contains(reason, "timeout") {
 			pw.timedOut.Store(true)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -345,5 +346,41 @@ func TestAnotherTokensCancelDoesNotTouchTheCall(t *testing.T) {
 	resp.Body.Close()
 	if rs := w.taskRequests(t); rs[0].ID != p.ID || rs[0].Status != "pending" {
 		t.Fatalf("another token's cancel changed the request: %+v (HTTP %d)", rs[0], resp.StatusCode)
+	}
+}
+
+// TestCancelAfterATimeoutKeepsTheRequest: a client whose call timed out
+// (its cancel says so) and which then cancels the same call again as it
+// cleans up (OpenCode aborts the turn's signal, and the TypeScript SDK
+// sends a second cancel, "AbortError") still has its request kept for the
+// grace: a retry rejoins it, as after any timeout.
+func TestCancelAfterATimeoutKeepsTheRequest(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	ev, conn, p := w.waitingBuy(t)
+	cancelled := func(reason string) {
+		t.Helper()
+		c := rawPost(t, w, w.agent.ID(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"raw-1","reason":`+strconv.Quote(reason)+`}}`)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("the cancel %q: %v %v", reason, resp, err)
+		}
+	}
+	cancelled("McpError: MCP error -32001: Request timed out")
+	nextEvent(t, ev, "approval.updated")
+	conn.Close()
+	cancelled("AbortError: The operation was aborted.")
+	if rs := w.taskRequests(t); len(rs) != 1 || rs[0].ID != p.ID || rs[0].Status != "pending" || rs[0].AgentGoneAt == nil {
+		t.Fatalf("request after the timeout and the clean-up's cancel: %+v; want it kept for a retry", rs)
+	}
+	ch, cancel := w.buy("tea")
+	defer cancel()
+	nextEvent(t, ev, "approval.updated")
+	if rs := w.taskRequests(t); len(rs) != 1 || rs[0].ID != p.ID || rs[0].Waiters != 1 {
+		t.Fatalf("requests after the retry: %+v; want the first one, waited on again", rs)
+	}
+	w.answer(t, p.ID, "once")
+	w.runInBrowser(t, `"bought 1 tea"`)
+	if res := awaitCall(t, ch); res.IsError {
+		t.Fatal(servertest.ResultText(res))
 	}
 }

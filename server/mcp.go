@@ -50,7 +50,7 @@ func (s *Server) newMCPHandler() http.Handler {
 		}
 		return &auth.TokenInfo{UserID: id.TokenID, Extra: map[string]any{"agent": id}}, nil
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.trackGrantSessions(h))
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.resumeSessions(s.trackGrantSessions(h)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := r.Context().Value(localAgent).(*store.AgentIdentity)
 		if r.Method == http.MethodPost {

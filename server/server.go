@@ -166,10 +166,11 @@ type Server struct {
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
-	hub       *bridge.Hub   // connected browsers; closed when ctx ends
-	relay     *relay.Hub    // terminal daemons, sessions and viewers
-	oauth     *oauth.Server // the authorization server for /mcp; static
-	grants    grantSessions // MCP sessions opened by OAuth grants
+	hub       *bridge.Hub     // connected browsers; closed when ctx ends
+	relay     *relay.Hub      // terminal daemons, sessions and viewers
+	oauth     *oauth.Server   // the authorization server for /mcp; static
+	grants    grantSessions   // MCP sessions opened by OAuth grants
+	resumed   resumedSessions // MCP sessions opened again for ids that outlived theirs
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
 	// streams, waiting calls) end with a clear status instead of hanging.
