@@ -190,7 +190,8 @@ func (s *Server) resumeSessions(next http.Handler) http.Handler {
 // resumable says whether a POST's messages may run in a resumed session:
 // any but an initialize.
 func resumable(body []byte) bool {
-	for _, m := range readMessages(&http.Request{Body: io.NopCloser(bytes.NewReader(body))}) {
+	msgs, _ := parseMCPBody(body) // refused ones were answered before: the prelude runs first
+	for _, m := range msgs {
 		if m.Method == "initialize" {
 			return false
 		}
