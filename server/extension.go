@@ -107,8 +107,17 @@ func errTicketSignedOut() error {
 func (s *Server) extensionUpgrade(c *fiber.Ctx) error {
 	uid, _ := c.Locals(localUser).(string)
 	family, _ := c.Locals(localFamily).(string)
-	err := socketUpgrader.Upgrade(c.Context(), func(conn *fws.Conn) {
+	fctx := c.Context()
+	err := socketUpgrader.Upgrade(fctx, func(conn *fws.Conn) {
 		defer func() { _ = recover() }() // bridge.Hub.Serve recovers itself; nothing else may end the server
+		// fasthttp keeps the upgrade's RequestCtx until the socket ends, and
+		// with it every header, cookie and query argument the middleware
+		// parsed and the response headers it set (~4 KB per idle browser,
+		// issue 16). Nothing reads them once the connection is hijacked:
+		// fasthttp has written the 101 and touches the ctx again only to
+		// release it (a zero Request and Response are valid then).
+		fctx.Request = fasthttp.Request{}
+		fctx.Response = fasthttp.Response{}
 		s.extensionSocket(conn, uid, family)
 	})
 	if err != nil {
