@@ -212,6 +212,30 @@ func TestMCPHeadersThatNameOneThingAreSentOnce(t *testing.T) {
 	}
 }
 
+// TestAgentAPIAuthorizationIsSentOnce: the agent endpoints beside /mcp read the token the
+// same way, so two Authorization headers are refused there too, not served with the first.
+func TestAgentAPIAuthorizationIsSentOnce(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	other := w.person.AgentToken(w.ws, "other")
+	req, err := http.NewRequest("GET", w.env.URL+"/api/agent/workspace", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header["Authorization"] = []string{"Bearer " + w.token, "Bearer " + other}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if code, msg := servertest.ErrorOf(body); resp.StatusCode != 400 || code != "header_repeated" || !strings.Contains(msg, "Authorization header 2 times") {
+		t.Errorf("two Authorization headers on the agent API: %d %s", resp.StatusCode, body)
+	}
+	if st, _ := w.env.Agent(t, w.token).Do("GET", "/api/agent/workspace", nil); st != 200 {
+		t.Errorf("one Authorization header on the agent API: %d", st)
+	}
+}
+
 // TestMCPBatchesAreBoundedAndSayTheirVersion: a batch (protocol 2025-03-26) ran every message
 // in it, so one 4 MiB POST was 50,000 calls; a message without "jsonrpc": "2.0" got the SDK's
 // plain text. Both are JSON-RPC errors now, and a batch within the bound still runs.

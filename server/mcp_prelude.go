@@ -510,7 +510,7 @@ const maxBatch = 100
 // front may read the last, or join them with a comma.
 var singleHeaders = []string{fiber.HeaderAuthorization, "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id", "Mcp-Method", "Mcp-Name"}
 
-// oneOfEachHeader refuses an MCP request that sends one of singleHeaders
+// oneOfEachHeader refuses an MCP or agent API request that sends one of singleHeaders
 // more than once, before anything reads it.
 func (s *Server) oneOfEachHeader(c *fiber.Ctx) error {
 	for _, h := range singleHeaders {

@@ -35,7 +35,7 @@ func (s *Server) routes() {
 	s.mountExtension(web)
 	s.mountTerminals(web.with(s.person))
 
-	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.agent}}
+	agent := guard{app.Group("/api/agent"), []fiber.Handler{s.oneOfEachHeader, s.agent}}
 	agent.Get("/workspace", s.agentWorkspace)
 	s.mountOAuth()
 	s.mountMCP()
