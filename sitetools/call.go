@@ -290,7 +290,7 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 	case errors.Is(err, ErrBrowserGone):
 		return agentErr("browser_gone", "The person's Chrome disconnected while %s was running on %s. Whether it had an effect is unknown: check before calling again.", tool, origin)
 	case errors.Is(err, ErrPageGone):
-		return agentErr("page_gone", "The page running %s on %s went away (it navigated, reloaded or its tab closed) before the tool finished. Whether it had an effect is unknown: check before calling again.", tool, origin)
+		return agentErr("page_gone", "The page running %s on %s went away (it navigated, reloaded, its tab closed, or Chrome discarded the tab to save memory) before the tool finished. Whether it had an effect is unknown: check before calling again.", tool, origin)
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return agentErr("timeout", "%s on %s did not finish within %s, so it was cancelled in the page. It may have had an effect: check before calling again.", tool, origin, o.opts.CallTimeout)
 	}
