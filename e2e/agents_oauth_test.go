@@ -188,18 +188,7 @@ func codexOAuth(t *testing.T, model, url string) (func(ctx context.Context) (io.
 	home, work, env := codexHome(t, model, fmt.Sprintf("[mcp_servers.tabbridge]\nurl = %q\n", url+"/mcp")+codexApproveCalls)
 	env = append(env, "BROWSER=/bin/false")
 	login := func(ctx context.Context) (io.Reader, func() error) {
-		cmd := exec.CommandContext(ctx, bin, "mcp", "login", "tabbridge")
-		cmd.Dir, cmd.Env = work, env
-		killGroup(cmd)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = cmd.Stdout
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return out, cmd.Wait
+		return startLogin(ctx, t, work, env, bin, "mcp", "login", "tabbridge")
 	}
 	cx := &codex{bin: bin, home: home, work: work, env: env}
 	return login, cx.exec
@@ -278,19 +267,26 @@ func openCodeOAuth(t *testing.T, model, url string) (func(ctx context.Context) (
 	}
 	env = append(env, "PATH="+noBrowser+":"+os.Getenv("PATH"))
 	login := func(ctx context.Context) (io.Reader, func() error) {
-		cmd := exec.CommandContext(ctx, bin, "mcp", "auth", "tabbridge")
-		cmd.Dir, cmd.Env = work, env
-		killGroup(cmd)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = cmd.Stdout
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return out, cmd.Wait
+		return startLogin(ctx, t, work, env, bin, "mcp", "auth", "tabbridge")
 	}
 	o := &openCode{bin: bin, home: home, work: work, env: env}
 	return login, o.exec
+}
+
+// startLogin starts an agent's log-in command in its own process group
+// and returns what it prints (standard output and error together) and a
+// wait for its end.
+func startLogin(ctx context.Context, t *testing.T, dir string, env []string, bin string, args ...string) (io.Reader, func() error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	killGroup(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return out, cmd.Wait
 }
