@@ -127,7 +127,7 @@ func (r *forwardRig) daemonScreen(id string) []byte {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return snap.Redraw
+	return snap.Screen() // the Redraw alone can be behind what was delivered
 }
 
 func (r *forwardRig) waitDaemon(id, text string) {

@@ -39,11 +39,20 @@ func (s Snapshot) Attach() []byte {
 		b.Write(s.History)
 		b.Write(bytes.Repeat([]byte("\r\n"), max(s.Rows-1, 0)))
 	}
-	b.Write(s.Redraw)
-	for _, t := range s.Tail {
-		b.Write(t.Data)
-	}
+	b.Write(s.Screen())
 	return b.Bytes()
+}
+
+// Screen is the redraw followed by the tail: the screen as it stands once
+// the emulator has taken everything it was fed. A snapshot does not make
+// the emulator catch up, so its Redraw alone can be behind the output
+// already delivered.
+func (s Snapshot) Screen() []byte {
+	b := append([]byte(nil), s.Redraw...)
+	for _, t := range s.Tail {
+		b = append(b, t.Data...)
+	}
+	return b
 }
 
 // MaxLag is how far, in bytes, the emulator may fall behind the output
