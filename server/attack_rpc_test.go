@@ -66,21 +66,24 @@ func answerOf(t *testing.T, body string) rpcAnswer {
 // were read differently by the two parsers. Each is refused with a JSON-RPC error saying what
 // is wrong and what to send, and ids a client can match come back exactly as sent.
 func TestRequestIDsAClientCouldNotMatchAreRefused(t *testing.T) {
+	const idCap = 1024 // the longest string id taken, as JSON (the server's maxIDBytes)
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
 	const list = `"method":"tools/call","params":{"name":"listTasks","arguments":{}}`
 	for id, want := range map[string]string{
-		`1.5`:                      "fraction or an exponent",
-		`1e3`:                      "fraction or an exponent",
-		`-0.0`:                     "fraction or an exponent",
-		`9007199254740993`:         "integer this large",
-		`-9007199254740992`:        "integer this large",
-		`123456789012345678901234`: "integer this large",
-		`null`:                     "does not allow a null id",
-		`true`:                     "not true",
-		`{"a":1}`:                  "not an object",
-		`[1]`:                      "not an array",
-		`"tea\ud800"`:              "half of a UTF-16 surrogate pair",
-		"\"tea\xff\"":              "not UTF-8",
+		`1.5`:                                    "fraction or an exponent",
+		`1e3`:                                    "fraction or an exponent",
+		`-0.0`:                                   "fraction or an exponent",
+		`9007199254740993`:                       "integer this large",
+		`-9007199254740992`:                      "integer this large",
+		`123456789012345678901234`:               "integer this large",
+		`null`:                                   "does not allow a null id",
+		`true`:                                   "not true",
+		`{"a":1}`:                                "not an object",
+		`[1]`:                                    "not an array",
+		`"tea\ud800"`:                            "half of a UTF-16 surrogate pair",
+		"\"tea\xff\"":                            "not UTF-8",
+		`"` + strings.Repeat("a", idCap-1) + `"`: "bytes long as JSON",
+		`"` + strings.Repeat(`\n`, idCap/2) + `"`: "at most 1024 bytes",
 	} {
 		st, body := postAs(t, w, "2025-06-18", `{"jsonrpc":"2.0","id":`+id+`,`+list+`}`)
 		a := answerOf(t, body)
@@ -103,7 +106,7 @@ func TestRequestIDsAClientCouldNotMatchAreRefused(t *testing.T) {
 			t.Errorf("%s: %d %s", body, st, out)
 		}
 	}
-	for _, id := range []string{`7`, `-3`, `0`, `9007199254740991`, `-9007199254740991`, `"call-7"`, `"tea \u00e9"`} {
+	for _, id := range []string{`7`, `-3`, `0`, `9007199254740991`, `-9007199254740991`, `"call-7"`, `"tea \u00e9"`, `"` + strings.Repeat("a", idCap-2) + `"`} {
 		st, body := postAs(t, w, "2025-06-18", `{"jsonrpc":"2.0","id":`+id+`,`+list+`}`)
 		a := answerOf(t, body)
 		want := id

@@ -32,6 +32,13 @@ import (
 // (a JavaScript number, the SDK's float64).
 const maxSafeID = 1<<53 - 1
 
+// maxIDBytes bounds a string id (as JSON, quotes and escapes included). An
+// id is held while its request runs, sent back with its answer and every
+// progress notification, and kept with a resumable stream's events, so an
+// id of megabytes would be copied that often; real clients send integers
+// or ids of a few dozen characters.
+const maxIDBytes = 1024
+
 // envelopeMembers are the members of a JSON-RPC message.
 var envelopeMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
@@ -241,6 +248,9 @@ func canonicalID(raw json.RawMessage) (json.RawMessage, string) {
 			return nil, "it holds bytes that are not UTF-8 text, or half of a UTF-16 surrogate pair; the answer would carry another string (U+FFFD in their place), which your client could not match." + send
 		}
 		canon, _ := json.Marshal(s)
+		if len(canon) > maxIDBytes {
+			return nil, fmt.Sprintf("it is %d bytes long as JSON; this server takes string ids of at most %d bytes (an id is kept while its request runs and sent back with every answer).", len(canon), maxIDBytes) + send
+		}
 		return canon, ""
 	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
 		if !plainInteger.Match(raw) {
