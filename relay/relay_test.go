@@ -479,7 +479,7 @@ func TestEveryByteBeforeExit(t *testing.T) {
 			st.Offset, st.Snapshots, st.OutputBytes, snap.End())
 	}
 	got, _ := v.Screen()
-	if daemon := snap.Screen(); !bytes.Equal(normal(80, 24, got.Redraw), normal(80, 24, daemon)) || !bytes.Contains(normal(80, 24, daemon), []byte("BURST END")) {
+	if daemon := normal(80, 24, snap.Screen()); !bytes.Equal(normal(80, 24, got.Redraw), daemon) || !bytes.Contains(daemon, []byte("BURST END")) {
 		t.Fatalf("after exit the viewer's screen differs from the daemon's:\n%q\n%q", got.Redraw, daemon)
 	}
 	if len(st.Violations) > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -66,7 +67,7 @@ func answerOf(t *testing.T, body string) rpcAnswer {
 // were read differently by the two parsers. Each is refused with a JSON-RPC error saying what
 // is wrong and what to send, and ids a client can match come back exactly as sent.
 func TestRequestIDsAClientCouldNotMatchAreRefused(t *testing.T) {
-	const idCap = 1024 // the longest string id taken, as JSON (the server's maxIDBytes)
+	const idCap = server.MaxIDBytes
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
 	const list = `"method":"tools/call","params":{"name":"listTasks","arguments":{}}`
 	for id, want := range map[string]string{

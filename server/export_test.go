@@ -57,3 +57,6 @@ func SetHoldGoneWatch(f func()) (restore func()) {
 
 // MCPSessionCount is how many MCP sessions s holds.
 func MCPSessionCount(s *Server) int { return len(s.liveSessions()) }
+
+// MaxIDBytes is the longest string JSON-RPC id the server takes, as JSON.
+const MaxIDBytes = maxIDBytes

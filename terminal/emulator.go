@@ -33,22 +33,23 @@ type Snapshot struct {
 // scrollback, then the redraw, then the tail. After the history it scrolls
 // Rows-1 more lines so that every history line leaves the visible screen.
 func (s Snapshot) Attach() []byte {
-	var b bytes.Buffer
+	var b []byte
 	if len(s.History) > 0 {
-		b.WriteString("\x1b[?1049l\x1b[0m\x1b[H")
-		b.Write(s.History)
-		b.Write(bytes.Repeat([]byte("\r\n"), max(s.Rows-1, 0)))
+		b = append(b, "\x1b[?1049l\x1b[0m\x1b[H"...)
+		b = append(b, s.History...)
+		b = append(b, bytes.Repeat([]byte("\r\n"), max(s.Rows-1, 0))...)
 	}
-	b.Write(s.Screen())
-	return b.Bytes()
+	return s.appendScreen(b)
 }
 
 // Screen is the redraw followed by the tail: the screen as it stands once
 // the emulator has taken everything it was fed. A snapshot does not make
 // the emulator catch up, so its Redraw alone can be behind the output
 // already delivered.
-func (s Snapshot) Screen() []byte {
-	b := append([]byte(nil), s.Redraw...)
+func (s Snapshot) Screen() []byte { return s.appendScreen(nil) }
+
+func (s Snapshot) appendScreen(b []byte) []byte {
+	b = append(b, s.Redraw...)
 	for _, t := range s.Tail {
 		b = append(b, t.Data...)
 	}
