@@ -156,8 +156,15 @@ func (b *ExtensionBrowser) EnableDetection(t testing.TB) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("detection"))); err != nil {
 		t.Fatalf("click the detection switch: %v", err)
 	}
-	var on bool
-	b.waitJS(t, ctx, 10*time.Second, `document.getElementById('detection').dataset.state === 'on'`, &on)
+	// The switch shows on, or its note says why not (a refused permission, the worker's error).
+	var got struct{ State, Note string }
+	b.waitJS(t, ctx, 10*time.Second, `(() => {
+		const state = document.getElementById('detection').dataset.state, note = document.getElementById('detection-note').textContent;
+		return (state === 'on' || note !== '') && { state, note };
+	})()`, &got)
+	if got.State != "on" {
+		t.Fatalf("detection did not turn on: %q", got.Note)
+	}
 }
 
 // SetServer saves the server address on the options page as a person does: the host permission

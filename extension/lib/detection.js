@@ -71,8 +71,19 @@ async function ours() {
   return chrome.scripting.getRegisteredContentScripts({ ids: IDS });
 }
 
-// reconcile makes the registration match the flag and the permission.
-export async function reconcile() {
+// reconcile makes the registration match the flag and the permission. Reconciles run one at a
+// time: the worker's start, a permission event and the switch each ask for one, often together
+// (granting the permission fires onAdded while the switch's own turnOn runs), and two that both
+// read "nothing registered" would both register — the second failing with Chrome's "Duplicate
+// script ID", which the switch showed as an error and left detection off.
+let running = Promise.resolve();
+export function reconcile() {
+  const next = running.then(reconcileNow, reconcileNow);
+  running = next;
+  return next;
+}
+
+async function reconcileNow() {
   const [{ [FLAG]: wanted = false }, permitted, registered] = await Promise.all([
     chrome.storage.local.get(FLAG),
     chrome.permissions.contains({ origins: [ALL_URLS] }),
