@@ -31,7 +31,7 @@ func newWorld(t *testing.T, db *store.DB, window time.Duration) *world {
 	u, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
 	o, _ := db.CreateUser(ctx, "b@example.com", "B", "hash")
 	w, _ := db.CreateWorkspace(ctx, u.ID, "W")
-	task, _ := db.CreateTask(ctx, w.ID, "T", u.ID)
+	task, _ := db.CreateTask(ctx, store.NewTask{WorkspaceID: w.ID, Title: "T", CreatedBy: u.ID})
 	done, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	wd := &world{db: db, owner: u.ID, other: o.ID, ws: w.ID, task: task.ID, events: make(chan approvals.Event, 100), done: done}
@@ -105,7 +105,7 @@ func TestReadOnlyRunsAndWritesNeedATask(t *testing.T) {
 			t.Fatalf("write without task: %v", err)
 		}
 		other, _ := db.CreateWorkspace(ctx, w.owner, "Other")
-		foreign, _ := db.CreateTask(ctx, other.ID, "F", w.owner)
+		foreign, _ := db.CreateTask(ctx, store.NewTask{WorkspaceID: other.ID, Title: "F", CreatedBy: w.owner})
 		c.TaskID = foreign.ID
 		if _, err := w.gate.Decide(ctx, c); !errors.Is(err, approvals.ErrNoSuchTask) {
 			t.Fatalf("write with another workspace's task: %v", err)

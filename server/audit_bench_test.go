@@ -34,7 +34,7 @@ func bigAuditLog(tb testing.TB, env *servertest.Env, rows, tasks int) (*serverte
 	alice.MustJSON("GET", "/api/auth/me", nil, 200, &me)
 	taskIDs := make([]string, tasks)
 	for i := range taskIDs {
-		t, err := env.DB.CreateTask(ctx, ws, fmt.Sprintf("Task %d", i), me.User.ID)
+		t, err := env.DB.CreateTask(ctx, store.NewTask{WorkspaceID: ws, Title: fmt.Sprintf("Task %d", i), CreatedBy: me.User.ID})
 		if err != nil {
 			tb.Fatal(err)
 		}

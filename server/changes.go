@@ -48,23 +48,14 @@ func (s *Server) createAgentToken(ctx context.Context, uid, workspaceID, name st
 }
 
 // createTask creates a task in a workspace of owner's, by createdBy (the
-// person, or "agent:<token id>"), with status when one is given.
+// person, or "agent:<token id>"), with status when one is given. An open one
+// is counted against the cap in the same transaction that writes it, so
+// instances sharing the database cannot together let more through.
 func (s *Server) createTask(ctx context.Context, owner, workspaceID, title, status, createdBy string) (*store.Task, error) {
-	s.taskMu.Lock()
-	defer s.taskMu.Unlock()
-	if status == "" || store.TaskOpen(status) {
-		if err := s.roomForOpenTask(ctx, workspaceID); err != nil {
-			return nil, err
-		}
-	}
-	t, err := s.opts.DB.CreateTask(ctx, workspaceID, title, createdBy)
+	t, err := s.opts.DB.CreateTask(ctx, store.NewTask{WorkspaceID: workspaceID, Title: title, Status: status,
+		CreatedBy: createdBy, OpenMax: s.opts.TasksOpenMax})
 	if err != nil {
-		return nil, err
-	}
-	if status != "" && status != t.Status {
-		if t, err = s.opts.DB.UpdateTask(ctx, workspaceID, t.ID, "", status); err != nil {
-			return nil, err
-		}
+		return nil, openTaskRefusal(err)
 	}
 	s.publish(owner, evTaskCreated, fiber.Map{"task": t})
 	return t, nil
@@ -75,29 +66,22 @@ func (s *Server) createTask(ctx context.Context, owner, workspaceID, title, stat
 var errTaskStaysRejected = errors.New("this task is rejected, and only the person can reopen it: do not go on with that work; ask the person what they want, or open a new task with createTask for different work")
 
 // updateTask changes a task's title and/or status (blank keeps either), by
-// the person or (byAgent) by an agent. A status change reads the task once,
-// under taskMu: reopening a finished task opens one more (the cap), and an
-// agent cannot reopen a rejected one.
+// the person or (byAgent) by an agent. A status change reads the task and
+// writes it in one transaction of the store's: reopening a finished task
+// opens one more (the cap), and an agent cannot reopen a rejected one.
 func (s *Server) updateTask(ctx context.Context, owner, workspaceID, id, title, status string, byAgent bool) (*store.Task, error) {
-	if status != "" {
-		s.taskMu.Lock()
-		defer s.taskMu.Unlock()
-		cur, err := s.opts.DB.WorkspaceTask(ctx, workspaceID, id)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case byAgent && cur.Status == "rejected" && status != "rejected":
-			return nil, errTaskStaysRejected
-		case store.TaskOpen(status) && !store.TaskOpen(cur.Status):
-			if err := s.roomForOpenTask(ctx, workspaceID); err != nil {
-				return nil, err
+	change := store.TaskChange{Title: title, Status: status, OpenMax: s.opts.TasksOpenMax}
+	if byAgent {
+		change.Allow = func(from string) error {
+			if from == "rejected" && status != "rejected" {
+				return errTaskStaysRejected
 			}
+			return nil
 		}
 	}
-	t, err := s.opts.DB.UpdateTask(ctx, workspaceID, id, title, status)
+	t, err := s.opts.DB.UpdateTask(ctx, workspaceID, id, change)
 	if err != nil {
-		return nil, err
+		return nil, openTaskRefusal(err)
 	}
 	if status != "" && !store.TaskOpen(status) {
 		// a finished task asks nothing more: what waits in it is withdrawn

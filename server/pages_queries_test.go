@@ -28,7 +28,7 @@ func TestPagesNameTasksInBoundedQueries(t *testing.T) {
 		// and a grant given answering another request.
 		grow := func(n int) {
 			for range n {
-				task, err := env.DB.CreateTask(ctx, id.workspace, fmt.Sprintf("Errand %d", made), uid)
+				task, err := env.DB.CreateTask(ctx, store.NewTask{WorkspaceID: id.workspace, Title: fmt.Sprintf("Errand %d", made), CreatedBy: uid})
 				if err != nil {
 					t.Fatal(err)
 				}

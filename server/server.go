@@ -179,10 +179,6 @@ type Server struct {
 	// wg counts goroutines the server started and must wait for on close.
 	wg sync.WaitGroup
 
-	// taskMu makes counting a workspace's open tasks and opening one a
-	// single step (the open-task cap; tasks.go).
-	taskMu sync.Mutex
-
 	// rotations collapses concurrent refreshes of one refresh token.
 	rotations singleflight.Group
 	// recent maps a just-rotated refresh token to its rotation (see rotationGrace).

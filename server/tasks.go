@@ -1,7 +1,7 @@
 package server
 
 import (
-	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -25,19 +25,15 @@ const (
 	tasksPageMax     = 500
 )
 
-// roomForOpenTask refuses one more open task in a workspace at its cap.
-// The caller holds taskMu, so a burst of creates cannot race past it on this
-// instance.
-func (s *Server) roomForOpenTask(ctx context.Context, workspaceID string) error {
-	n, err := s.opts.DB.OpenTasks(ctx, workspaceID)
-	if err != nil {
+// openTaskRefusal turns the store's refusal at the open-task cap into the
+// answer the person and agents read; any other error is returned as it is.
+func openTaskRefusal(err error) error {
+	var full *store.TooManyOpenTasksError
+	if !errors.As(err, &full) {
 		return err
 	}
-	if n >= int64(s.opts.TasksOpenMax) {
-		return errorf(http.StatusConflict, codeTooManyOpenTasks,
-			"This workspace has %d open tasks, the most it may have. Reuse an open task (listTasks) or set finished ones to completed or rejected (updateTask) first.", n)
-	}
-	return nil
+	return errorf(http.StatusConflict, codeTooManyOpenTasks,
+		"This workspace has %d open tasks, the most it may have. Reuse an open task (listTasks) or set finished ones to completed or rejected (updateTask) first.", full.Open)
 }
 
 // taskPage reads up to n tasks older than before through list, and the

@@ -10,6 +10,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,6 +74,9 @@ type DB struct {
 	auditSize ttlValue[int64]
 	hooks     *cacheHooks // the caches' signal hooks; static
 	url       string      // the PostgreSQL URL; static
+	// direct is the pool without gorm's prepared-statement cache, for
+	// transactions (txDirect); static.
+	direct *gorm.DB
 
 	audit *auditWriter // group commits of the audit log; static after Open
 	// instance is the server instance whose calls this pool begins, recorded
@@ -122,7 +126,7 @@ func connect(opts Options) (*DB, error) {
 		sqlDB.SetMaxOpenConns(PostgresMaxConns)
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		db := newDB(g, true, opts.DatabaseURL)
+		db := newDB(g, sqlDB, true, opts.DatabaseURL)
 		newAuditWriter(db, sqlDB)
 		return db, nil
 	}
@@ -132,8 +136,10 @@ func connect(opts Options) (*DB, error) {
 	return openSQLite(opts.DataDir, cfg)
 }
 
-func newDB(g *gorm.DB, pg bool, url string) *DB {
+func newDB(g *gorm.DB, sqlDB *sql.DB, pg bool, url string) *DB {
 	db := &DB{DB: g, Postgres: pg, url: url, hooks: &cacheHooks{}}
+	db.direct = g.Session(&gorm.Session{NewDB: true, Context: context.Background()})
+	db.direct.Statement.ConnPool = sqlDB
 	db.agents = ttlCache[AgentIdentity]{name: CacheAgents, hooks: db.hooks}
 	db.sites = ttlCache[[]SharedSite]{name: CacheSites, hooks: db.hooks}
 	db.oauth = ttlCache[OAuthAccess]{name: CacheOAuth, hooks: db.hooks}
@@ -160,7 +166,7 @@ func openSQLite(dir string, cfg *gorm.Config) (*DB, error) {
 	// One connection: SQLite has one writer anyway, and a single connection
 	// turns every would-be SQLITE_BUSY into an orderly wait in database/sql.
 	sqlDB.SetMaxOpenConns(1)
-	db := newDB(g, false, "")
+	db := newDB(g, sqlDB, false, "")
 	newAuditWriter(db, sqlDB)
 	return db, nil
 }
@@ -198,6 +204,16 @@ func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
 		log.Info("migration applied", "version", r.Source.Version, "file", file, "took", r.Duration)
 	}
 	return nil
+}
+
+// txDirect runs fn in a transaction on the pool itself, past gorm's
+// prepared-statement cache: a statement another goroutine is preparing on
+// the pool is cached before it is ready, and on SQLite's one connection that
+// preparation waits for this transaction's connection while the transaction
+// waits for the statement (the audit writer bypasses the cache for the same
+// reason). fn must use only tx.
+func (db *DB) txDirect(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return db.direct.WithContext(ctx).Transaction(fn)
 }
 
 // Ping reports whether the database answers.

@@ -154,7 +154,7 @@ func TestScopedQueriesHideOtherOwners(t *testing.T) {
 		a, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
 		b, _ := db.CreateUser(ctx, "b@example.com", "B", "hash")
 		w, _ := db.CreateWorkspace(ctx, a.ID, "A's")
-		task, _ := db.CreateTask(ctx, w.ID, "t", a.ID)
+		task, _ := db.CreateTask(ctx, store.NewTask{WorkspaceID: w.ID, Title: "t", CreatedBy: a.ID})
 		tok, _, _ := db.CreateAgentToken(ctx, a.ID, w.ID, "laptop")
 		if _, err := db.Workspace(ctx, b.ID, w.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("B reads A's workspace: %v", err)

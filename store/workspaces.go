@@ -171,13 +171,6 @@ func (db *DB) WorkspaceTasks(ctx context.Context, workspaceID, before string, li
 	return out, err
 }
 
-// OpenTasks counts a workspace's tasks still being worked on (TaskOpen).
-func (db *DB) OpenTasks(ctx context.Context, workspaceID string) (int64, error) {
-	var n int64
-	err := db.WithContext(ctx).Model(&Task{}).Where("workspace_id = ? AND status IN ?", workspaceID, openTaskStatuses).Count(&n).Error
-	return n, err
-}
-
 // Task finds a task in one of a person's workspaces.
 func (db *DB) Task(ctx context.Context, ownerID, id string) (*Task, error) {
 	var t Task
@@ -198,31 +191,142 @@ func (db *DB) WorkspaceTask(ctx context.Context, workspaceID, id string) (*Task,
 	return &t, nil
 }
 
-// CreateTask adds a task to a workspace; createdBy records who (a user id or
-// "agent:<token id>").
-func (db *DB) CreateTask(ctx context.Context, workspaceID, title, createdBy string) (*Task, error) {
+// TooManyOpenTasksError refuses a task that would open one more in a
+// workspace already at its cap (NewTask.OpenMax, TaskChange.OpenMax).
+type TooManyOpenTasksError struct {
+	Open int64 // the workspace's open tasks when the change was refused
+}
+
+func (e *TooManyOpenTasksError) Error() string {
+	return fmt.Sprintf("store: the workspace already has %d open tasks", e.Open)
+}
+
+// NewTask is a task CreateTask adds.
+type NewTask struct {
+	WorkspaceID string
+	Title       string
+	Status      string // "" is notstarted
+	CreatedBy   string // a user id or "agent:<token id>"
+	// OpenMax refuses an open task (TooManyOpenTasksError) while the
+	// workspace has this many open; 0 is no cap.
+	OpenMax int
+}
+
+// CreateTask adds a task to a workspace. An open one under a cap is counted
+// and written in one transaction that holds the workspace (inWorkspace), so
+// the cap holds however many server instances create at once.
+func (db *DB) CreateTask(ctx context.Context, n NewTask) (*Task, error) {
+	status := n.Status
+	if status == "" {
+		status = "notstarted"
+	}
 	now := Now()
-	t := &Task{ID: NewID(), WorkspaceID: workspaceID, Title: title, Status: "notstarted", CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
-	if err := db.WithContext(ctx).Create(t).Error; err != nil {
+	t := &Task{ID: NewID(), WorkspaceID: n.WorkspaceID, Title: n.Title, Status: status, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now}
+	if n.OpenMax == 0 || !TaskOpen(status) {
+		if err := db.WithContext(ctx).Create(t).Error; err != nil {
+			return nil, fmt.Errorf("create task: %w", err)
+		}
+		return t, nil
+	}
+	err := db.inWorkspace(ctx, n.WorkspaceID, func(tx *gorm.DB) error {
+		if err := roomForOpenTask(tx, n.WorkspaceID, n.OpenMax); err != nil {
+			return err
+		}
+		return tx.Create(t).Error
+	})
+	if err != nil {
 		return nil, fmt.Errorf("create task: %w", err)
 	}
 	return t, nil
 }
 
-// UpdateTask changes a task's title and/or status; empty values are left alone.
-func (db *DB) UpdateTask(ctx context.Context, workspaceID, id, title, status string) (*Task, error) {
+// TaskChange is what UpdateTask changes; an empty title or status is left
+// alone.
+type TaskChange struct {
+	Title  string
+	Status string
+	// OpenMax refuses reopening a finished task (TooManyOpenTasksError)
+	// while the workspace has this many open; 0 is no cap.
+	OpenMax int
+	// Allow, when set, is given the task's status before a status change,
+	// inside the change's transaction, and refuses the change by returning
+	// an error, which UpdateTask returns as it is. It must not use the
+	// database (on SQLite the transaction holds the only connection).
+	Allow func(from string) error
+}
+
+// UpdateTask changes a task of a workspace. A status change reads the task,
+// checks it and writes it in one transaction that holds the workspace
+// (inWorkspace): reopening a finished task opens one more under the cap, and
+// Allow judges the status no other change can move meanwhile.
+func (db *DB) UpdateTask(ctx context.Context, workspaceID, id string, c TaskChange) (*Task, error) {
 	set := map[string]any{"updated_at": Now()}
-	if title != "" {
-		set["title"] = title
+	if c.Title != "" {
+		set["title"] = c.Title
 	}
-	if status != "" {
-		set["status"] = status
+	if c.Status == "" {
+		res := db.WithContext(ctx).Model(&Task{}).Where("id = ? AND workspace_id = ?", id, workspaceID).Updates(set)
+		if err := affectedOne(res); err != nil {
+			return nil, err
+		}
+		return db.WorkspaceTask(ctx, workspaceID, id)
 	}
-	res := db.WithContext(ctx).Model(&Task{}).Where("id = ? AND workspace_id = ?", id, workspaceID).Updates(set)
-	if err := affectedOne(res); err != nil {
+	set["status"] = c.Status
+	var t Task
+	err := db.inWorkspace(ctx, workspaceID, func(tx *gorm.DB) error {
+		if err := tx.Where("id = ? AND workspace_id = ?", id, workspaceID).Take(&t).Error; err != nil {
+			return notFound(err)
+		}
+		if c.Allow != nil {
+			if err := c.Allow(t.Status); err != nil {
+				return err
+			}
+		}
+		if c.OpenMax != 0 && TaskOpen(c.Status) && !TaskOpen(t.Status) {
+			if err := roomForOpenTask(tx, workspaceID, c.OpenMax); err != nil {
+				return err
+			}
+		}
+		if err := tx.Model(&Task{}).Where("id = ? AND workspace_id = ?", id, workspaceID).Updates(set).Error; err != nil {
+			return err
+		}
+		return tx.Where("id = ? AND workspace_id = ?", id, workspaceID).Take(&t).Error
+	})
+	if err != nil {
 		return nil, err
 	}
-	return db.WorkspaceTask(ctx, workspaceID, id)
+	return &t, nil
+}
+
+// inWorkspace runs fn in a transaction that first takes the workspace's
+// write lock, so the changes to one workspace's open tasks run one at a time
+// on every instance sharing the database. The lock is a write that changes
+// nothing: on PostgreSQL it locks the workspace's row until the end of the
+// transaction; on SQLite it takes the database's write lock at once, so no
+// transaction reads first and then fails to upgrade. ErrNotFound when the
+// workspace does not exist.
+func (db *DB) inWorkspace(ctx context.Context, workspaceID string, fn func(tx *gorm.DB) error) error {
+	return db.txDirect(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE workspaces SET updated_at = updated_at WHERE id = ?", workspaceID)
+		if err := affectedOne(res); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// roomForOpenTask refuses one more open task in a workspace with openMax
+// open; tx holds the workspace (inWorkspace).
+func roomForOpenTask(tx *gorm.DB, workspaceID string, openMax int) error {
+	var n int64
+	err := tx.Model(&Task{}).Where("workspace_id = ? AND status IN ?", workspaceID, openTaskStatuses).Count(&n).Error
+	if err != nil {
+		return err
+	}
+	if n >= int64(openMax) {
+		return &TooManyOpenTasksError{Open: n}
+	}
+	return nil
 }
 
 func affectedOne(res *gorm.DB) error {
