@@ -353,9 +353,6 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 	}
 	db := g.opts.DB.WithContext(context.WithoutCancel(ctx))
 	for range 3 { // an identical request may settle between our insert and our join
-		if err := g.admit(ctx, call.WorkspaceID, len(pretty)); err != nil {
-			return nil, "", Request{}, err
-		}
 		now := store.Now()
 		req := Request{
 			ID: store.NewID(), UserID: call.OwnerID, WorkspaceID: call.WorkspaceID, TaskID: call.TaskID,
@@ -364,10 +361,18 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 			InstanceID: g.opts.InstanceID, CollapseKey: &dbKey, TokenID: call.TokenID,
 		}
 		// Inserted under the lock so two identical calls here never open two
-		// requests; the unique index does the same across instances.
-		err := db.Create(&req).Error
+		// requests; the unique index does the same across instances. The
+		// workspace's limits are counted in the insert's transaction (open),
+		// which the caller's cancelling does not cut short: a row committed
+		// for a caller told it failed would wait, tracked by no instance,
+		// for the overdue sweep, counting against the limits meanwhile.
+		err := g.open(context.WithoutCancel(ctx), &req, len(pretty))
 		if err == nil {
 			return g.track(req, key, 1), "approval.created", req, nil
+		}
+		var limit *LimitError
+		if errors.As(err, &limit) {
+			return nil, "", Request{}, err
 		}
 		if !errors.Is(err, gorm.ErrDuplicatedKey) {
 			return nil, "", Request{}, fmt.Errorf("open approval request: %w", err)

@@ -3,6 +3,8 @@ package approvals
 import (
 	"context"
 	"fmt"
+
+	"gorm.io/gorm"
 )
 
 // Limits on the requests one workspace (one agent's tokens) may have waiting
@@ -28,14 +30,16 @@ func (e *LimitError) Error() string { return "approvals: " + e.Message }
 
 // admit checks that a new request of size bytes of arguments fits its
 // workspace's limits, counted over the pending requests of every instance.
-// Two instances admitting at the same moment may each see the other's
-// request missing: the limit can be passed by one request per instance.
-func (g *Gate) admit(ctx context.Context, workspaceID string, size int) error {
+// tx holds the workspace (store.DB.InWorkspace, in open) and inserts the
+// request after it: the count and the insert of one workspace run one at a
+// time on every instance sharing the database, so no burst, on one instance
+// or spread over several, passes the limits.
+func (g *Gate) admit(tx *gorm.DB, workspaceID string, size int) error {
 	var agg struct {
 		Count int
 		Bytes int
 	}
-	err := g.opts.DB.WithContext(ctx).Model(&Request{}).Select("COUNT(*) AS count, COALESCE(SUM(LENGTH(arguments)), 0) AS bytes").
+	err := tx.Model(&Request{}).Select("COUNT(*) AS count, COALESCE(SUM(LENGTH(arguments)), 0) AS bytes").
 		Where("workspace_id = ? AND status = ?", workspaceID, StatusPending).Scan(&agg).Error
 	if err != nil {
 		return fmt.Errorf("count pending requests: %w", err)
@@ -55,6 +59,19 @@ func (g *Gate) admit(ctx context.Context, workspaceID string, size int) error {
 			sizeText(bytes), sizeText(size), sizeText(g.opts.MaxPendingBytes))}
 	}
 	return nil
+}
+
+// open inserts req, a new pending request, if its workspace's limits admit
+// arguments of size bytes more: counted and inserted in one transaction that
+// holds the workspace. It returns admit's *LimitError as it is, and
+// gorm.ErrDuplicatedKey when an identical request is pending already.
+func (g *Gate) open(ctx context.Context, req *Request, size int) error {
+	return g.opts.DB.InWorkspace(ctx, req.WorkspaceID, func(tx *gorm.DB) error {
+		if err := g.admit(tx, req.WorkspaceID, size); err != nil {
+			return err
+		}
+		return tx.Create(req).Error
+	})
 }
 
 // sizeText is a byte count as a person reads it.

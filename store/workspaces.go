@@ -213,7 +213,7 @@ type NewTask struct {
 }
 
 // CreateTask adds a task to a workspace. An open one under a cap is counted
-// and written in one transaction that holds the workspace (inWorkspace), so
+// and written in one transaction that holds the workspace (InWorkspace), so
 // the cap holds however many server instances create at once.
 func (db *DB) CreateTask(ctx context.Context, n NewTask) (*Task, error) {
 	status := n.Status
@@ -228,7 +228,7 @@ func (db *DB) CreateTask(ctx context.Context, n NewTask) (*Task, error) {
 		}
 		return t, nil
 	}
-	err := db.inWorkspace(ctx, n.WorkspaceID, func(tx *gorm.DB) error {
+	err := db.InWorkspace(ctx, n.WorkspaceID, func(tx *gorm.DB) error {
 		if err := roomForOpenTask(tx, n.WorkspaceID, n.OpenMax); err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ type TaskChange struct {
 
 // UpdateTask changes a task of a workspace. A status change reads the task,
 // checks it and writes it in one transaction that holds the workspace
-// (inWorkspace): reopening a finished task opens one more under the cap, and
+// (InWorkspace): reopening a finished task opens one more under the cap, and
 // Allow judges the status no other change can move meanwhile.
 func (db *DB) UpdateTask(ctx context.Context, workspaceID, id string, c TaskChange) (*Task, error) {
 	set := map[string]any{"updated_at": Now()}
@@ -273,7 +273,7 @@ func (db *DB) UpdateTask(ctx context.Context, workspaceID, id string, c TaskChan
 	}
 	set["status"] = c.Status
 	var t Task
-	err := db.inWorkspace(ctx, workspaceID, func(tx *gorm.DB) error {
+	err := db.InWorkspace(ctx, workspaceID, func(tx *gorm.DB) error {
 		if err := tx.Where("id = ? AND workspace_id = ?", id, workspaceID).Take(&t).Error; err != nil {
 			return notFound(err)
 		}
@@ -298,14 +298,16 @@ func (db *DB) UpdateTask(ctx context.Context, workspaceID, id string, c TaskChan
 	return &t, nil
 }
 
-// inWorkspace runs fn in a transaction that first takes the workspace's
-// write lock, so the changes to one workspace's open tasks run one at a time
-// on every instance sharing the database. The lock is a write that changes
-// nothing: on PostgreSQL it locks the workspace's row until the end of the
-// transaction; on SQLite it takes the database's write lock at once, so no
-// transaction reads first and then fails to upgrade. ErrNotFound when the
-// workspace does not exist.
-func (db *DB) inWorkspace(ctx context.Context, workspaceID string, fn func(tx *gorm.DB) error) error {
+// InWorkspace runs fn in a transaction that first takes the workspace's
+// write lock, so a count of the workspace's rows and the write it allows
+// (its open tasks here; its pending approval requests in the approvals
+// package) run one at a time on every instance sharing the database, and a
+// cap counted in fn holds. The lock is a write that changes nothing: on
+// PostgreSQL it locks the workspace's row until the end of the transaction;
+// on SQLite it takes the database's write lock at once, so no transaction
+// reads first and then fails to upgrade. fn must use only tx (txDirect); fn's
+// error is returned as it is. ErrNotFound when the workspace does not exist.
+func (db *DB) InWorkspace(ctx context.Context, workspaceID string, fn func(tx *gorm.DB) error) error {
 	return db.txDirect(ctx, func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE workspaces SET updated_at = updated_at WHERE id = ?", workspaceID)
 		if err := affectedOne(res); err != nil {
@@ -316,7 +318,7 @@ func (db *DB) inWorkspace(ctx context.Context, workspaceID string, fn func(tx *g
 }
 
 // roomForOpenTask refuses one more open task in a workspace with openMax
-// open; tx holds the workspace (inWorkspace).
+// open; tx holds the workspace (InWorkspace).
 func roomForOpenTask(tx *gorm.DB, workspaceID string, openMax int) error {
 	var n int64
 	err := tx.Model(&Task{}).Where("workspace_id = ? AND status IN ?", workspaceID, openTaskStatuses).Count(&n).Error

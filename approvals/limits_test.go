@@ -1,0 +1,134 @@
+package approvals_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/approvals"
+	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/store"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+// Pending-cap races run capRounds bursts, each through capInstances fresh
+// handles on one database with a gate on each, as that many server
+// instances sharing it (on SQLite, one file), capCalls calls on each. Fresh
+// handles still have their statements to prepare, which widens the window
+// between a count and its insert: without the workspace's lock the bursts
+// passed the cap on both databases.
+const (
+	capRounds    = 3
+	capInstances = 8
+	capCalls     = 2
+)
+
+// pendingRace races capInstances*capCalls calls with distinct arguments
+// (args(i), so none collapse) through gates with the limits of o, released
+// together, and reports how many opened a request and how many were refused
+// with a LimitError; the requests it opened are withdrawn before it returns.
+func pendingRace(t *testing.T, k storetest.Kind, o approvals.Options, args func(i int) string) (opened, refused int) {
+	t.Helper()
+	ctx := context.Background()
+	opts := storetest.Options(t, k)
+	setup, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	w := newWorld(t, setup, time.Minute)
+	var dbs []*store.DB
+	defer func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}()
+	var gates []*approvals.Gate
+	for i := range capInstances {
+		db, err := store.Open(ctx, opts)
+		if err != nil {
+			t.Fatalf("open instance %d: %v", i, err)
+		}
+		dbs = append(dbs, db)
+		o := o
+		o.DB, o.Window, o.InstanceID = db, time.Minute, fmt.Sprintf("i%d", i)
+		gates = append(gates, approvals.New(o))
+	}
+	n := capInstances * capCalls
+	outcomes := make(chan error, n) // nil: the call opened a request and waits on it
+	calls, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }() // the waiting calls leave, withdrawing their requests
+	start := make(chan struct{})
+	for i := range n {
+		gate, call := gates[i%capInstances], w.call("buy", args(i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			opened := false
+			sink := approvals.WithRequestSink(calls, func(string) { opened = true; outcomes <- nil })
+			if _, err := gate.Decide(sink, call); !opened {
+				outcomes <- err
+			}
+		}()
+	}
+	close(start)
+	for range n {
+		var limit *approvals.LimitError
+		switch err := testutil.RequireReceive(t, testutil.WaitShort, outcomes); {
+		case err == nil:
+			opened++
+		case errors.As(err, &limit):
+			refused++
+		default:
+			t.Errorf("a call at the cap: %v", err)
+		}
+	}
+	pending, err := w.gate.Pending(ctx, w.owner, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != opened {
+		t.Errorf("%d requests pending, %d calls told theirs opened", len(pending), opened)
+	}
+	return opened, refused
+}
+
+// The pending-request cap holds with calls arriving on several instances at
+// once: exactly the cap open requests, the rest are refused.
+func TestPendingCapHoldsAcrossInstances(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		const maxPending = 4
+		for round := range capRounds {
+			opened, refused := pendingRace(t, k, approvals.Options{MaxPending: maxPending},
+				func(i int) string { return fmt.Sprintf(`{"item":%d}`, i) })
+			if opened != maxPending || refused != capInstances*capCalls-maxPending {
+				t.Fatalf("burst %d: %d calls over %d instances at a cap of %d: %d opened, %d refused",
+					round+1, capInstances*capCalls, capInstances, maxPending, opened, refused)
+			}
+		}
+	})
+}
+
+// The cap on bytes of arguments waiting holds the same way: calls of equal
+// size, with room for three of them, open exactly three requests.
+func TestPendingBytesCapHoldsAcrossInstances(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		const fit = 3
+		pad := strings.Repeat("x", 200)
+		args := func(i int) string { return fmt.Sprintf(`{"item":"%04d%s"}`, i, pad) }
+		size := len("{\n  \"item\": \"0000" + pad + "\"\n}") // as the person reads it
+		for round := range capRounds {
+			opened, refused := pendingRace(t, k, approvals.Options{MaxPending: 100, MaxPendingBytes: fit*size + size/2}, args)
+			if opened != fit || refused != capInstances*capCalls-fit {
+				t.Fatalf("burst %d: %d calls of %d bytes over %d instances with room for %d: %d opened, %d refused",
+					round+1, capInstances*capCalls, size, capInstances, fit, opened, refused)
+			}
+		}
+	})
+}
