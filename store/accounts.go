@@ -40,7 +40,7 @@ func (db *DB) HasUsers(ctx context.Context) (bool, error) {
 func (db *DB) CreateOwner(ctx context.Context, email, name, passwordHash string) (*User, error) {
 	u := newUser(email, name, passwordHash)
 	u.IsOwner = true
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.txDirect(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&User{}).Count(&n).Error; err != nil {
 			return err
@@ -125,7 +125,7 @@ func (db *DB) DeleteInvitation(ctx context.Context, ownerID, id string) error {
 // transaction: the invitation is marked used only if the account is created.
 func (db *DB) AcceptInvitation(ctx context.Context, token, email, name, passwordHash string) (*User, error) {
 	u := newUser(email, name, passwordHash)
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.txDirect(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(u).Error; err != nil {
 			return notFound(err)
 		}
@@ -159,7 +159,7 @@ func (db *DB) IssueRefreshFor(ctx context.Context, userID, userAgent string, ttl
 	if len(userAgent) > maxUserAgent {
 		userAgent = strings.ToValidUTF8(userAgent[:maxUserAgent], "")
 	}
-	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = db.txDirect(ctx, func(tx *gorm.DB) error {
 		now := Now()
 		if err := tx.Create(&SignIn{ID: familyID, UserID: userID, UserAgent: userAgent, CreatedAt: now, LastUsedAt: now}).Error; err != nil {
 			return fmt.Errorf("record sign-in: %w", err)
@@ -217,7 +217,7 @@ func (db *DB) RotateRefreshWithin(ctx context.Context, token string, ttl time.Du
 		}
 		return "", rt.FamilyID, "", ErrTokenReused
 	}
-	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = db.txDirect(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&RefreshToken{}).Where("id = ? AND used_at IS NULL AND revoked_at IS NULL", rt.ID).Update("used_at", now)
 		if res.Error != nil {
 			return res.Error
@@ -343,7 +343,7 @@ func (db *DB) EndSignIn(ctx context.Context, userID, familyID string) error {
 // returning the families it ended so their sockets can be closed too.
 func (db *DB) SetPassword(ctx context.Context, userID, passwordHash, keep string) ([]string, error) {
 	var ended []string
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.txDirect(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ?", userID).Updates(map[string]any{"password_hash": passwordHash, "updated_at": Now()})
 		if res.Error != nil {
 			return res.Error

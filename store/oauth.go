@@ -143,7 +143,7 @@ func (db *DB) ExchangeOAuthCode(ctx context.Context, hash string, now time.Time,
 	}
 	g := &OAuthGrant{ID: NewID(), UserID: code.UserID, WorkspaceID: code.WorkspaceID, ClientID: code.ClientID,
 		ClientName: code.ClientName, ClientHost: code.ClientHost, Scope: code.Scope, Resource: code.Resource, CreatedAt: now}
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.txDirect(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(g).Error; err != nil {
 			return err
 		}
@@ -182,7 +182,7 @@ func (db *DB) RotateOAuthRefresh(ctx context.Context, hash, clientID string, now
 		return nil, ErrNotFound
 	}
 	var reused bool
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.txDirect(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&OAuthToken{}).Where("id = ? AND used_at IS NULL AND expires_at > ?", tok.ID, now).Update("used_at", now)
 		if res.Error != nil {
 			return res.Error
@@ -290,7 +290,7 @@ func (db *DB) RevokeOAuthGrantOfToken(ctx context.Context, hash, clientID string
 
 func (db *DB) revokeGrant(ctx context.Context, id string, now time.Time) error {
 	defer db.oauth.clear()
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.txDirect(ctx, func(tx *gorm.DB) error {
 		if err := tx.Model(&OAuthGrant{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
 			return err
 		}

@@ -207,11 +207,16 @@ func (db *DB) migrate(ctx context.Context, log *slog.Logger) error {
 }
 
 // txDirect runs fn in a transaction on the pool itself, past gorm's
-// prepared-statement cache: a statement another goroutine is preparing on
-// the pool is cached before it is ready, and on SQLite's one connection that
-// preparation waits for this transaction's connection while the transaction
-// waits for the statement (the audit writer bypasses the cache for the same
-// reason). fn must use only tx.
+// prepared-statement cache; every transaction of the store runs here. The
+// cache holds a statement another goroutine is preparing on the pool before
+// it is ready, and whoever asks for it waits holding the cache's read lock,
+// which stalls every new statement and then every reader. A transaction
+// through the cache asks it for each of its statements while holding its
+// connection: on SQLite's one connection the preparation waits for that
+// connection, and the transaction for the preparation
+// (TestTransactionsMeetStatementsBeingPrepared). The audit writer bypasses
+// the cache for the same reason. fn must use only tx: the store's own handle
+// would wait for the connection tx holds.
 func (db *DB) txDirect(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return db.direct.WithContext(ctx).Transaction(fn)
 }
