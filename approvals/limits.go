@@ -64,9 +64,19 @@ func (g *Gate) admit(tx *gorm.DB, workspaceID string, size int) error {
 // open inserts req, a new pending request, if its workspace's limits admit
 // arguments of size bytes more: counted and inserted in one transaction that
 // holds the workspace. It returns admit's *LimitError as it is, and
-// gorm.ErrDuplicatedKey when an identical request is pending already.
+// gorm.ErrDuplicatedKey when an identical request is pending already — looked
+// for before the limits, since a call that joins a request adds nothing to
+// them (at the cap, an identical call on another instance was refused instead
+// of joining the question already asked).
 func (g *Gate) open(ctx context.Context, req *Request, size int) error {
 	return g.opts.DB.InWorkspace(ctx, req.WorkspaceID, func(tx *gorm.DB) error {
+		var same int64
+		if err := tx.Model(&Request{}).Where("collapse_key = ? AND status = ?", req.CollapseKey, StatusPending).Limit(1).Count(&same).Error; err != nil {
+			return fmt.Errorf("look for an identical request: %w", err)
+		}
+		if same > 0 {
+			return gorm.ErrDuplicatedKey
+		}
 		if err := g.admit(tx, req.WorkspaceID, size); err != nil {
 			return err
 		}

@@ -132,3 +132,61 @@ func TestPendingBytesCapHoldsAcrossInstances(t *testing.T) {
 		}
 	})
 }
+
+// A call identical to a request already waiting joins it even when the
+// workspace is at its cap, on whichever instance it arrives: it asks nothing
+// new, so it adds nothing to the limits.
+func TestIdenticalCallAtTheCapJoinsOnAnotherInstance(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		ctx := context.Background()
+		opts := storetest.Options(t, k)
+		setup, err := store.Open(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer setup.Close()
+		w := newWorld(t, setup, time.Minute)
+		var gates []*approvals.Gate
+		for i := range 2 {
+			db, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			gates = append(gates, approvals.New(approvals.Options{DB: db, Window: time.Minute, InstanceID: fmt.Sprintf("i%d", i), MaxPending: 1}))
+		}
+		calls, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() { cancel(); wg.Wait() }()
+		waits := make(chan string, 2)
+		errs := make(chan error, 2)
+		ask := func(gate *approvals.Gate) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := gate.Decide(approvals.WithRequestSink(calls, func(id string) { waits <- id }), w.call("buy", `{"item":1}`))
+				errs <- err
+			}()
+		}
+		ask(gates[0])
+		first := testutil.RequireReceive(t, testutil.WaitShort, waits)
+		ask(gates[1])
+		select {
+		case second := <-waits:
+			if second != first {
+				t.Fatalf("the identical call waits on request %s, not on %s, the one already asked", second, first)
+			}
+		case err := <-errs:
+			t.Fatalf("the identical call on another instance at the cap: %v", err)
+		case <-time.After(testutil.WaitShort):
+			t.Fatal("the identical call on another instance neither joined nor failed")
+		}
+		pending, err := w.gate.Pending(ctx, w.owner, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) != 1 || pending[0].Waiters != 2 {
+			t.Fatalf("pending after the join: %+v, want one request with 2 calls waiting", pending)
+		}
+	})
+}
