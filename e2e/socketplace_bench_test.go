@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 	"github.com/fasthttp/websocket"
 )
 
@@ -66,12 +70,23 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 	socket = "ws://" + ln.Addr().String() + "/ws"
 
 	br := &ExtensionBrowser{ctx: startChromium(b, ChromiumOptions{Extension: repoPath(b, "e2e/socketplace"), NoWebMCP: true})}
+	// Each measured tab is brought to the front: a background tab's renderer is run at a lower
+	// priority, and the tab a person's call runs in may be either.
+	front := func(tab context.Context) {
+		if err := chromedp.Do(tab, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, page.BringToFront, cdp.Empty{})
+			return err
+		})); err != nil {
+			b.Fatalf("bring the tab to the front: %v", err)
+		}
+	}
 	var out struct {
 		ContentScriptSocketUs, PortUs, WorkerSocketUs float64
 		Error                                         string
 	}
 	read := func(page string) {
 		tab := br.Tab(b, page)
+		front(tab)
 		var raw string
 		br.waitJS(b, tab, 2*time.Minute, `document.documentElement.dataset.out`, &raw)
 		if err := json.Unmarshal([]byte(raw), &out); err != nil || out.Error != "" {
@@ -85,6 +100,7 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 	b.ResetTimer()
 	read(origin + "/")
 	tab := br.Tab(b, origin+"/")
+	front(tab)
 	var pageUs float64
 	br.eval(b, tab, `(async () => {
   const html = document.documentElement, n = Number(html.dataset.n), msg = html.dataset.msg;
