@@ -34,12 +34,7 @@ const (
 func pendingRace(t *testing.T, k storetest.Kind, o approvals.Options, args func(i int) string) (opened, refused int) {
 	t.Helper()
 	ctx := context.Background()
-	opts := storetest.Options(t, k)
-	setup, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer setup.Close()
+	setup, opts := storetest.Shared(t, k)
 	w := newWorld(t, setup, time.Minute)
 	var dbs []*store.DB
 	defer func() {
@@ -139,12 +134,7 @@ func TestPendingBytesCapHoldsAcrossInstances(t *testing.T) {
 func TestIdenticalCallAtTheCapJoinsOnAnotherInstance(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		ctx := context.Background()
-		opts := storetest.Options(t, k)
-		setup, err := store.Open(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer setup.Close()
+		setup, opts := storetest.Shared(t, k)
 		w := newWorld(t, setup, time.Minute)
 		var gates []*approvals.Gate
 		for i := range 2 {

@@ -211,12 +211,7 @@ func ordinaryReads(f txFixture) []func(ctx context.Context, db *store.DB) error 
 func TestTransactionsMeetStatementsBeingPrepared(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		ctx := context.Background()
-		opts := storetest.Options(t, k)
-		setup, err := store.Open(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer setup.Close()
+		setup, opts := storetest.Shared(t, k)
 		owner, err := setup.CreateOwner(ctx, "owner@example.com", "O", "hash")
 		if err != nil {
 			t.Fatal(err)

@@ -74,12 +74,7 @@ const (
 // setup is another handle, for arranging and checking.
 func eachBurst(t *testing.T, k storetest.Kind, burst func(setup *store.DB, dbs []*store.DB, w *store.Workspace, owner string)) {
 	ctx := context.Background()
-	opts := storetest.Options(t, k)
-	setup, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer setup.Close()
+	setup, opts := storetest.Shared(t, k)
 	u, err := setup.CreateOwner(ctx, "a@example.com", "A", "hash")
 	if err != nil {
 		t.Fatal(err)

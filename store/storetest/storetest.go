@@ -46,13 +46,22 @@ func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 // PostgreSQL dropped) when the test ends.
 func Open(t testing.TB, k Kind) *store.DB {
 	t.Helper()
+	db, _ := Shared(t, k)
+	return db
+}
+
+// Shared opens a fresh database of kind k, as Open does, and also returns its
+// options, for tests that open more handles on the same database with
+// store.Open — each standing for another server instance.
+func Shared(t testing.TB, k Kind) (*store.DB, store.Options) {
+	t.Helper()
 	opts := Options(t, k)
 	db, err := store.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", k, err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db
+	return db, opts
 }
 
 // Options returns store options for a fresh, empty database of the given kind
