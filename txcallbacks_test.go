@@ -5,8 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,31 +24,13 @@ import (
 // the connection (TaskChange.Allow), is beyond it.
 func TestTransactionCallbacksUseOnlyTheirTx(t *testing.T) {
 	callbacks := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata") && path != "." {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachSource(t, 0, func(_ string, fset *token.FileSet, f *ast.File) {
 		n, found := outerHandles(fset, f)
 		callbacks += n
 		for _, msg := range found {
 			t.Error(msg)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if callbacks < 12 { // 12 when written: the store's 11 and approvals' open
 		t.Fatalf("found only %d transaction callbacks: is the test running at the module root?", callbacks)
 	}
