@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -255,4 +256,41 @@ func exprText(e ast.Expr) string {
 		return "(" + exprText(x.X) + ")"
 	}
 	return "…"
+}
+
+// TestTransactionsGoPastTheStatementCache keeps every transaction of the
+// module on the store's txDirect: one begun through gorm's prepared-statement
+// cache can deadlock SQLite's one connection against a statement being
+// prepared (store/prepared_test.go shows how). A .Transaction(, .Begin( or
+// .BeginTx( call anywhere else fails here with where it is; the audit
+// writer's batches begin on its own *sql.DB, which has no such cache.
+func TestTransactionsGoPastTheStatementCache(t *testing.T) {
+	allowed := map[string]string{"store/store.go": "txDirect", "store/auditbatch.go": "run"}
+	begins := 0
+	eachSource(t, 0, func(path string, fset *token.FileSet, f *ast.File) {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || !slices.Contains([]string{"Transaction", "Begin", "BeginTx"}, sel.Sel.Name) {
+					return true
+				}
+				begins++
+				if allowed[filepath.ToSlash(path)] != fn.Name.Name {
+					t.Errorf("%s: %s begins a transaction with %s; use the store's txDirect (or InWorkspace), which goes past gorm's statement cache", fset.Position(call.Pos()), fn.Name.Name, sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	})
+	if begins < 2 { // txDirect's and the audit writer's
+		t.Fatalf("found only %d transactions begun: is the test running at the module root?", begins)
+	}
 }
