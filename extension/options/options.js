@@ -27,9 +27,12 @@ async function showStatus() {
   if (server) $('open-app').href = `${server}/`;
 }
 
-getSavedServer().then((s) => {
+// The page shows once it knows whether to greet (the welcome card sits above everything): a card
+// appearing after the first paint would push down the controls a person may be aiming at.
+getSavedServer().catch(() => '').then((s) => {
   input.value = s;
   $('welcome').hidden = !(welcome || !s);
+  document.body.hidden = false;
   if (!s) input.focus();
   showStatus();
 });

@@ -50,12 +50,18 @@ async function showSite() {
   $('reload').hidden = !d.reload;
 }
 
-// note shows a line under the strip; kind names a hint the strip takes back once it no longer
-// applies (an error stays until the next one).
-function note(text, kind = '') {
+// note shows a line under the strip: what went wrong (it stays until the next one, or until a
+// share or stop-sharing succeeds).
+function note(text) {
   $('share-note').textContent = text;
   $('share-note').hidden = text === '';
-  $('share-note').dataset.kind = kind;
+}
+
+// label says, inside the share box, what the strip knows about the site's sharing.
+function label(text) {
+  $('share-label').textContent = text;
+  $('share-label').title = text;
+  $('share-label').hidden = text === '';
 }
 
 // showSharing shows Share (with the person's workspaces) or Stop sharing for the tab's site. The
@@ -78,10 +84,13 @@ async function showSharing(server) {
   const { sites } = failure === null ? await sitesRes.json() : { sites: [] };
   const { workspaces } = failure === null ? await wsRes.json() : { workspaces: [] };
   if (generation !== sharingGeneration) return;
-  // From here on, no await: the strip changes in one step.
+  // From here on, no await: the strip changes in one step. What the strip learns is said inside
+  // the share box (shown only once its state is known), not in a line above the app: a line
+  // appearing there would push the framed app down under the person's pointer.
   $('share').disabled = true;
   $('unshare').hidden = true;
   $('workspace').hidden = true;
+  label('');
   if (failure !== null) {
     note(failure);
     box.dataset.state = 'error';
@@ -92,7 +101,7 @@ async function showSharing(server) {
     $('unshare').hidden = false;
     $('unshare').dataset.siteId = shared.id;
     $('share').hidden = true;
-    note(`Shared with ${shared.workspaceName}.`);
+    label(`Shared with ${shared.workspaceName}`);
     box.dataset.state = 'shared';
     return;
   }
@@ -102,11 +111,10 @@ async function showSharing(server) {
   select.replaceChildren(...workspaces.map((w) => new Option(w.name, w.id)));
   if (workspaces.some((w) => w.id === chosen)) select.value = chosen;
   if (workspaces.length === 0) {
-    note('Create a workspace below first, then share this site with it.', 'no-workspace');
+    label('Create a workspace below to share');
     box.dataset.state = 'no-workspace';
     return;
   }
-  if ($('share-note').dataset.kind === 'no-workspace') note('');
   select.hidden = false;
   $('share').disabled = false;
   box.dataset.state = 'unshared';
@@ -142,6 +150,7 @@ async function share() {
     $('share').disabled = false;
     return;
   }
+  note('');
   await ask('connect');
   await showSharing(server);
 }
@@ -170,7 +179,10 @@ function showSignedOut() {
 // failed shows what went wrong with a click or a refresh of the strip.
 function failed(e) {
   if (e instanceof SignedOutError) showSignedOut();
-  else note(e.message);
+  else {
+    note(e.message);
+    $('share-box').dataset.state ||= 'error';
+  }
 }
 
 async function showApp() {
@@ -187,7 +199,10 @@ async function showApp() {
     await authed(server, 'GET', '/api/auth/me');
   } catch (e) {
     if (e instanceof SignedOutError) showSignedOut();
-    else $('unreachable').hidden = false;
+    else {
+      $('unreachable').hidden = false;
+      $('share-box').dataset.state = 'unreachable';
+    }
     return;
   }
   $('app').src = `${server}/`;
