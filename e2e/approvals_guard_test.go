@@ -106,3 +106,78 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 		t.Fatalf("allowed at the first click, the call read %q", o.Text)
 	}
 }
+
+// TestAnAnswerAimedAtARequestThatLeftIsHeld: the person aims at the first request's Allow once;
+// just before the press its agent withdraws it, and the next request — another agent's, or the
+// same hostile agent's second ask — slides up under the pointer. In real Chromium the press lands
+// on that request's Allow once and does nothing: the card says it just moved, its answers count
+// once it has held its place a moment, and then a deliberate click answers it.
+func TestAnAnswerAimedAtARequestThatLeftIsHeld(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	ws := person.Workspace("Shopping")
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
+	caller := newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")
+	pendingIDs := func() []string {
+		var out struct {
+			Approvals []struct{ ID string } `json:"approvals"`
+		}
+		person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+		ids := make([]string, len(out.Approvals))
+		for i, a := range out.Approvals {
+			ids[i] = a.ID
+		}
+		return ids
+	}
+	_, withdrawFirst := caller.ask("pay", map[string]any{"amount": 5})
+	testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(pendingIDs()) == 1 }, "the first request is pending")
+	second, _ := caller.ask("pay", map[string]any{"amount": 500})
+	testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(pendingIDs()) == 2 }, "the second request is pending")
+	ids := pendingIDs()
+	first, next := ids[0], ids[1]
+
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	run(t, ctx, "the inbox with both requests, settled",
+		viewport(1280, 800, "light"),
+		chromedp.Navigate(env.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#inbox .request').length === 2`),
+	)
+	// The press is made in the page the moment the first card leaves (a person's hand is faster
+	// than a test's round trip to the browser), at the point where the first card's Allow once was.
+	run(t, ctx, "aim at the first request's Allow once", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const r = document.getElementById('ans-%s-once').getBoundingClientRect();
+		const x = r.left + r.width / 2, y = r.top + r.height / 2;
+		new MutationObserver((_, obs) => {
+			if (document.querySelector('[data-request=%q]')) return;
+			obs.disconnect();
+			const el = document.elementFromPoint(x, y);
+			const btn = el && el.closest('button');
+			if (btn) btn.click();
+			window.__press = { on: btn ? btn.id : '', held: !!document.querySelector('[data-request=%q] .held-note') };
+		}).observe(document.body, { childList: true, subtree: true });
+	})()`, first, first, next)))
+	withdrawFirst()
+	press := get(t, ctx, "the press", chromedp.Poll[struct {
+		On   string
+		Held bool
+	}](`window.__press`))
+	if press.On != "ans-"+next+"-once" {
+		t.Fatalf("the press landed on %q, want the next request's Allow once (ans-%s-once): the test did not reproduce the slide", press.On, next)
+	}
+	if !press.Held {
+		t.Fatal("the card that slid under the press does not say the click was held")
+	}
+	run(t, ctx, "the moved card's answers count again", chromedp.Poll[chromedp.Void](`!document.querySelector('.held-note')`))
+	if ids := pendingIDs(); len(ids) != 1 || ids[0] != next {
+		t.Fatalf("pending after the held press: %v, want only %s", ids, next)
+	}
+	run(t, ctx, "a deliberate Deny", chromedp.Click(answerButton("deny")))
+	if o := released(t, second); o.Allowed {
+		t.Fatalf("denied deliberately, the call read %q", o.Text)
+	}
+}

@@ -101,15 +101,42 @@ function markKeys() {
   clearTimeout(keysTimer);
   let again = false;
   document.querySelectorAll('[data-request]').forEach((card) => {
-    const ready = settle.allows(card.getAttribute('data-request'), now);
+    const id = card.getAttribute('data-request');
+    const ready = settle.allows(id, now);
     if (card.dataset.keys !== (ready ? 'ready' : 'waiting')) card.dataset.keys = ready ? 'ready' : 'waiting';
-    again = again || !ready;
+    const note = settle.clickable(id, now) ? card.querySelector('.held-note') : null;
+    if (note) note.remove();
+    again = again || !ready || !!card.querySelector('.held-note');
   });
-  // While focused, a waiting card becomes ready by itself: look again soon.
-  if (again && settle.focused) keysTimer = setTimeout(markKeys, SETTLE_MS / 4);
+  // While focused (or while a card says a click was held), a waiting card becomes ready by
+  // itself: look again soon.
+  if (again && (settle.focused || document.querySelector('.held-note'))) keysTimer = setTimeout(markKeys, SETTLE_MS / 4);
 }
+// Where each request card sits in the page. A card whose place the page changed (a request above
+// it answered, expired or withdrawn by its agent, a notice put before the list) is new again
+// (lib/settle.js), so a click or key aimed at what was there does not answer it. What the person
+// does (resizing, opening a card's Raw JSON) only moves the mark; scrolling moves nothing, as
+// places are the page's, not the window's.
+const places = new Map();
+function notePlaces(pageMoved) {
+  const now = performance.now();
+  const here = new Set();
+  document.querySelectorAll('[data-request]').forEach((card) => {
+    const id = card.getAttribute('data-request');
+    const r = card.getBoundingClientRect();
+    const place = Math.round(r.left + window.scrollX) + ',' + Math.round(r.top + window.scrollY);
+    here.add(id);
+    if (pageMoved && places.has(id) && places.get(id) !== place) settle.moved(id, now);
+    places.set(id, place);
+  });
+  for (const id of places.keys()) if (!here.has(id)) places.delete(id);
+}
+const rebase = () => notePlaces(false);
+window.addEventListener('resize', rebase);
+document.addEventListener('toggle', rebase, true);
 const noteRequests = () => {
   settle.shown(Array.from(document.querySelectorAll('[data-request]'), (c) => c.getAttribute('data-request')), performance.now());
+  notePlaces(true);
   markKeys();
 };
 noteRequests();
@@ -117,6 +144,33 @@ new MutationObserver((records) => {
   // Only cards coming or going matter (markKeys' own attribute writes are not child changes).
   if (records.some((r) => r.addedNodes.length || r.removedNodes.length)) noteRequests();
 }).observe(document.body, { childList: true, subtree: true });
+
+// held says on a card why a click on its answer did nothing; markKeys takes it back once the card's
+// answers count.
+function held(card) {
+  if (card.querySelector('.held-note')) return;
+  const note = document.createElement('p');
+  note.className = 'held-note';
+  note.setAttribute('role', 'status');
+  note.textContent = 'This request just moved here. Read it, then answer.';
+  const answers = card.querySelector('.answer');
+  if (answers) answers.after(note);
+  else card.append(note);
+}
+
+// A click on a request's answer counts only once the card has held its place a moment, on every
+// page.
+document.addEventListener('click', (ev) => {
+  const btn = ev.target && ev.target.closest && ev.target.closest('button, input[type=submit]');
+  const card = btn && btn.closest('[data-request]');
+  if (!card || !btn.form || btn.type !== 'submit') return;
+  notePlaces(true); // a move no mutation announced (a font, a late style) counts too
+  if (settle.clickable(card.getAttribute('data-request'), performance.now())) return;
+  ev.preventDefault();
+  ev.stopImmediatePropagation();
+  held(card);
+  markKeys();
+}, true);
 const gainFocus = () => { settle.focus(performance.now()); markKeys(); };
 const loseFocus = () => { settle.blur(); markKeys(); };
 window.addEventListener('focus', gainFocus);
@@ -155,6 +209,7 @@ document.addEventListener('keydown', (ev) => {
   const btn = card.querySelector('button[data-key="' + key + '"]');
   if (!btn || btn.disabled) return;
   ev.preventDefault();
+  notePlaces(true);
   const now = performance.now();
   settle.focus(now); // a key arrived, so this window has focus (if its focus event was missed, from now)
   if (!settle.allows(card.getAttribute('data-request'), now)) {

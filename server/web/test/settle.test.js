@@ -53,3 +53,21 @@ test('focused follows focus and blur, for the page to know whether waiting cards
   g.blur();
   assert.equal(g.focused, false);
 });
+
+test('a card that moved takes no key and no click until it has held its place (a request above it withdrawn)', () => {
+  const g = new SettleGate(true, 0);
+  g.shown(['r1', 'r2'], 0);
+  assert.equal(g.allows('r2', 5000), true);
+  assert.equal(g.clickable('r2', 5000), true, 'a card that never moved takes clicks');
+  g.shown(['r2'], 5000); // r1 withdrawn: r2 slides up into its place
+  g.moved('r2', 5000);
+  assert.equal(g.allows('r2', 5001), false);
+  assert.equal(g.clickable('r2', 5001), false);
+  assert.equal(g.clickable('r2', 5000 + SETTLE_MS - 1), false);
+  assert.equal(g.clickable('r2', 5000 + SETTLE_MS), true);
+  assert.equal(g.allows('r2', 5000 + SETTLE_MS), true);
+  g.shown([], 9000);
+  g.shown(['r2'], 9100); // gone and back: new for keys; its move is forgotten
+  assert.equal(g.clickable('r2', 9100), true);
+  assert.equal(g.allows('r2', 9100), false);
+});
