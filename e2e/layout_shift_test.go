@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
 // TestExtensionPagesHoldStillWhileTheyLoad: what the options page and the popup learn after they
@@ -65,10 +70,15 @@ func shiftsWhileLoading(t *testing.T, b *ExtensionBrowser, url string, width, he
 	// Loaded again at its size: a resize after the page painted is not the page's doing.
 	run(t, ctx, "reload "+url, viewport(width, height, "light"), chromedp.Reload())
 	b.waitJS(t, ctx, 15*time.Second, settled, nil)
-	var shifts []layoutShift
-	// Buffered entries include every shift since the page began; two frames after settling, the
-	// last change's shift (if any) has been recorded.
-	b.eval(t, ctx, `new Promise((resolve) => {
+	return layoutShifts(t, ctx)
+}
+
+// layoutShifts returns the layout shifts the page in ctx made without input since it began.
+// Buffered entries include every shift since the page began; two frames on, the last change's
+// shift (if any) has been recorded.
+func layoutShifts(t *testing.T, ctx context.Context) []layoutShift {
+	t.Helper()
+	return get(t, ctx, "the page's layout shifts", chromedp.Evaluate[[]layoutShift](`new Promise((resolve) => {
 		const seen = [];
 		const po = new PerformanceObserver((list) => seen.push(...list.getEntries()));
 		po.observe({ type: 'layout-shift', buffered: true });
@@ -80,6 +90,38 @@ func shiftsWhileLoading(t *testing.T, b *ExtensionBrowser, url string, width, he
 				nodes: (e.sources || []).map((s) => s.node ? (s.node.id || s.node.className || s.node.nodeName) : '?'),
 			})));
 		})));
-	})`, &shifts)
-	return shifts
+	})`, chromedp.EvalAwaitPromise))
+}
+
+// TestAppPagesHoldStillWhileTheyLoad: the web app's pages (in the popup's frame size and a
+// window's) do not move what they showed before any input while they load and their live
+// regions catch up with the events since the render.
+func TestAppPagesHoldStillWhileTheyLoad(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	ws := person.Workspace("Shopping")
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
+	caller := newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")
+	caller.ask("pay", map[string]any{"amount": 5})
+	testutil.Eventually(t, testutil.WaitMedium, func() bool {
+		var out struct {
+			Approvals []struct{ ID string } `json:"approvals"`
+		}
+		person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+		return len(out.Approvals) == 1
+	}, "the request is pending")
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	for _, size := range [][2]int64{{440, 600}, {1280, 800}} {
+		for _, path := range []string{"/", "/grants", "/audit", "/machines", "/sites", "/browsers", "/workspaces", "/workspaces/" + ws, "/tasks/" + task.Task.ID, "/settings"} {
+			run(t, ctx, "open "+path, viewport(size[0], size[1], "light"), chromedp.Navigate(env.URL+path),
+				chromedp.Poll[chromedp.Void](`document.readyState === 'complete' && (!document.querySelector('[data-live]') || document.body.dataset.liveState === 'open')`))
+			if shifts := layoutShifts(t, ctx); len(shifts) > 0 {
+				t.Errorf("%s at %d×%d moved what it had shown before any input: %+v", path, size[0], size[1], shifts)
+			}
+		}
+	}
 }

@@ -285,6 +285,17 @@ func (v view) In(t time.Time) string {
 	return "in " + plural(int((d+12*time.Hour)/(24*time.Hour)), "day")
 }
 
+// Countdown is a request's "expires in 4:59", written as the page's script writes it each second
+// (static/lib/live.js countdown): a first tick that changed the text's length could rewrap the
+// line and move the answer buttons below it.
+func (v view) Countdown(t time.Time) string {
+	left := int((t.Sub(v.Now) + time.Second/2) / time.Second)
+	if left <= 0 {
+		return "expired"
+	}
+	return fmt.Sprintf("expires in %d:%02d", left/60, left%60)
+}
+
 // Stamp is the exact UTC time, for <time datetime> and tooltips.
 func (v view) Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 

@@ -112,18 +112,19 @@ function markKeys() {
   // itself: look again soon.
   if (again && (settle.focused || document.querySelector('.held-note'))) keysTimer = setTimeout(markKeys, SETTLE_MS / 4);
 }
-// Where each request card sits in the page. A card whose place the page changed (a request above
-// it answered, expired or withdrawn by its agent, a notice put before the list) is new again
-// (lib/settle.js), so a click or key aimed at what was there does not answer it. What the person
-// does (resizing, opening a card's Raw JSON) only moves the mark; scrolling moves nothing, as
-// places are the page's, not the window's.
+// Where each request card's answers sit in the page. A card whose answers the page moved (a
+// request above it answered, expired or withdrawn by its agent, a notice put before the list, a
+// line above them rewrapped) is new again (lib/settle.js), so a click or key aimed at what was
+// there does not answer it. What the person does (resizing, opening a card's Raw JSON) only moves
+// the mark; scrolling moves nothing, as places are the page's, not the window's.
 const places = new Map();
 function notePlaces(pageMoved) {
   const now = performance.now();
   const here = new Set();
   document.querySelectorAll('[data-request]').forEach((card) => {
     const id = card.getAttribute('data-request');
-    const r = card.getBoundingClientRect();
+    // The answers' own place: a line above them inside the card that rewraps moves them too.
+    const r = (card.querySelector('.answer') || card).getBoundingClientRect();
     const place = Math.round(r.left + window.scrollX) + ',' + Math.round(r.top + window.scrollY);
     here.add(id);
     if (pageMoved && places.has(id) && places.get(id) !== place) settle.moved(id, now);
