@@ -86,6 +86,9 @@ var (
 	ErrTaskRequired = errors.New("approvals: a task is required")
 	// ErrNoSuchTask is returned when the task is not one of the caller's workspace.
 	ErrNoSuchTask = errors.New("approvals: no such task in this workspace")
+	// ErrWorkspaceGone is returned when the call's workspace was deleted while the call was
+	// placed (after its task was found, before its request was opened).
+	ErrWorkspaceGone = errors.New("approvals: the call's workspace was deleted")
 	// ErrTaskFinished is returned (wrapped in a *TaskFinishedError) when the
 	// task is completed or rejected: its work is over, so nothing is asked.
 	ErrTaskFinished = errors.New("approvals: the task is finished")
@@ -373,6 +376,9 @@ func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, 
 		var limit *LimitError
 		if errors.As(err, &limit) {
 			return nil, "", Request{}, err
+		}
+		if errors.Is(err, store.ErrNotFound) { // the workspace's row, which open locks first
+			return nil, "", Request{}, ErrWorkspaceGone
 		}
 		if !errors.Is(err, gorm.ErrDuplicatedKey) {
 			return nil, "", Request{}, fmt.Errorf("open approval request: %w", err)

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/tabbridge/tabbridge/approvals"
 	"github.com/tabbridge/tabbridge/internal/testutil"
@@ -177,6 +180,38 @@ func TestIdenticalCallAtTheCapJoinsOnAnotherInstance(t *testing.T) {
 		}
 		if len(pending) != 1 || pending[0].Waiters != 2 {
 			t.Fatalf("pending after the join: %+v, want one request with 2 calls waiting", pending)
+		}
+	})
+}
+
+// TestAWorkspaceDeletedWhileACallIsPlacedSaysSo: the person deletes the workspace after the
+// call's task was found and before its request is opened. The call is refused with
+// ErrWorkspaceGone (the agent is told its workspace went), no request is left behind, and
+// nothing is asked.
+func TestAWorkspaceDeletedWhileACallIsPlacedSaysSo(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db, time.Minute)
+		// The grant lookup comes after the task check and before the request is opened: the
+		// workspace goes then, as a person's delete on another tab would.
+		var fired atomic.Bool // not a sync.Once: the delete's own queries pass through here too
+		err := db.Callback().Query().Before("gorm:query").Register("test:delete_workspace", func(tx *gorm.DB) {
+			if tx.Statement.Table == "grants" && fired.CompareAndSwap(false, true) {
+				if err := db.DeleteWorkspace(ctx, w.owner, w.ws); err != nil {
+					t.Errorf("delete the workspace: %v", err)
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Callback().Query().Remove("test:delete_workspace") })
+		_, err = w.gate.Decide(ctx, w.call("buy", `{"item":1}`))
+		if !errors.Is(err, approvals.ErrWorkspaceGone) {
+			t.Fatalf("a call whose workspace went while it was placed: %v, want ErrWorkspaceGone", err)
+		}
+		if n, err := w.gate.PendingCount(ctx, w.owner); err != nil || n != 0 {
+			t.Fatalf("pending after the refusal: %d, %v", n, err)
 		}
 	})
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"gorm.io/gorm"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
@@ -412,4 +414,24 @@ func TestFinishedTasksAskNothingMore(t *testing.T) {
 			t.Fatalf("a read-only call in a finished task: %s", servertest.ResultText(res))
 		}
 	})
+}
+
+// TestACallWhoseWorkspaceWentIsToldSo: the person deletes the workspace while an agent's write is
+// being placed (after its task was found, before its request opened). The agent reads what
+// happened and what to do, not a store error.
+func TestACallWhoseWorkspaceWentIsToldSo(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	db := w.env.DB
+	var fired atomic.Bool // not a sync.Once: the delete's own queries pass through here too
+	if err := db.Callback().Query().Before("gorm:query").Register("test:delete_workspace", func(tx *gorm.DB) {
+		if tx.Statement.Table == "grants" && fired.CompareAndSwap(false, true) {
+			w.person.MustJSON("DELETE", "/api/workspaces/"+w.ws, nil, 204, nil)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Callback().Query().Remove("test:delete_workspace") })
+	res := servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "buy", "taskId": w.task, "arguments": map[string]any{"item": "tea"}})
+	wantError(t, res, "deleted the workspace this token belongs to", "Ask the person for a token")
 }

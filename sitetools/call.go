@@ -220,6 +220,8 @@ func (o *Ops) gateError(err error, origin, tool string, ctx context.Context) err
 		return agentErr("task_not_found", "That taskId is not a task of this workspace. Call listTasks to find yours, or createTask to open one, and call again.")
 	case errors.As(err, &finished):
 		return taskFinished(finished.Status, tool, origin)
+	case errors.Is(err, approvals.ErrWorkspaceGone):
+		return agentErr("workspace_deleted", "%s on %s was not asked or run: the person deleted the workspace this token belongs to while the call was placed, and the token no longer works. Ask the person for a token of a workspace that shares %s.", tool, origin, origin)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
