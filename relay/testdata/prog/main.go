@@ -32,7 +32,7 @@ func main() {
 		for i := range 150 {
 			fmt.Fprintf(w, "\r\x1b[2K\x1b[36m%s\x1b[0m step %d/150", frames[i%len(frames)], i+1)
 			w.Flush()
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
 		fmt.Fprint(w, "\r\nSPIN DONE\r\n")
 	case "alt":
@@ -53,9 +53,11 @@ func main() {
 		fmt.Fprint(w, "\x1b[0m\r\n\x1b[38;2;10;200;30mtrue\x1b[1;3;4;7mattrs\x1b[0m\r\n")
 		fmt.Fprint(w, "漢字かな 😀 👍🏽 e\u0301 wide\r\nCOLOURS READY\r\n")
 	case "flood", "burst", "paced":
-		// paced is a burst written at about 1.6 MB/s (16 KiB every 10 ms):
+		// paced is a burst written at about 0.8 MB/s (16 KiB every 20 ms):
 		// slower than a viewer through a forward under the race detector
-		// reads, so only a viewer that stops reading falls behind.
+		// reads, so only a viewer that stops reading falls behind. (At
+		// 1.6 MB/s a fast viewer on a loaded machine fell its whole 2 MiB
+		// queue behind and was redrawn for its own slowness.)
 		n := arg()
 		paced := os.Args[1] == "paced"
 		if os.Args[1] != "flood" { // start on the first key, so a viewer can attach first
@@ -73,7 +75,7 @@ func main() {
 			n -= len(line)
 			if paced && w.Buffered() >= 16<<10 {
 				w.Flush()
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
 		if os.Args[1] != "flood" {
