@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -21,14 +22,8 @@ import (
 // nothing; once the card says its answers count, the same click allows. The
 // inbox opened from a typed address answers at the first click.
 func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
-	env := servertest.Start(t, storetest.SQLite, nil)
-	person := env.Person(t, "ada@example.com")
-	ws := person.Workspace("Shopping")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
-	}
-	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
-	caller := newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")
+	pw := newPayWorld(t)
+	env, caller := pw.env, pw.caller
 
 	// The other site: a page with a link to the inbox, on another origin.
 	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,29 +34,10 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 
 	ctx := startBrowser(t)
 	signIn(t, ctx, env, "ada@example.com")
-	pending := func(id string) bool {
-		var out struct {
-			Approvals []struct{ ID string } `json:"approvals"`
-		}
-		person.MustJSON("GET", "/api/approvals", nil, 200, &out)
-		for _, a := range out.Approvals {
-			if a.ID == id {
-				return true
-			}
-		}
-		return false
-	}
+	pending := func(id string) bool { return slices.Contains(pw.pending(), id) }
 	// waitAsked waits until the agent's call has opened its request, so a page loaded after it
 	// shows it on load.
-	waitAsked := func() {
-		testutil.Eventually(t, testutil.WaitMedium, func() bool {
-			var out struct {
-				Approvals []struct{ ID string } `json:"approvals"`
-			}
-			person.MustJSON("GET", "/api/approvals", nil, 200, &out)
-			return len(out.Approvals) == 1
-		}, "the agent's request is pending")
-	}
+	waitAsked := func() { pw.waitPending(1) }
 	requestOnCard := func() string {
 		return get(t, ctx, "the card's request", chromedp.Evaluate[string](`document.querySelector('#inbox .request').dataset.request`))
 	}
@@ -113,30 +89,13 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 // on that request's Allow once and does nothing: the card says it just moved, its answers count
 // once it has held its place a moment, and then a deliberate click answers it.
 func TestAnAnswerAimedAtARequestThatLeftIsHeld(t *testing.T) {
-	env := servertest.Start(t, storetest.SQLite, nil)
-	person := env.Person(t, "ada@example.com")
-	ws := person.Workspace("Shopping")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
-	}
-	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
-	caller := newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")
-	pendingIDs := func() []string {
-		var out struct {
-			Approvals []struct{ ID string } `json:"approvals"`
-		}
-		person.MustJSON("GET", "/api/approvals", nil, 200, &out)
-		ids := make([]string, len(out.Approvals))
-		for i, a := range out.Approvals {
-			ids[i] = a.ID
-		}
-		return ids
-	}
+	pw := newPayWorld(t)
+	env, caller := pw.env, pw.caller
 	_, withdrawFirst := caller.ask("pay", map[string]any{"amount": 5})
-	testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(pendingIDs()) == 1 }, "the first request is pending")
+	pw.waitPending(1)
 	second, _ := caller.ask("pay", map[string]any{"amount": 500})
-	testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(pendingIDs()) == 2 }, "the second request is pending")
-	ids := pendingIDs()
+	pw.waitPending(2)
+	ids := pw.pending()
 	first, next := ids[0], ids[1]
 
 	ctx := startBrowser(t)
@@ -173,11 +132,51 @@ func TestAnAnswerAimedAtARequestThatLeftIsHeld(t *testing.T) {
 		t.Fatal("the card that slid under the press does not say the click was held")
 	}
 	run(t, ctx, "the moved card's answers count again", chromedp.Poll[chromedp.Void](`!document.querySelector('.held-note')`))
-	if ids := pendingIDs(); len(ids) != 1 || ids[0] != next {
+	if ids := pw.pending(); len(ids) != 1 || ids[0] != next {
 		t.Fatalf("pending after the held press: %v, want only %s", ids, next)
 	}
 	run(t, ctx, "a deliberate Deny", chromedp.Click(answerButton("deny")))
 	if o := released(t, second); o.Allowed {
 		t.Fatalf("denied deliberately, the call read %q", o.Text)
 	}
+}
+
+// payWorld is ada with a workspace, a task and an agent whose calls of pay on
+// https://shop.example a test browser runs: where the inbox's guard and layout tests start.
+type payWorld struct {
+	t      *testing.T
+	env    *servertest.Env
+	person *servertest.Client
+	caller *agentCaller
+}
+
+func newPayWorld(t *testing.T) *payWorld {
+	t.Helper()
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	ws := person.Workspace("Shopping")
+	var task struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
+	return &payWorld{t: t, env: env, person: person, caller: newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")}
+}
+
+// pending returns the ids of ada's pending requests, oldest first.
+func (w *payWorld) pending() []string {
+	var out struct {
+		Approvals []struct{ ID string } `json:"approvals"`
+	}
+	w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+	ids := make([]string, len(out.Approvals))
+	for i, a := range out.Approvals {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
+// waitPending waits until n requests are pending, so a page loaded after shows them.
+func (w *payWorld) waitPending(n int) {
+	w.t.Helper()
+	testutil.Eventually(w.t, testutil.WaitMedium, func() bool { return len(w.pending()) == n }, fmt.Sprintf("%d requests pending", n))
 }

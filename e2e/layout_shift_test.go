@@ -7,10 +7,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/tabbridge/tabbridge/internal/testutil"
-	"github.com/tabbridge/tabbridge/server/servertest"
-	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
 // TestExtensionPagesHoldStillWhileTheyLoad: what the options page and the popup learn after they
@@ -97,26 +93,18 @@ func layoutShifts(t *testing.T, ctx context.Context) []layoutShift {
 // window's) do not move what they showed before any input while they load and their live
 // regions catch up with the events since the render.
 func TestAppPagesHoldStillWhileTheyLoad(t *testing.T) {
-	env := servertest.Start(t, storetest.SQLite, nil)
-	person := env.Person(t, "ada@example.com")
-	ws := person.Workspace("Shopping")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
+	pw := newPayWorld(t)
+	env := pw.env
+	pw.caller.ask("pay", map[string]any{"amount": 5})
+	pw.waitPending(1)
+	var ws struct {
+		Workspaces []struct{ ID string } `json:"workspaces"`
 	}
-	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
-	caller := newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")
-	caller.ask("pay", map[string]any{"amount": 5})
-	testutil.Eventually(t, testutil.WaitMedium, func() bool {
-		var out struct {
-			Approvals []struct{ ID string } `json:"approvals"`
-		}
-		person.MustJSON("GET", "/api/approvals", nil, 200, &out)
-		return len(out.Approvals) == 1
-	}, "the request is pending")
+	pw.person.MustJSON("GET", "/api/workspaces", nil, 200, &ws)
 	ctx := startBrowser(t)
 	signIn(t, ctx, env, "ada@example.com")
 	for _, size := range [][2]int64{{440, 600}, {1280, 800}} {
-		for _, path := range []string{"/", "/grants", "/audit", "/machines", "/sites", "/browsers", "/workspaces", "/workspaces/" + ws, "/tasks/" + task.Task.ID, "/settings"} {
+		for _, path := range []string{"/", "/grants", "/audit", "/machines", "/sites", "/browsers", "/workspaces", "/workspaces/" + ws.Workspaces[0].ID, "/tasks/" + pw.caller.task, "/settings"} {
 			run(t, ctx, "open "+path, viewport(size[0], size[1], "light"), chromedp.Navigate(env.URL+path),
 				chromedp.Poll[chromedp.Void](`document.readyState === 'complete' && (!document.querySelector('[data-live]') || document.body.dataset.liveState === 'open')`))
 			if shifts := layoutShifts(t, ctx); len(shifts) > 0 {
