@@ -191,12 +191,14 @@ func TestIdenticalCallAtTheCapJoinsOnAnotherInstance(t *testing.T) {
 func TestAWorkspaceDeletedWhileACallIsPlacedSaysSo(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		w := newWorld(t, db, time.Minute)
 		// The grant lookup comes after the task check and before the request is opened: the
-		// workspace goes then, as a person's delete on another tab would.
-		var fired atomic.Bool // not a sync.Once: the delete's own queries pass through here too
+		// workspace goes then, as a person's delete on another tab would. The hook goes on before
+		// anything uses the database (gorm's callbacks may not change under running queries) and
+		// stays: it acts once, when armed.
+		var armed atomic.Bool
+		var w *world
 		err := db.Callback().Query().Before("gorm:query").Register("test:delete_workspace", func(tx *gorm.DB) {
-			if tx.Statement.Table == "grants" && fired.CompareAndSwap(false, true) {
+			if tx.Statement.Table == "grants" && armed.CompareAndSwap(true, false) {
 				if err := db.DeleteWorkspace(ctx, w.owner, w.ws); err != nil {
 					t.Errorf("delete the workspace: %v", err)
 				}
@@ -205,7 +207,8 @@ func TestAWorkspaceDeletedWhileACallIsPlacedSaysSo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = db.Callback().Query().Remove("test:delete_workspace") })
+		w = newWorld(t, db, time.Minute)
+		armed.Store(true)
 		_, err = w.gate.Decide(ctx, w.call("buy", `{"item":1}`))
 		if !errors.Is(err, approvals.ErrWorkspaceGone) {
 			t.Fatalf("a call whose workspace went while it was placed: %v, want ErrWorkspaceGone", err)

@@ -420,18 +420,21 @@ func TestFinishedTasksAskNothingMore(t *testing.T) {
 // being placed (after its task was found, before its request opened). The agent reads what
 // happened and what to do, not a store error.
 func TestACallWhoseWorkspaceWentIsToldSo(t *testing.T) {
-	w := newSiteWorld(t, storetest.SQLite, nil, nil)
-	w.announce(t, "d1", time.Now())
-	db := w.env.DB
-	var fired atomic.Bool // not a sync.Once: the delete's own queries pass through here too
-	if err := db.Callback().Query().Before("gorm:query").Register("test:delete_workspace", func(tx *gorm.DB) {
-		if tx.Statement.Table == "grants" && fired.CompareAndSwap(false, true) {
-			w.person.MustJSON("DELETE", "/api/workspaces/"+w.ws, nil, 204, nil)
+	// The hook goes on the test's own database before the server uses it (gorm's callbacks may not
+	// change under running queries) and stays: it acts once, when armed.
+	var armed atomic.Bool
+	var w *siteWorld
+	w = newSiteWorld(t, storetest.SQLite, func(o *server.Options) {
+		if err := o.DB.Callback().Query().Before("gorm:query").Register("test:delete_workspace", func(tx *gorm.DB) {
+			if tx.Statement.Table == "grants" && armed.CompareAndSwap(true, false) {
+				w.person.MustJSON("DELETE", "/api/workspaces/"+w.ws, nil, 204, nil)
+			}
+		}); err != nil {
+			t.Fatal(err)
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Callback().Query().Remove("test:delete_workspace") })
+	}, nil)
+	w.announce(t, "d1", time.Now())
+	armed.Store(true)
 	res := servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "buy", "taskId": w.task, "arguments": map[string]any{"item": "tea"}})
 	wantError(t, res, "deleted the workspace this token belongs to", "Ask the person for a token")
 }
