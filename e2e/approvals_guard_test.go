@@ -154,12 +154,7 @@ func newPayWorld(t *testing.T) *payWorld {
 	t.Helper()
 	env := servertest.Start(t, storetest.SQLite, nil)
 	person := env.Person(t, "ada@example.com")
-	ws := person.Workspace("Shopping")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
-	}
-	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Pay"}, 201, &task)
-	return &payWorld{t: t, env: env, person: person, caller: newAgentCaller(t, env, person, ws, task.Task.ID, "https://shop.example", "pay")}
+	return &payWorld{t: t, env: env, person: person, caller: newAgentCaller(t, env, person, "Shopping", "Pay", "https://shop.example", "pay")}
 }
 
 // pending returns the ids of ada's pending requests, oldest first.

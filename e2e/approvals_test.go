@@ -24,7 +24,8 @@ type agentCaller struct {
 	t     *testing.T
 	agent *mcp.ClientSession
 	site  string
-	task  string
+	ws    string // the workspace's id
+	task  string // the task's id, in that workspace
 	ctx   context.Context
 	wg    sync.WaitGroup
 }
@@ -35,9 +36,16 @@ type callOutcome struct {
 	Text    string // the result, or the sentence explaining why not
 }
 
-// newAgentCaller shares site with the workspace, connects a test browser
-// offering tools (write tools: each asks), and an MCP agent with a token.
-func newAgentCaller(t *testing.T, env *servertest.Env, person *servertest.Client, ws, task, site string, tools ...string) *agentCaller {
+// newAgentCaller creates person's workspace and a task titled title in it, shares site with the
+// workspace, connects a test browser offering tools (write tools: each asks), and an MCP agent
+// with a token.
+func newAgentCaller(t *testing.T, env *servertest.Env, person *servertest.Client, workspace, title, site string, tools ...string) *agentCaller {
+	ws := person.Workspace(workspace)
+	var created struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": title}, 201, &created)
+	task := created.Task.ID
 	person.MustJSON("POST", "/api/sites", map[string]string{"origin": site, "workspaceId": ws}, 201, nil)
 	var tk struct {
 		Ticket string `json:"ticket"`
@@ -70,7 +78,7 @@ func newAgentCaller(t *testing.T, env *servertest.Env, person *servertest.Client
 		}
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &agentCaller{t: t, agent: env.MCP(t, person.AgentToken(ws, "inbox test agent"), nil), site: site, task: task, ctx: ctx}
+	c := &agentCaller{t: t, agent: env.MCP(t, person.AgentToken(ws, "inbox test agent"), nil), site: site, ws: ws, task: task, ctx: ctx}
 	t.Cleanup(func() { cancel(); c.wg.Wait() })
 	return c
 }
@@ -132,12 +140,7 @@ func TestInboxLiveAnswers(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
 	owner := env.NewClient(t)
 	owner.MustJSON("POST", "/api/setup", map[string]string{"email": "alice@example.com", "name": "Alice", "password": "correct horse"}, 201, nil)
-	ws := owner.Workspace("Docs site")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
-	}
-	owner.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Update the pricing page"}, 201, &task)
-	agent := newAgentCaller(t, env, owner, ws, task.Task.ID, "https://docs.example", "fill_form", "publish", "delete_page", "rename", "archive")
+	agent := newAgentCaller(t, env, owner, "Docs site", "Update the pricing page", "https://docs.example", "fill_form", "publish", "delete_page", "rename", "archive")
 
 	ctx := startBrowser(t)
 	run(t, ctx, "sign in and open the inbox",

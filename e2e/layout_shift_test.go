@@ -97,14 +97,10 @@ func TestAppPagesHoldStillWhileTheyLoad(t *testing.T) {
 	env := pw.env
 	pw.caller.ask("pay", map[string]any{"amount": 5})
 	pw.waitPending(1)
-	var ws struct {
-		Workspaces []struct{ ID string } `json:"workspaces"`
-	}
-	pw.person.MustJSON("GET", "/api/workspaces", nil, 200, &ws)
 	ctx := startBrowser(t)
 	signIn(t, ctx, env, "ada@example.com")
 	for _, size := range [][2]int64{{440, 600}, {1280, 800}} {
-		for _, path := range []string{"/", "/grants", "/audit", "/machines", "/sites", "/browsers", "/workspaces", "/workspaces/" + ws.Workspaces[0].ID, "/tasks/" + pw.caller.task, "/settings"} {
+		for _, path := range []string{"/", "/grants", "/audit", "/machines", "/sites", "/browsers", "/workspaces", "/workspaces/" + pw.caller.ws, "/tasks/" + pw.caller.task, "/settings"} {
 			run(t, ctx, "open "+path, viewport(size[0], size[1], "light"), chromedp.Navigate(env.URL+path),
 				chromedp.Poll[chromedp.Void](`document.readyState === 'complete' && (!document.querySelector('[data-live]') || document.body.dataset.liveState === 'open')`))
 			if shifts := layoutShifts(t, ctx); len(shifts) > 0 {

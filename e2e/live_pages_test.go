@@ -48,12 +48,7 @@ func swapped(region, ready string) (mark, wait chromedp.Action[chromedp.Void]) {
 func TestLiveUpdatesKeepWhatThePersonIsDoing(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
 	owner := env.Person(t, "alice@example.com")
-	ws := owner.Workspace("Docs site")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
-	}
-	owner.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Update the pricing page"}, 201, &task)
-	agent := newAgentCaller(t, env, owner, ws, task.Task.ID, "https://docs.example", "fill_form", "publish", "archive", "rename")
+	agent := newAgentCaller(t, env, owner, "Docs site", "Update the pricing page", "https://docs.example", "fill_form", "publish", "archive", "rename")
 	ctx := startBrowser(t)
 	signIn(t, ctx, env, "alice@example.com")
 	live := chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`))
@@ -121,7 +116,7 @@ func TestLiveUpdatesKeepWhatThePersonIsDoing(t *testing.T) {
 	}
 
 	// Arguments opened on a task page stay open as calls finish.
-	run(t, ctx, "open the task", chromedp.Navigate(env.URL+"/tasks/"+task.Task.ID), live,
+	run(t, ctx, "open the task", chromedp.Navigate(env.URL+"/tasks/"+agent.task), live,
 		chromedp.WaitVisible(chromedp.Search(`//li[contains(@class,"tl-call")]//code[.="publish"]`)),
 		chromedp.Click(chromedp.CSS("#req-"+a+" summary")),
 		chromedp.WaitVisible(chromedp.CSS("#req-"+a+" pre.args")),
@@ -166,12 +161,7 @@ func TestLiveUpdatesKeepWhatThePersonIsDoing(t *testing.T) {
 func TestAPageHearsWhatHappenedBeforeItsStreamOpened(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
 	owner := env.Person(t, "alice@example.com")
-	ws := owner.Workspace("Docs site")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
-	}
-	owner.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Update the pricing page"}, 201, &task)
-	agent := newAgentCaller(t, env, owner, ws, task.Task.ID, "https://docs.example", "publish")
+	agent := newAgentCaller(t, env, owner, "Docs site", "Update the pricing page", "https://docs.example", "publish")
 	ctx := startBrowser(t)
 	signIn(t, ctx, env, "alice@example.com")
 

@@ -98,13 +98,8 @@ func TestMCPGoClient(t *testing.T) {
 func TestMCPGoClientWaitsForThePerson(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.ApprovalGrace = 500 * time.Millisecond })
 	owner := env.Person(t, "alice@example.com")
-	ws := owner.Workspace("Shop")
-	var task struct {
-		Task struct{ ID string } `json:"task"`
-	}
-	owner.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Buy tea"}, 201, &task)
-	newAgentCaller(t, env, owner, ws, task.Task.ID, "https://shop.example", "order")
-	c, err := mcpgo.NewStreamableHttpClient(env.URL+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + owner.AgentToken(ws, "mcp-go agent")}))
+	agent := newAgentCaller(t, env, owner, "Shop", "Buy tea", "https://shop.example", "order")
+	c, err := mcpgo.NewStreamableHttpClient(env.URL+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + owner.AgentToken(agent.ws, "mcp-go agent")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +123,7 @@ func TestMCPGoClientWaitsForThePerson(t *testing.T) {
 	order := func(ctx context.Context) (*mcp.CallToolResult, error) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "callSiteTool"
-		req.Params.Arguments = map[string]any{"site": "https://shop.example", "tool": "order", "taskId": task.Task.ID, "arguments": map[string]any{"item": "tea"}}
+		req.Params.Arguments = map[string]any{"site": "https://shop.example", "tool": "order", "taskId": agent.task, "arguments": map[string]any{"item": "tea"}}
 		req.Params.Meta = &mcp.Meta{ProgressToken: "order-1"}
 		return c.CallTool(ctx, req)
 	}
