@@ -141,6 +141,57 @@ func TestAnAnswerAimedAtARequestThatLeftIsHeld(t *testing.T) {
 	}
 }
 
+// TestAnAnswerToARequestThatJustArrivedIsHeld: the person has the inbox open with nothing
+// waiting and is about to press something where the first request will appear (the empty inbox's
+// notice, the checklist); the agent chooses that moment to ask. In real Chromium a press on the new
+// card's Allow once as it appears does nothing: the card says it just arrived, its answers fade in,
+// and once it has been on screen a moment a deliberate click answers it. A card the page loaded
+// with takes the first click (TestAllowOnAPageAnotherSiteOpenedIsHeld's typed-address half).
+func TestAnAnswerToARequestThatJustArrivedIsHeld(t *testing.T) {
+	pw := newPayWorld(t)
+	ctx := startBrowser(t)
+	signIn(t, ctx, pw.env, "ada@example.com")
+	run(t, ctx, "the empty inbox, live",
+		viewport(440, 600, "light"),
+		chromedp.Navigate(pw.env.URL+"/"),
+		chromedp.WaitVisible(chromedp.ID("inbox-empty")),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)),
+	)
+	// The press is made in the page the moment the card is in it (a person's hand is faster than a
+	// test's round trip to the browser): at the middle of its Allow once, by what is under that point.
+	run(t, ctx, "press Allow once as the request appears", chromedp.Evaluate[chromedp.Void](`(() => {
+		new MutationObserver((_, obs) => {
+			const card = document.querySelector('#inbox .request');
+			if (!card) return;
+			obs.disconnect();
+			const r = card.querySelector('button[data-key="y"]').getBoundingClientRect();
+			const btn = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2).closest('button');
+			btn.click();
+			window.__press = { id: card.dataset.request, on: btn.id, clicks: card.dataset.clicks || '', note: (card.querySelector('.held-note') || {}).textContent || '' };
+		}).observe(document.body, { childList: true, subtree: true });
+	})()`))
+	got, _ := pw.caller.ask("pay", map[string]any{"amount": 500})
+	press := get(t, ctx, "the press", chromedp.Poll[struct{ ID, On, Clicks, Note string }](`window.__press`))
+	id := press.ID
+	if press.On != "ans-"+id+"-once" {
+		t.Fatalf("the press landed on %q, want the new request's Allow once (ans-%s-once)", press.On, id)
+	}
+	if press.Clicks != "held" || press.Note != "This request just arrived. Read it, then answer." {
+		t.Fatalf("the card under the press: clicks %q, note %q; want held, and a note that it just arrived", press.Clicks, press.Note)
+	}
+	run(t, ctx, "the card's answers count", chromedp.WaitVisible(chromedp.CSS(`#inbox .request[data-clicks="ready"]`)))
+	if ids := pw.pending(); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("pending after the held press: %v, want %s still waiting", ids, id)
+	}
+	if note := get(t, ctx, "the note", chromedp.Evaluate[bool](`!!document.querySelector('.held-note')`)); note {
+		t.Fatal("the card still says it just arrived once its answers count")
+	}
+	run(t, ctx, "a deliberate Allow once", chromedp.Click(answerButton("once")))
+	if o := released(t, got); !o.Allowed {
+		t.Fatalf("allowed deliberately, the call read %q", o.Text)
+	}
+}
+
 // payWorld is ada with a workspace, a task and an agent whose calls of pay on
 // https://shop.example a test browser runs: where the inbox's guard and layout tests start.
 type payWorld struct {

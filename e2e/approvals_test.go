@@ -131,6 +131,12 @@ func answerButton(a string) chromedp.CSS {
 	return chromedp.CSS(`#inbox .request form:has(input[name=answer][value=` + a + `]) button`)
 }
 
+// answersCount waits until the inbox's first request takes a click on its answers: a card that
+// arrived by a live update, or moved, holds clicks for a moment (lib/settle.js).
+func answersCount() chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(`#inbox .request[data-clicks="ready"]`))
+}
+
 // TestInboxLiveAnswers opens the inbox in the popup's size while a real
 // agent's calls (the go-sdk MCP client; a test browser runs them) ask: each request appears without a reload with the count in the
 // title and the nav; Allow once, Always allow and Deny release the waiting
@@ -176,7 +182,7 @@ func TestInboxLiveAnswers(t *testing.T) {
 		t.Fatalf("raw arguments shown as %q", args)
 	}
 	noHorizontalScroll(t, ctx, "inbox with a long argument", 440)
-	run(t, ctx, "allow once", chromedp.Click(answerButton("once")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
+	run(t, ctx, "allow once", answersCount(), chromedp.Click(answerButton("once")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
 	if o := released(t, once); !o.Allowed || o.Text != "done: fill_form" {
 		t.Fatalf("allow once released %+v", o)
 	}
@@ -193,7 +199,7 @@ func TestInboxLiveAnswers(t *testing.T) {
 	if label = strings.Join(strings.Fields(label), " "); label != "Always allow publish on this site A" { // its key, A, on the button
 		t.Fatalf("always button says %q", label)
 	}
-	run(t, ctx, "always allow", chromedp.Click(answerButton("always")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
+	run(t, ctx, "always allow", answersCount(), chromedp.Click(answerButton("always")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
 	if o := released(t, always); !o.Allowed || o.Text != "done: publish" {
 		t.Fatalf("always allow released %+v", o)
 	}
@@ -214,7 +220,7 @@ func TestInboxLiveAnswers(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)))
 	deny, _ := agent.ask("delete_page", map[string]any{"page": "/old"})
 	run(t, ctx, "see the third request", chromedp.WaitVisible(chromedp.Search(`//article//code[.="delete_page"]`)))
-	run(t, ctx, "deny", chromedp.Click(answerButton("deny")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
+	run(t, ctx, "deny", answersCount(), chromedp.Click(answerButton("deny")), chromedp.WaitVisible(chromedp.ID("inbox-empty")))
 	if o := released(t, deny); o.Allowed || !strings.Contains(o.Text, "denied") {
 		t.Fatalf("deny released %+v", o)
 	}

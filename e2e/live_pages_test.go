@@ -66,7 +66,8 @@ func TestLiveUpdatesKeepWhatThePersonIsDoing(t *testing.T) {
 	if got := get(t, ctx, "focus", chromedp.Evaluate[string](`document.activeElement === `+once+` ? 'kept' : document.activeElement.outerHTML.slice(0, 80)`)); got != "kept" {
 		t.Fatalf("after a request arrived, focus is on %s, want the Allow once button of the first request", got)
 	}
-	run(t, ctx, "answer from the keyboard", chromedp.KeyEvent("\r"), chromedp.WaitNotPresent(chromedp.ID("req-"+a)))
+	run(t, ctx, "answer from the keyboard", chromedp.WaitVisible(chromedp.CSS(`#req-`+a+`[data-clicks="ready"]`)), // it arrived a moment ago (lib/settle.js)
+		chromedp.KeyEvent("\r"), chromedp.WaitNotPresent(chromedp.ID("req-"+a)))
 	if o := released(t, first); !o.Allowed {
 		t.Fatalf("allow once from the keyboard released %+v", o)
 	}

@@ -132,7 +132,7 @@ func popupRequestShots(t *testing.T, w *world, tabID int, save func(context.Cont
 	run(t, frame, "the inbox live", chromedp.WaitVisible(chromedp.CSS(`body[data-live-state="open"]`)))
 	ch, cancel := w.callAsync(w.agent, "addItem", map[string]any{"text": "Earl Grey, loose leaf, 250 g"}, true)
 	defer cancel()
-	run(t, frame, "the request", chromedp.WaitVisible(chromedp.CSS(`#inbox .request`)))
+	run(t, frame, "the request, its answers counting", answersCount())
 	for _, v := range popupVariants {
 		run(t, popup, "popup "+v.suffix(), viewport(v.w, v.h, v.scheme))
 		run(t, frame, "frame "+v.suffix(), colorScheme(v.scheme), chromedp.WaitVisible(chromedp.CSS(`#inbox .request .answer button`)))

@@ -100,17 +100,21 @@ function markKeys() {
   const now = performance.now();
   clearTimeout(keysTimer);
   let again = false;
+  let holding = false;
   document.querySelectorAll('[data-request]').forEach((card) => {
     const id = card.getAttribute('data-request');
     const ready = settle.allows(id, now);
     if (card.dataset.keys !== (ready ? 'ready' : 'waiting')) card.dataset.keys = ready ? 'ready' : 'waiting';
-    const note = settle.clickable(id, now) ? card.querySelector('.held-note') : null;
+    const clicks = settle.clickable(id, now);
+    if (card.dataset.clicks !== (clicks ? 'ready' : 'held')) card.dataset.clicks = clicks ? 'ready' : 'held';
+    const note = clicks ? card.querySelector('.held-note') : null;
     if (note) note.remove();
-    again = again || !ready || !!card.querySelector('.held-note');
+    again = again || !ready || !clicks;
+    holding = holding || !clicks;
   });
-  // While focused (or while a card says a click was held), a waiting card becomes ready by
-  // itself: look again soon.
-  if (again && (settle.focused || document.querySelector('.held-note'))) keysTimer = setTimeout(markKeys, SETTLE_MS / 4);
+  // While focused (or while a card's clicks are held), a waiting card becomes ready by itself:
+  // look again soon.
+  if (again && (settle.focused || holding)) keysTimer = setTimeout(markKeys, SETTLE_MS / 4);
 }
 // Where each request card's answers sit in the page. A card whose answers the page moved (a
 // request above it answered, expired or withdrawn by its agent, a notice put before the list, a
@@ -135,8 +139,14 @@ function notePlaces(pageMoved) {
 const rebase = () => notePlaces(false);
 window.addEventListener('resize', rebase);
 document.addEventListener('toggle', rebase, true);
+// A card on the page as it loaded is the one the person came to answer; one that arrives later by a
+// live update is held a moment (lib/settle.js).
+let loaded = false;
 const noteRequests = () => {
-  settle.shown(Array.from(document.querySelectorAll('[data-request]'), (c) => c.getAttribute('data-request')), performance.now());
+  const now = performance.now();
+  const fresh = settle.shown(Array.from(document.querySelectorAll('[data-request]'), (c) => c.getAttribute('data-request')), now);
+  if (loaded) for (const id of fresh) settle.arrived(id, now);
+  loaded = true;
   notePlaces(true);
   markKeys();
 };
@@ -148,28 +158,29 @@ new MutationObserver((records) => {
 
 // held says on a card why a click on its answer did nothing; markKeys takes it back once the card's
 // answers count.
-function held(card) {
+function held(card, why) {
   if (card.querySelector('.held-note')) return;
   const note = document.createElement('p');
   note.className = 'held-note';
   note.setAttribute('role', 'status');
-  note.textContent = 'This request just moved here. Read it, then answer.';
+  note.textContent = why === 'arrived' ? 'This request just arrived. Read it, then answer.' : 'This request just moved here. Read it, then answer.';
   const answers = card.querySelector('.answer');
   if (answers) answers.after(note);
   else card.append(note);
 }
 
-// A click on a request's answer counts only once the card has held its place a moment, on every
-// page.
+// A click on a request's answer counts only once the card has been in its place a moment (since it
+// moved there, or arrived by a live update), on every page.
 document.addEventListener('click', (ev) => {
   const btn = ev.target && ev.target.closest && ev.target.closest('button, input[type=submit]');
   const card = btn && btn.closest('[data-request]');
   if (!card || !btn.form || btn.type !== 'submit') return;
   notePlaces(true); // a move no mutation announced (a font, a late style) counts too
-  if (settle.clickable(card.getAttribute('data-request'), performance.now())) return;
+  const why = settle.heldWhy(card.getAttribute('data-request'), performance.now());
+  if (!why) return;
   ev.preventDefault();
   ev.stopImmediatePropagation();
-  held(card);
+  held(card, why);
   markKeys();
 }, true);
 const gainFocus = () => { settle.focus(performance.now()); markKeys(); };

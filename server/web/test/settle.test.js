@@ -71,3 +71,21 @@ test('a card that moved takes no key and no click until it has held its place (a
   assert.equal(g.clickable('r2', 9100), true);
   assert.equal(g.allows('r2', 9100), false);
 });
+
+test('a card that arrived by a live update takes no click until it has been on screen a moment; shown names the new ones', () => {
+  const g = new SettleGate(true, 0);
+  assert.deepEqual(g.shown(['r1'], 0), ['r1'], 'the page loaded with r1');
+  assert.equal(g.clickable('r1', 0), true, 'a card the page loaded with takes the first click');
+  assert.equal(g.heldWhy('r1', 0), null);
+  assert.deepEqual(g.shown(['r1', 'r2'], 5000), ['r2'], 'r2 arrives; r1 re-rendered is not new');
+  g.arrived('r2', 5000);
+  assert.equal(g.clickable('r2', 5001), false);
+  assert.equal(g.heldWhy('r2', 5001), 'arrived');
+  assert.equal(g.allows('r2', 5001), false);
+  assert.equal(g.clickable('r2', 5000 + SETTLE_MS - 1), false);
+  assert.equal(g.clickable('r2', 5000 + SETTLE_MS), true);
+  assert.equal(g.heldWhy('r2', 5000 + SETTLE_MS), null);
+  g.moved('r2', 7000); // it then slides up: held again, for the new reason
+  assert.equal(g.heldWhy('r2', 7001), 'moved');
+  assert.equal(g.clickable('r1', 7001), true, 'another card is not held by it');
+});
