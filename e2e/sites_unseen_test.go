@@ -220,7 +220,7 @@ func TestSitesNotSeenBefore(t *testing.T) {
 		heavy := w.site + "/unseen.html?heavy"
 		htab, heavyLogs := consoleTab(t, b, heavy)
 		waitDocument(t, b, w.worker, heavy, "heavy0", "retString")
-		w.waitConsole(heavyLogs, "extension did not share", `"heavy`, "at most 1048576 bytes together")
+		w.waitConsole(heavyLogs, "extension did not share", `"heavy`, "at most 1015808 bytes together")
 		var n int
 		b.eval(t, w.worker, fmt.Sprintf(`__tabbridgeTest.documents().find(d => d.url === %q).tools.filter(t => t.name.startsWith('heavy')).length`, heavy), &n)
 		if n == 0 || n >= 25 {

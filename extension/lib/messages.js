@@ -28,8 +28,11 @@
     maxMessageBytes: 1 << 20, // the largest frame the server reads
     callTimeoutMs: 60000, // the longest a call runs
   });
-  // local are the extension's own bounds, which no server changes.
-  const local = Object.freeze({ maxErrorChars: 4096, maxUrlChars: 8192, maxDepth: 64 });
+  // local are the extension's own bounds, which no server changes. announceRoomBytes is what a
+  // tools.announce frame keeps, beside the page's tools, for the rest of it: the address (at most
+  // maxUrlChars, each character at most two bytes of JSON), the origin, the title (170 UTF-16
+  // units, at most six bytes each) and the ids, about 26 KB at their longest.
+  const local = Object.freeze({ maxErrorChars: 4096, maxUrlChars: 8192, maxDepth: 64, announceRoomBytes: 32 << 10 });
   const LIMITS_KEY = 'limits'; // in storage.local: the last welcome's limits
   let limits = Object.freeze({ ...defaults, ...local });
 
@@ -152,12 +155,21 @@
     return accept(out);
   }
 
+  // toolsBytes is how many bytes a page's tools may take together: maxAnnouncementBytes, and
+  // never so many that the tools.announce frame carrying them is over maxMessageBytes. The server
+  // closes the socket on a longer frame (1009, not dialled again), which would cut every shared
+  // site off for one page's tools.
+  function toolsBytes() {
+    return Math.max(0, Math.min(limits.maxAnnouncementBytes, limits.maxMessageBytes - limits.announceRoomBytes));
+  }
+
   // checkTools checks a whole tool list. Bad descriptors are dropped one by one, each with its
   // reason in refused, and so are the tools beyond the first maxToolsPerSite, or beyond
-  // maxAnnouncementBytes together (a page with more still shares what fits); a list that is not a
+  // toolsBytes() together (a page with more still shares what fits); a list that is not a
   // list, or names a tool twice, is refused whole.
   function checkTools(list) {
     if (!Array.isArray(list)) return refuse('the tool list is not an array');
+    const room = toolsBytes();
     const tools = [];
     const refused = [];
     const seen = new Set();
@@ -170,8 +182,8 @@
         continue;
       }
       const own = r.ok ? bytes(JSON.stringify(r.msg)) + (tools.length > 0 ? 1 : 0) : 0;
-      if (r.ok && size + own > limits.maxAnnouncementBytes && !seen.has(r.msg.name)) {
-        refused.push({ name, reason: `a page's tools may take at most ${limits.maxAnnouncementBytes} bytes together; this one was registered after those that fill them` });
+      if (r.ok && size + own > room && !seen.has(r.msg.name)) {
+        refused.push({ name, reason: `a page's tools may take at most ${room} bytes together; this one was registered after those that fill them` });
         continue;
       }
       if (!r.ok) {
@@ -183,8 +195,8 @@
       tools.push(r.msg);
       size += own;
     }
-    if (bytes(JSON.stringify(tools)) > limits.maxAnnouncementBytes) {
-      return refuse(`the tool list is over ${limits.maxAnnouncementBytes} bytes`);
+    if (bytes(JSON.stringify(tools)) > room) {
+      return refuse(`the tool list is over ${room} bytes`);
     }
     return { ok: true, msg: tools, refused };
   }
@@ -315,6 +327,7 @@
         return refuse('the announced address is not a URL');
       }
       if (url.origin !== pageOrigin) return refuse('the announced address is not on the page\'s origin');
+      if (url.href.length > limits.maxUrlChars) return refuse('the announced address is too long');
       const r = checkTools(m.tools);
       if (!r.ok) return r;
       const title = typeof m.title === 'string' ? m.title.slice(0, limits.maxTitleBytes) : '';

@@ -237,7 +237,7 @@ test("the welcome's limits cap the results and calls and are kept for the bridge
   // A welcome without them (an older server) brings back protocol 1's values.
   link.teardown();
   ws = await connected(link, [site]);
-  assert.deepEqual({ ...M.limits }, { ...M.defaults, maxErrorChars: 4096, maxUrlChars: 8192, maxDepth: 64 });
+  assert.deepEqual({ ...M.limits }, { ...M.defaults, maxErrorChars: 4096, maxUrlChars: 8192, maxDepth: 64, announceRoomBytes: 32768 });
   assert.deepEqual((await chrome.storage.local.get('limits')).limits, M.defaults);
 });
 

@@ -65,9 +65,9 @@ test('a tool list drops bad tools one by one, and those over the cap, and refuse
   const heavy = M.checkTools(Array.from({ length: 25 }, (_, i) => big(i)));
   assert.ok(heavy.ok);
   assert.ok(heavy.msg.length >= 17 && heavy.msg.length < 25, `${heavy.msg.length} shared`);
-  assert.ok(JSON.stringify(heavy.msg).length <= M.limits.maxAnnouncementBytes);
+  assert.ok(JSON.stringify(heavy.msg).length <= M.limits.maxMessageBytes - M.limits.announceRoomBytes);
   assert.deepEqual(heavy.refused.map((x) => x.name), Array.from({ length: 25 - heavy.msg.length }, (_, i) => `b${heavy.msg.length + i}`));
-  assert.match(heavy.refused[0].reason, /at most 1048576 bytes together/);
+  assert.match(heavy.refused[0].reason, /at most 1015808 bytes together/);
 });
 
 test('jsonSafe accepts plain data only', () => {

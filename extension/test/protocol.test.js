@@ -109,6 +109,26 @@ test('plan announces shared documents once, again on change, and says gone', () 
   assert.equal(r.sent.size, 0);
 });
 
+// A frame over the server's maxMessageBytes closes the socket with 1009, which the extension does not
+// dial again after: one page whose tools fill their share, at a long address, would cut every
+// shared site off. What a page announces is bounded so that its whole announcement still fits.
+test("a page's tools that fill their share, at its longest address, still fit one frame the server reads", () => {
+  const origin = 'https://shop.example';
+  const url = `${origin}/?${'q\\'.repeat(4000)}`.slice(0, M.limits.maxUrlChars); // a backslash is two bytes in JSON
+  const title = '\u0001'.repeat(400);
+  const tool = (i, n) => ({ name: `heavy${i}`, description: 'd', inputSchema: { type: 'object', description: 'x'.repeat(n) } });
+  const tools = Array.from({ length: 20 }, (_, i) => tool(i, 50000));
+  const used = new TextEncoder().encode(JSON.stringify(M.checkTools(tools).msg)).length;
+  tools.push(tool(20, M.limits.maxAnnouncementBytes - used - 200)); // the list just under its share
+  const page = M.checkBridgeMessage({ type: 'announce', url, title, tools }, origin);
+  assert.equal(page.ok, true, page.reason);
+  assert.ok(page.msg.tools.length >= 19, `${page.msg.tools.length} tools shared`);
+  const docs = { d1: { documentId: 'D'.repeat(32), tabId: 2 ** 31 - 1, origin, url: page.msg.url, title: page.msg.title, tools: page.msg.tools } };
+  const [m] = plan(new Map(), docs, new Set([origin]), { [2 ** 31 - 1]: Date.now() }).messages;
+  const frame = new TextEncoder().encode(JSON.stringify({ ...m, id: 'a-999999999' })).length;
+  assert.ok(frame <= M.limits.maxMessageBytes, `the announcement is ${frame} bytes; the server reads at most ${M.limits.maxMessageBytes}`);
+});
+
 test('plan: a newly shared site is announced, an unshared one is dropped in silence', () => {
   const docs = { d2: doc('d2', 'https://other.example', [tool('b')]) };
   let r = plan(new Map(), docs, new Set());
