@@ -125,6 +125,7 @@
     const r = M.parsePageMessage(ev.detail);
     if (!r.ok) {
       if (r.whole) warn([{ name: '', reason: r.reason }], 'the Tabbridge extension');
+      if (r.callId) post({ type: 'result', callId: r.callId, ok: false, error: `The extension refused the page's answer: ${r.reason}. This is the site's to fix; no arguments change it.` });
       return;
     }
     if (r.refused) warn(r.refused, 'the Tabbridge extension');

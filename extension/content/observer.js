@@ -97,6 +97,7 @@
   const shadowOf = shadowDesc && shadowDesc.get;
   const fragQsa = typeof DocumentFragment === 'function' ? DocumentFragment.prototype.querySelectorAll : null;
   const MAX_DEPTH = 64;
+  const MAX_ERROR = 4096; // the bridge's maxErrorChars
   const later = typeof setTimeout === 'function' ? setTimeout : null;
 
   const proto = getProto(mc);
@@ -376,6 +377,9 @@
     delete c.reg.calls[callId];
     outcome.type = 'result';
     outcome.callId = callId;
+    // The page's error text may be any length (a message of megabytes); the bridge keeps 4096
+    // characters of it, and would drop a message far longer whole, leaving the call unanswered.
+    if (typeof outcome.error === 'string' && outcome.error.length > MAX_ERROR) outcome.error = apply(strSlice, outcome.error, [0, MAX_ERROR]);
     send(outcome);
   }
 

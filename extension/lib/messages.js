@@ -260,11 +260,10 @@
       return refuse('the event detail is not valid JSON');
     }
     if (detail.length > limits.maxAnnouncementBytes + limits.maxResultBytes) {
-      // Still read far enough to fail the call at once with the result's size.
-      // A string full of escapes can be this long and still within the cap: checkOutcome counts.
-      if (isObject(m) && m.from === 'observer' && m.type === 'result' && m.ok === true && checkCallId(m.callId)) {
-        return checkOutcome(m);
-      }
+      // A result is still read far enough to end its call at once: with the result's size, or
+      // with its error cut. A string full of escapes can be this long and still within the cap:
+      // checkOutcome counts.
+      if (isObject(m) && m.from === 'observer' && m.type === 'result' && checkCallId(m.callId)) return outcome(m);
       return refuse('the event is too large');
     }
     if (!isObject(m)) return refuse('the message is not an object');
@@ -275,9 +274,16 @@
       // whole: the observer's list itself was refused, so the page shares nothing (said in its console).
       return r.ok ? { ok: true, msg: { type: 'tools', tools: r.msg }, refused: r.refused } : { ...r, whole: true };
     }
-    if (m.type === 'result') return checkOutcome(m);
+    if (m.type === 'result') return outcome(m);
     if (m.type === 'dialog') return checkDialog(m);
     return refuse(`unknown message type ${JSON.stringify(String(m.type)).slice(0, 40)}`);
+  }
+
+  // outcome checks a call's result from the page; a refusal names the call when it can (callId),
+  // so the bridge fails that call at once instead of leaving it to its deadline.
+  function outcome(m) {
+    const r = checkOutcome(m);
+    return r.ok || !checkCallId(m.callId) ? r : { ...r, callId: m.callId };
   }
 
   // checkWorkerMessage checks what the worker sends a bridge over its port: a call to run or a

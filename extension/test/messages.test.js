@@ -167,3 +167,14 @@ test('a dialog message says its kind when it opens, and is checked on both hops'
   assert.equal(page({ open: 'yes', kind: 'alert' }).ok, false);
   assert.deepEqual(M.checkBridgeMessage({ type: 'dialog', open: true, kind: 'alert', text: 7 }, 'https://a.example').msg, { type: 'dialog', open: true, kind: 'alert', text: '' });
 });
+
+// Whatever the bridge refuses of a result it still names the call, so the bridge fails it at once
+// instead of leaving it to its deadline; a failure of any length is taken, its text cut.
+test('a result the bridge refuses names its call; a failure of any length is taken, cut', () => {
+  const long = M.parsePageMessage(page({ type: 'result', callId: 'c1', ok: false, error: 'e'.repeat(2 << 20) }));
+  assert.equal(long.ok, true, long.reason);
+  assert.deepEqual(long.msg, { type: 'result', callId: 'c1', ok: false, error: 'e'.repeat(M.limits.maxErrorChars) });
+  const odd = M.parsePageMessage(page({ type: 'result', callId: 'c3', ok: 'yes' }));
+  assert.deepEqual([odd.ok, odd.callId], [false, 'c3']);
+  assert.equal(M.parsePageMessage(page({ type: 'result', callId: 'bad id!', ok: 'yes' })).callId, undefined);
+});

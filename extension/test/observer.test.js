@@ -5,6 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import vm from 'node:vm';
+import '../lib/messages.js';
 
 const source = readFileSync(new URL('../content/observer.js', import.meta.url), 'utf8');
 
@@ -37,13 +38,17 @@ function page({ warn } = {}) {
   ctx.navigator = {};
   ctx.window = win;
   const sent = [];
+  const details = []; // what the bridge reads: each message's JSON text
   win.addEventListener('n0nce', (e) => {
     const m = JSON.parse(e.detail);
-    if (m.from === 'observer') sent.push(m);
+    if (m.from === 'observer') {
+      sent.push(m);
+      details.push(e.detail);
+    }
   });
   vm.runInContext(source, ctx);
   const toPage = (m) => win.dispatchEvent(new CustomEvent('n0nce', { detail: JSON.stringify({ from: 'bridge', ...m }) }));
-  return { ctx, attrs, sent, toPage };
+  return { ctx, attrs, sent, details, toPage };
 }
 
 const settle = () => new Promise((r) => setImmediate(r));
@@ -204,9 +209,13 @@ function formPage() {
   ctx.navigator = {};
   ctx.window = win;
   const sent = [];
+  const details = []; // what the bridge reads: each message's JSON text
   win.addEventListener('n0nce', (e) => {
     const m = JSON.parse(e.detail);
-    if (m.from === 'observer') sent.push(m);
+    if (m.from === 'observer') {
+      sent.push(m);
+      details.push(e.detail);
+    }
   });
   vm.runInContext(source, ctx);
   const toPage = (m) => win.dispatchEvent(new CustomEvent('n0nce', { detail: JSON.stringify({ from: 'bridge', ...m }) }));
@@ -449,4 +458,23 @@ test('a result far over the cap the bridge sends with the call is refused in the
   assert.deepEqual(by.c1, { type: 'result', callId: 'c1', ok: false, code: 'result_too_large', size: 100, error: 'The result is too large.', from: 'observer' });
   assert.equal(by.c2.size, 108);
   assert.equal(by.c3.result, 'x'.repeat(100));
+});
+
+// The bridge takes at most maxAnnouncementBytes + maxResultBytes of a message from the page, and a
+// failure whose text was longer was dropped: the call then waited, unanswered, for its deadline.
+test('a tool that throws a huge error ends its call at once, its text cut', async () => {
+  const M = globalThis.TabbridgeMessages;
+  const { ctx, sent, details, toPage } = page();
+  vm.runInContext(`this.huge = () => { throw new Error('out of stock. ' + 'x'.repeat(3 << 20)); };`, ctx);
+  await ctx.document.modelContext.registerTool({ name: 'huge', description: 'd', execute: ctx.huge });
+  await settle();
+  toPage({ type: 'call', callId: 'c1', tool: 'huge', args: {} });
+  await settle();
+  assert.equal(sent.at(-1).callId, 'c1');
+  assert.ok(details.at(-1).length < 8192, `${details.at(-1).length} characters crossed to the bridge`);
+  const r = M.parsePageMessage(details.at(-1));
+  assert.equal(r.ok, true, r.reason);
+  assert.equal(r.msg.ok, false);
+  assert.match(r.msg.error, /^out of stock\. x+/);
+  assert.ok(r.msg.error.length <= M.limits.maxErrorChars, `${r.msg.error.length} characters`);
 });
