@@ -172,7 +172,7 @@ func TestHostileSites(t *testing.T) {
 
 	t.Run("a huge result is refused at once with its size", func(t *testing.T) {
 		w.enter(t)
-		w.hostileTab("?huge", false, "huge")
+		w.hostileTab("?huge", false, "huge", "hugeError")
 		ch, cancel := w.callAsync(w.agent, "huge", map[string]any{}, false)
 		defer cancel()
 		res, took := w.quick(ch)
@@ -189,6 +189,16 @@ func TestHostileSites(t *testing.T) {
 			t.Fatalf("huge 200 MB after %v: %q", took, servertest.ResultText(res))
 		}
 		t.Logf("200 MB: after %v", took.Round(time.Millisecond))
+		// An error of megabytes ends its call at once, its text cut (the bridge used to drop the
+		// page's message whole, and the call waited for its deadline).
+		ch, cancel = w.callAsync(w.agent, "hugeError", map[string]any{}, false)
+		defer cancel()
+		res, took = w.quick(ch)
+		wantErrorResult(t, res, "failed in the page: out of stock. xxx")
+		if n := len(servertest.ResultText(res)); n > 8192 {
+			t.Fatalf("hugeError's answer is %d bytes", n)
+		}
+		t.Logf("hugeError: after %v, %d bytes", took.Round(time.Millisecond), len(servertest.ResultText(res)))
 	})
 
 	t.Run("tools churned in a tight loop, and a name registered twice", func(t *testing.T) {

@@ -42,6 +42,13 @@
       execute: ({ mb }) => 'x'.repeat((mb || 5) * 1024 * 1024),
     },
     {
+      name: 'hugeError', description: 'Throws an Error whose message is mb MB long (3 unless asked).',
+      inputSchema: { type: 'object', properties: { mb: { type: 'number' } } },
+      execute: ({ mb }) => {
+        throw new Error(`out of stock. ${'x'.repeat((mb || 3) * 1024 * 1024)}`);
+      },
+    },
+    {
       name: 'slowThenLeave', description: 'Never answers; the test navigates the tab meanwhile.',
       execute: () => {
         note(log, 'slowThenLeave: started');
