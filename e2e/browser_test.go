@@ -27,6 +27,7 @@ func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.C
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
+		browserOutput(t),
 	}
 	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)

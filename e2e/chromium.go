@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -57,6 +59,7 @@ func startChromium(t testing.TB, o ChromiumOptions) context.Context {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.WindowSize(1280, 800),
+		browserOutput(t),
 	}
 	if !o.NoWebMCP {
 		opts = append(opts, chromedp.Flag("enable-features", "WebMCP"))
@@ -86,4 +89,48 @@ func repoPath(t testing.TB, rel string) string {
 		t.Fatal("repo path: no caller")
 	}
 	return filepath.Join(filepath.Dir(file), "..", rel)
+}
+
+// browserOutput keeps the last 16 KiB of what the browser prints and logs it when the test fails:
+// a browser that dies (a CI run once saw "browser process exited: signal: illegal instruction",
+// Chromium's own CHECK failing) says why only there.
+func browserOutput(t testing.TB) chromedp.ExecAllocatorOption {
+	tail := &outputTail{max: 16 << 10}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the browser's last output (its D-Bus complaints left out):\n%s", tail.String())
+		}
+	})
+	return chromedp.CombinedOutput(tail)
+}
+
+// outputTail is an io.Writer that keeps only the last max bytes written to it.
+type outputTail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (o *outputTail) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf, p...)
+	if over := len(o.buf) - o.max; over > 0 {
+		o.buf = append(o.buf[:0], o.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept output without the lines about D-Bus, which headless Chromium prints by
+// the dozen on a machine without one.
+func (o *outputTail) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var kept [][]byte
+	for _, line := range bytes.Split(o.buf, []byte("\n")) {
+		if !bytes.Contains(line, []byte(":ERROR:dbus/")) {
+			kept = append(kept, line)
+		}
+	}
+	return string(bytes.TrimSpace(bytes.Join(kept, []byte("\n"))))
 }
