@@ -85,7 +85,7 @@ type term struct {
 	// character the cursor is just past only before its first character
 	// (with autowrap off the cursor can stop past one, and the next
 	// character of the run then overwrites its second half alone).
-	inPrint     bool
+	inPrint bool
 	// onByte follows what the parser did with each byte of a character
 	// fed through streamState.feed, to end a print run (inPrint).
 	onByte      func(byte, parser.Action)
