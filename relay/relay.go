@@ -40,9 +40,12 @@ const (
 	linkQueue = 1024
 	// controlQueue bounds control messages waiting for a viewer's writer.
 	controlQueue = 32
-	// daemonReadLimit and viewerReadLimit bound one incoming message.
+	// daemonReadLimit and viewerReadLimit bound one incoming message. A
+	// viewer's input frame of up to twice wire.MaxInput is read and refused
+	// with a message (the socket stays open); only a larger one closes the
+	// viewer's socket (1009), never the daemon's link.
 	daemonReadLimit = 32 << 20
-	viewerReadLimit = 1 << 20
+	viewerReadLimit = 2 * (1 + wire.MaxInput)
 )
 
 // ErrNoSession is returned for a session that does not exist or belongs to

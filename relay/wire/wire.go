@@ -222,6 +222,21 @@ func DecodeViewer(p []byte) (ViewerFrame, error) {
 	return ViewerFrame{}, fmt.Errorf("%w: unknown type 0x%02x", ErrFrame, p[0])
 }
 
+// MaxInput is the most bytes one input frame carries, on both sockets: the
+// largest paste (or any keystrokes) a viewer may send at once, which reaches
+// the program whole. Every hop is sized from it: the server reads a viewer's
+// input frame of MaxInput and forwards it in a daemon input frame
+// (MaxToDaemon, the daemon's read limit), and the daemon holds at least
+// MaxInput for a program that has not read it yet. A larger input frame is
+// refused by the server with a TypeRefused message to its viewer, and the
+// web page refuses a larger paste itself and says so; neither closes a
+// socket.
+const MaxInput = 1 << 20
+
+// MaxToDaemon is the largest message the server sends a daemon: an input
+// frame of MaxInput (control messages are far smaller).
+const MaxToDaemon = daemonInputHeader + MaxInput
+
 // MaxCols and MaxRows bound a terminal's size on the wire.
 const (
 	MaxCols = 1000
