@@ -40,12 +40,9 @@ const (
 	linkQueue = 1024
 	// controlQueue bounds control messages waiting for a viewer's writer.
 	controlQueue = 32
-	// daemonReadLimit and viewerReadLimit bound one incoming message. A
-	// viewer's input frame of up to twice wire.MaxInput is read and refused
-	// with a message (the socket stays open); only a larger one closes the
-	// viewer's socket (1009), never the daemon's link.
+	// daemonReadLimit and viewerReadLimit bound one incoming message.
 	daemonReadLimit = 32 << 20
-	viewerReadLimit = 2 * (1 + wire.MaxInput)
+	viewerReadLimit = wire.MaxFromViewer
 )
 
 // ErrNoSession is returned for a session that does not exist or belongs to

@@ -237,6 +237,13 @@ const MaxInput = 1 << 20
 // frame of MaxInput (control messages are far smaller).
 const MaxToDaemon = daemonInputHeader + MaxInput
 
+// MaxFromViewer is the read limit for a viewer's socket, on the server
+// instance that holds the session's daemon and on one that forwards the
+// viewer to it alike: an input frame of up to twice MaxInput is read and
+// refused with a message (the socket stays open); only a larger one closes
+// the viewer's socket (1009), never the daemon's link.
+const MaxFromViewer = 2 * (1 + MaxInput)
+
 // MaxCols and MaxRows bound a terminal's size on the wire.
 const (
 	MaxCols = 1000
