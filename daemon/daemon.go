@@ -199,6 +199,9 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	sess, err := terminal.Start(terminal.Options{
 		Path: path, Args: spec.Argv[1:], Dir: spec.Dir, Env: spec.Env,
 		Cols: spec.Cols, Rows: spec.Rows, Output: e.output,
+		// room for the largest input frame, or such a paste could never
+		// arrive whole
+		InputQueue: max(terminal.DefaultInputQueue, wire.MaxInput),
 	})
 	if err != nil {
 		d.mu.Lock()

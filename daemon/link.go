@@ -169,7 +169,7 @@ func (d *Daemon) write(ctx context.Context, conn *websocket.Conn) error {
 // read handles the server's frames: keystrokes (written to the PTY exactly
 // as sent), resizes and redraw requests. Anything malformed ends the link.
 func (d *Daemon) read(conn *websocket.Conn) {
-	conn.SetReadLimit(1 << 20)
+	conn.SetReadLimit(wire.MaxToDaemon) // the server's largest message: an input frame of wire.MaxInput
 	extend := func() { _ = conn.SetReadDeadline(time.Now().Add(3 * d.opts.Ping)) }
 	conn.SetPongHandler(func(string) error { extend(); return nil })
 	extend()

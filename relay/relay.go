@@ -42,7 +42,7 @@ const (
 	controlQueue = 32
 	// daemonReadLimit and viewerReadLimit bound one incoming message.
 	daemonReadLimit = 32 << 20
-	viewerReadLimit = 1 << 20
+	viewerReadLimit = wire.MaxFromViewer
 )
 
 // ErrNoSession is returned for a session that does not exist or belongs to

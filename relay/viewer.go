@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -400,6 +401,13 @@ func (h *Hub) viewerFrame(v *viewer, p []byte) error {
 	}
 	if f.Input == nil {
 		return errors.New("relay: a viewer may send only input frames")
+	}
+	if len(f.Input) > wire.MaxInput {
+		// forwarded, it would break the daemon's read limit and take the
+		// whole machine offline; refused, the viewer can say so
+		v.control(wire.Control{Type: wire.TypeRefused, Bytes: int64(len(f.Input)), Reason: fmt.Sprintf(
+			"input of %d bytes refused: at most %d bytes (%d KiB) can be sent at once", len(f.Input), wire.MaxInput, wire.MaxInput>>10)})
+		return nil
 	}
 	if !v.watchOnly && len(f.Input) > 0 {
 		v.sess.input(v, f.Input)

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/tabbridge/tabbridge/relay"
+	"github.com/tabbridge/tabbridge/relay/wire"
 )
 
 // The machines pages: each machine with its daemon's state and sessions,
@@ -142,7 +143,7 @@ func (s *Server) pageTerminal(c *fiber.Ctx) error {
 	// one, app.js swaps only the nav (its Inbox count) and ignores a failed
 	// fetch.
 	if err := s.render(c, http.StatusOK, "session", view{Title: title, Nav: "machines",
-		User: s.pageUser(c), Data: fiber.Map{"Session": sess.SessionView, "Machine": m, "Command": title}}); err != nil {
+		User: s.pageUser(c), Data: fiber.Map{"Session": sess.SessionView, "Machine": m, "Command": title, "MaxInput": wire.MaxInput}}); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentSecurityPolicy, terminalCSP+s.frameAncestors())

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -89,7 +91,9 @@ func TestMachinePagesWithARealDaemon(t *testing.T) {
 
 	term := b.get("/sessions/" + id)
 	term.want(t, 200, `data-session="`+id+`"`, "sh -c echo ready; read x; exit 4", "laptop",
-		`src="/static/vendor/xterm/xterm.js"`, `src="/static/terminal.js"`, `id="mode-watch"`)
+		`src="/static/vendor/xterm/xterm.js"`, `src="/static/terminal.js"`, `id="mode-watch"`,
+		// the page refuses a paste the server would refuse, by the server's own limit
+		fmt.Sprintf(`data-max-input="%d"`, wire.MaxInput), `id="term-notice"`)
 	if strings.Contains(term.body, "data-src=") {
 		t.Fatal("the terminal page takes part in live page refreshes")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tabbridge/tabbridge/cluster"
 	"github.com/tabbridge/tabbridge/relay"
+	"github.com/tabbridge/tabbridge/relay/wire"
 )
 
 // Terminal forwarding between instances (docs/PROTOCOL-terminals.md,
@@ -323,7 +324,7 @@ type viewerForward struct {
 // fails; the holder validates them.
 func (f *viewerForward) readBrowser() {
 	defer close(f.gone)
-	f.browser.SetReadLimit(1 << 20)
+	f.browser.SetReadLimit(wire.MaxFromViewer) // as the holder reads it: a paste of wire.MaxInput passes
 	extend := func() { _ = f.browser.SetReadDeadline(time.Now().Add(3 * relay.DefaultPing)) }
 	f.browser.SetPongHandler(func(string) error { extend(); return nil })
 	extend()

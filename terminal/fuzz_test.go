@@ -23,6 +23,12 @@ func FuzzEmulatorRedraw(f *testing.F) {
 		"ab\x1b[1\"q日P\x1b[0\"qq\x1b[1;2H\x1b[?K\x1b[?J", "\x1b[4:2m\x1b7\x1b[24m\x1b]8;;http://x/\x07\x1b[4:3ma\x1b8b\x1b[59mc\x1b7",
 		// a pen a DECRC left hiding a link at a pending wrap; a link without an id wrapped, left open
 		"\x1b7\x1b]8;;http://x/\x07\x1b8" + strings.Repeat("q", 20), "\x1b]8;;http://x/\x07" + strings.Repeat("ab", 25) + "\r\n日",
+		// C1 controls sent as UTF-8; sequences xterm.js drops (ignored, cut by a character)
+		"a\xc2\x9b31mred\xc2\x9d0;t\xc2\x9cb\xc2\x90q\xc2\x9c\xc2\x88\x1b]0;a\xc2\x9b2Jx",
+		"ab\x1b[3<1mc\x1b[$31md\x1b[2\xc3\xa9Je\x1b_\xe6\x97\xa5f\x1bP\x1b[31mg\x1bP1$2qh\x1b\\\x1b[1<\x01\xc2\x9b4mi\x7f\x1b[2b",
+		// DECALN with extended attributes; tab stops at column 0; a wide character at the margin without autowrap
+		"\x1b]8;;http://x/\x07\x1b[4:3;58;5;2m\x1b#8\x1b[0g\x1bH\x1b[3g\x1b[1G\x1bH\x1b[9G\x1b[2Z\tx",
+		"\x1b[?7l" + strings.Repeat("z", 18) + "日本x\xff\x10\x04" + strings.Repeat("y", 16) + "日\x80本\u0301q",
 	} {
 		f.Add([]byte(s))
 	}

@@ -509,13 +509,13 @@ func writeCUP(b *bytes.Buffer, y, x int) {
 	b.WriteString("\x1b[" + strconv.Itoa(y+1) + ";" + strconv.Itoa(x+1) + "H")
 }
 
-// writeTabs restores tab stops that differ from every-8-columns.
+// writeTabs restores tab stops that differ from every 8 columns from 0.
 func (t *term) writeTabs(b *bytes.Buffer) {
 	buf := t.buf
 	tabs := buf.tabs[:min(len(buf.tabs), t.cols)]
 	same := true
 	for x := range tabs {
-		if tabs[x] != (x > 0 && x%8 == 0) {
+		if tabs[x] != (x%8 == 0) {
 			same = false
 			break
 		}

@@ -356,9 +356,12 @@ func (b *buffer) clear() {
 	b.setupTabs()
 }
 
+// setupTabs is xterm.js's setupTabStops(): a stop every 8 columns from
+// column 0, which has one too: no tab moves to it, but TBC can clear it and
+// the redraw must carry that.
 func (b *buffer) setupTabs() {
 	b.tabs = make([]bool, b.cols)
-	for i := 8; i < b.cols; i += 8 {
+	for i := 0; i < b.cols; i += 8 {
 		b.tabs[i] = true
 	}
 }

@@ -37,7 +37,20 @@ type streamState struct {
 	// exec runs a C0 control met inside an escape sequence (see
 	// advanceKept); nil for the cutter, which only follows states.
 	exec func(byte)
+	// ignore is xterm.js's CSI_IGNORE or DCS_IGNORE state (x/ansi has
+	// neither): a sequence xterm.js drops whole is being read to its end
+	// while the parser is left, unfed, in the state it was in.
+	ignore ignoring
 }
+
+// ignoring is which of xterm.js's ignore states a streamState is in.
+type ignoring uint8
+
+const (
+	notIgnoring ignoring = iota
+	ignoreCSI
+	ignoreDCS
+)
 
 // feed is advance behind xterm.js's UTF-8 decoding (Utf8ToUtf32), which
 // runs before its parser sees anything: a character's bytes reach the
@@ -57,9 +70,7 @@ func (s *streamState) feed(b byte, each func(out byte, action parser.Action)) {
 			n := s.u8len
 			s.u8len, s.u8n = 0, 0
 			if validUTF8(s.u8[:n]) {
-				for _, c := range s.u8[:n] {
-					s.emit(c, each)
-				}
+				s.char(s.u8[:n], each)
 			}
 			return
 		}
@@ -79,6 +90,65 @@ func (s *streamState) feed(b byte, each func(out byte, action parser.Action)) {
 
 // holding reports whether feed holds an incomplete character.
 func (s *streamState) holding() bool { return s.u8len > 0 }
+
+// char feeds a complete, valid UTF-8 character as xterm.js's parser reads
+// its code point: U+0080–U+009F are the C1 controls (c1); any other is
+// printed in ground state and is data in an OSC or DCS string, ignored
+// while a sequence is ignored, and elsewhere (an escape, control or DCS
+// sequence not yet at its end, SOS, PM, APC) an error that drops the
+// sequence and the character alike (xterm.js's default transition). x/ansi
+// printed it and carried on.
+func (s *streamState) char(u []byte, each func(byte, parser.Action)) {
+	if len(u) == 2 && u[0] == 0xC2 && u[1] < 0xA0 {
+		s.c1(u[1], each)
+		return
+	}
+	if s.ignore != notIgnoring {
+		report(each, u[len(u)-1], parser.IgnoreAction)
+		return
+	}
+	switch s.p.State() {
+	case parser.GroundState, parser.OscStringState, parser.DcsStringState:
+		for _, c := range u {
+			s.emit(c, each)
+		}
+	default:
+		s.p.Reset()
+		report(each, u[len(u)-1], parser.NoneAction)
+	}
+}
+
+// c1 is xterm.js's "anywhere" transitions for a C1 control sent as UTF-8:
+// ST ends a string (and is nothing elsewhere), the others leave whatever
+// sequence or string was being read, unfinished, and act as 8-bit
+// controls — x/ansi's own transitions for them outside strings. x/ansi
+// had printed them (and the terminal executed only IND, NEL and HTS).
+func (s *streamState) c1(c byte, each func(byte, parser.Action)) {
+	if s.ignore != notIgnoring {
+		s.ignore = notIgnoring
+		s.p.Reset()
+	}
+	st := s.p.State()
+	switch {
+	case c == c1ST && inString(st):
+		s.need = 0
+	case c == c1ST:
+		s.p.Reset() // xterm.js ignores it: not an execute, which ends a join
+		report(each, c, parser.IgnoreAction)
+		return
+	case inString(st):
+		s.p.Reset()
+	}
+	out, action := s.advanceKept(c)
+	report(each, out, action)
+}
+
+// report tells each, when set, what one byte did.
+func report(each func(byte, parser.Action), out byte, action parser.Action) {
+	if each != nil {
+		each(out, action)
+	}
+}
 
 func (s *streamState) emit(c byte, each func(byte, parser.Action)) {
 	out, action, keep := s.advance(c)
@@ -133,8 +203,56 @@ func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool
 	if strayC1(before, b) {
 		return 0, parser.NoneAction, false
 	}
+	if s.ignore != notIgnoring && b < 0x80 {
+		out, action = s.ignored(b)
+		return out, action, true
+	}
+	switch {
+	case before == parser.CsiParamState && b >= 0x3C && b <= 0x3F,
+		before == parser.CsiIntermediateState && b >= 0x30 && b <= 0x3F:
+		// a private marker after parameters, or a parameter after an
+		// intermediate: xterm.js drops the sequence (x/ansi dispatched
+		// the first and printed what followed the second)
+		s.ignore = ignoreCSI
+		return b, parser.IgnoreAction, true
+	case before == parser.DcsParamState && b >= 0x3C && b <= 0x3F,
+		before == parser.DcsIntermediateState && b >= 0x30 && b <= 0x3F:
+		s.ignore = ignoreDCS
+		return b, parser.IgnoreAction, true
+	case before == parser.DcsEntryState && b == ansi.ESC:
+		s.p.Reset() // xterm.js starts an escape sequence; x/ansi passed it through as data
+	}
 	out, action = s.advanceKept(b)
 	return out, action, true
+}
+
+// ignored reads byte b (below 0x80) of a sequence xterm.js ignores: CAN and
+// SUB end it (executed), ESC ends it and starts another, a CSI's final byte
+// ends it, a C0 control inside a CSI is executed there; the rest is dropped.
+// The parser, unfed meanwhile, is reset to ground as it ends.
+func (s *streamState) ignored(b byte) (byte, parser.Action) {
+	switch {
+	case b == ansi.CAN || b == ansi.SUB:
+		s.ignore = notIgnoring
+		s.p.Reset()
+		if s.exec != nil {
+			s.exec(b)
+		}
+		return b, parser.ExecuteAction
+	case b == ansi.ESC:
+		s.ignore = notIgnoring
+		s.p.Reset()
+		return s.advanceKept(b)
+	case s.ignore == ignoreCSI && b >= 0x40 && b <= 0x7E:
+		s.ignore = notIgnoring
+		s.p.Reset()
+	case s.ignore == ignoreCSI && b < 0x20:
+		if s.exec != nil {
+			s.exec(b)
+		}
+		return b, parser.ExecuteAction
+	}
+	return b, parser.IgnoreAction
 }
 
 func (s *streamState) advanceKept(b byte) (byte, parser.Action) {

@@ -79,10 +79,16 @@ type term struct {
 	gl       int
 	cs       byte
 	precW    int // width of the last printed character, 0 when the next may not join it
-	// inPrint is set while REP prints its copies: xterm.js prints them in
-	// one call, which blanks a wide character the cursor is just past only
-	// before the first (with autowrap off the cursor can stop past one)
-	inPrint     bool
+	// inPrint is set within what xterm.js prints in one call: a run of
+	// characters with nothing else between them (bytes its UTF-8 decoder
+	// drops are nothing), or REP's copies. Such a call blanks a wide
+	// character the cursor is just past only before its first character
+	// (with autowrap off the cursor can stop past one, and the next
+	// character of the run then overwrites its second half alone).
+	inPrint bool
+	// onByte follows what the parser did with each byte of a character
+	// fed through streamState.feed, to end a print run (inPrint).
+	onByte      func(byte, parser.Action)
 	title, icon string
 	stream      *streamState
 	params      xparams
@@ -166,6 +172,11 @@ func newTerm(w, h int) *term {
 		HandleOsc: t.osc, HandleDcs: func(ansi.Cmd, ansi.Params, []byte) { t.precW = 0 },
 	})
 	t.stream.exec = t.execute
+	t.onByte = func(_ byte, a parser.Action) {
+		if a != parser.PrintAction && a != parser.CollectAction {
+			t.inPrint = false
+		}
+	}
 	t.normal = newBuffer(w, h, HistoryLines)
 	t.alt = newBuffer(w, h, 0)
 	t.normal.fillViewport(cell{width: 1})
@@ -212,15 +223,17 @@ func (t *term) write(p []byte) {
 		}
 		if (b == '\n' || b == '\r') && t.stream.p.State() == parser.GroundState {
 			t.stream.u8len = 0
+			t.inPrint = false
 			t.execute(b)
 			i++
 			continue
 		}
 		if b < 0x80 { // escape sequences: no character can be pending past one
 			t.stream.u8len = 0
+			t.inPrint = false
 			t.stream.advance(b)
 		} else {
-			t.stream.feed(b, nil)
+			t.stream.feed(b, t.onByte)
 		}
 		i++
 	}
@@ -347,9 +360,10 @@ func (t *term) printASCII(s []byte) {
 	b := t.buf
 	style := t.curStyle()
 	row := b.row(b.y)
-	if b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
+	if !t.inPrint && b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
 		row.set(b.x-1, cell{width: 1, style: style})
 	}
+	t.inPrint = true
 	for _, c := range s {
 		if b.x >= t.cols {
 			if !t.modes.wraparound {
@@ -391,10 +405,6 @@ func (t *term) wrapLine(row *line, oldCol int, style uint16) {
 
 // printRune is xterm.js's print for one code point.
 func (t *term) printRune(r rune) {
-	if r >= 0x80 && r < 0xa0 { // a C1 control sent as UTF-8
-		t.execute(byte(r))
-		return
-	}
 	if r < 127 && t.cs != 0 {
 		r = mapCharset(t.cs, r)
 	}
@@ -404,6 +414,7 @@ func (t *term) printRune(r rune) {
 	if !t.inPrint && b.x > 0 && b.x <= t.cols && row.cells[b.x-1].width == 2 {
 		row.set(b.x-1, cell{width: 1, style: style})
 	}
+	t.inPrint = true
 	w := runeWidth(r)
 	join := w == 0 && t.precW != 0
 	oldW := 0
@@ -506,6 +517,9 @@ func (t *term) addCodepoint(l *line, x int, r rune) {
 
 // execute runs a C0 control (and the C1 controls xterm.js knows).
 func (t *term) execute(c byte) {
+	if c == 0x7f { // DEL: x/ansi executes it; for xterm.js it is nothing, not even the end of a join
+		return
+	}
 	t.precW = 0
 	switch c {
 	case '\n', '\v', '\f':

@@ -684,8 +684,14 @@ func (t *term) esc(cmd ansi.Cmd) {
 	}
 }
 
+// alignmentPattern is DECALN as xterm.js has it: every row of the screen
+// filled with E in the pen's colours and flags, but none of its extended
+// attributes (xterm.js copies fg and bg into a fresh cell: no hyperlink,
+// no underline style or colour).
 func (t *term) alignmentPattern() {
-	c := cell{r: 'E', width: 1, style: t.curStyle()}
+	p := cellPen(t.pen)
+	p.ul, p.ulColor, p.link = 0, 0, 0
+	c := cell{r: 'E', width: 1, style: t.styleOf(normalPen(p))}
 	t.setCursor(0, 0)
 	for y := 0; y < t.rows; y++ {
 		if t.buf.y+y < t.rows {

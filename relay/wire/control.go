@@ -22,7 +22,8 @@ const (
 	// Viewer → server.
 	TypeAck = "ack" // bytes written into the viewer's terminal so far
 	// Server → viewer.
-	TypeStatus = "status" // the session's machine is (not) connected
+	TypeStatus  = "status"  // the session's machine is (not) connected
+	TypeRefused = "refused" // an input frame was refused, with the reason
 )
 
 // ErrControl is returned for a control message that is not valid JSON, has
@@ -78,6 +79,9 @@ type Control struct {
 	Online bool `json:"online,omitempty"`
 	// WatchOnly tells a viewer it cannot type (TypeSession to a viewer).
 	WatchOnly bool `json:"watchOnly,omitempty"`
+	// Reason says, for a person, why input was refused (TypeRefused,
+	// whose Bytes is the refused input's length).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Encode marshals a control message. A control message travels as a text frame, to a viewer's

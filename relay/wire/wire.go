@@ -222,6 +222,28 @@ func DecodeViewer(p []byte) (ViewerFrame, error) {
 	return ViewerFrame{}, fmt.Errorf("%w: unknown type 0x%02x", ErrFrame, p[0])
 }
 
+// MaxInput is the most bytes one input frame carries, on both sockets: the
+// largest paste (or any keystrokes) a viewer may send at once, which reaches
+// the program whole. Every hop is sized from it: the server reads a viewer's
+// input frame of MaxInput and forwards it in a daemon input frame
+// (MaxToDaemon, the daemon's read limit), and the daemon holds at least
+// MaxInput for a program that has not read it yet. A larger input frame is
+// refused by the server with a TypeRefused message to its viewer, and the
+// web page refuses a larger paste itself and says so; neither closes a
+// socket.
+const MaxInput = 1 << 20
+
+// MaxToDaemon is the largest message the server sends a daemon: an input
+// frame of MaxInput (control messages are far smaller).
+const MaxToDaemon = daemonInputHeader + MaxInput
+
+// MaxFromViewer is the read limit for a viewer's socket, on the server
+// instance that holds the session's daemon and on one that forwards the
+// viewer to it alike: an input frame of up to twice MaxInput is read and
+// refused with a message (the socket stays open); only a larger one closes
+// the viewer's socket (1009), never the daemon's link.
+const MaxFromViewer = 2 * (1 + MaxInput)
+
 // MaxCols and MaxRows bound a terminal's size on the wire.
 const (
 	MaxCols = 1000

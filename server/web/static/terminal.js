@@ -13,6 +13,9 @@
 //   processed, not what the socket has buffered.
 // - Input: every onData goes out at once as one input frame holding exactly
 //   the bytes xterm.js produced (Esc, arrows, paste alike). Never batched.
+//   Input over the server's limit (data-max-input, relay/wire's MaxInput) is
+//   not sent: the person is told, in #term-notice, as for input the server
+//   refused (a "refused" message).
 // - Widths: the Unicode 11 add-on, as in the daemon's terminal of record and
 //   its differential tests (terminal/xtermref), so both count the same cells.
 // - Terminal queries (device attributes, status and cursor reports, mode
@@ -29,7 +32,7 @@
 //   csrf-token meta tag: framed in the extension's popup the page cannot read
 //   its cookies.
 import { Backoff } from './lib/backoff.js';
-import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, CLOSE_SIGNED_OUT } from './lib/frames.js';
+import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, inputRefusal, CLOSE_SIGNED_OUT } from './lib/frames.js';
 import { SettleGate } from './lib/settle.js';
 
 // A terminal page another site sent the browser to (data-arrived, see
@@ -52,6 +55,8 @@ function start() {
   const sessionID = page.getAttribute('data-session');
   const machineID = page.getAttribute('data-machine');
   const enc = new TextEncoder();
+  const inputLimit = maxInput(page.getAttribute('data-max-input'));
+  const noticeEl = document.getElementById('term-notice');
 
   const term = new window.Terminal({
     cursorBlink: true,
@@ -163,6 +168,17 @@ function start() {
   function show(state, text) {
     page.setAttribute('data-state', state);
     if (stateEl) stateEl.textContent = text;
+  }
+
+  // notice tells the person something they did was not done (input too
+  // large), for a while, beside the state; a later notice replaces it.
+  let noticeTimer = null;
+  function notice(text) {
+    if (!noticeEl) return;
+    noticeEl.textContent = text;
+    noticeEl.hidden = false;
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(function () { noticeEl.hidden = true; noticeEl.textContent = ''; }, 15000);
   }
 
   function showLive() {
@@ -309,6 +325,9 @@ function start() {
         exited = true;
         exitCode = statusOf(c.exitCode);
         break;
+      case 'refused':
+        notice(c.reason || 'The server refused input of ' + c.bytes + ' bytes.');
+        return;
       default:
         return;
     }
@@ -343,6 +362,7 @@ function start() {
       settle.focus(now); // input came, so the window has focus (from now, if its focus event was missed)
       if (!settle.settled(now)) return;
     }
+    if (bytes.length > inputLimit) return notice(inputRefusal(bytes.length, inputLimit));
     ws.send(inputFrame(bytes));
   }
 

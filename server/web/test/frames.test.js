@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, FRAME_OUTPUT, FRAME_SNAPSHOT, FRAME_INPUT, CLOSE_SIGNED_OUT } from '../static/lib/frames.js';
+import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, sizeText, inputRefusal, MAX_INPUT, FRAME_OUTPUT, FRAME_SNAPSHOT, FRAME_INPUT, CLOSE_SIGNED_OUT } from '../static/lib/frames.js';
 
 // frame builds a server frame as the relay writes it: type, 8-byte offset, [cols, rows,] bytes.
 function frame(type, offset, bytes, size) {
@@ -55,4 +55,21 @@ test('exit statuses and refusals', () => {
   assert.deepEqual([statusOf(3), statusOf(0), statusOf(undefined), statusOf('1')], [3, 0, 0, 0]);
   assert.deepEqual([400, 403, 404, 409, 499].map(lasting), [true, true, true, true, true]);
   assert.deepEqual([408, 429, 500, 503, 302].map(lasting), [false, false, false, false, false]);
+});
+
+test('the input limit is the server\'s, or relay/wire\'s MaxInput when the page has none', () => {
+  assert.equal(MAX_INPUT, 1 << 20);
+  assert.equal(maxInput('2048'), 2048);
+  for (const bad of [null, '', '0', '-5', '1.5', 'lots', '1e400']) assert.equal(maxInput(bad), MAX_INPUT, String(bad));
+});
+
+test('a refused paste is told with its size and the limit, in exact bytes too', () => {
+  assert.equal(sizeText(1000), '1000 bytes');
+  assert.equal(sizeText(1536), '1.5 KiB');
+  assert.equal(sizeText(MAX_INPUT), '1 MiB');
+  assert.equal(sizeText(MAX_INPUT + 1), '1 MiB');
+  const msg = inputRefusal(MAX_INPUT + 1, MAX_INPUT);
+  assert.match(msg, /not sent/);
+  assert.match(msg, /1048577 bytes/);
+  assert.match(msg, /1048576 bytes/);
 });

@@ -28,6 +28,33 @@ export function parseOutput(buf) {
   return { snapshot: true, cols: v.getUint16(9), rows: v.getUint16(11), data: b.subarray(SNAPSHOT_HEADER) };
 }
 
+// MAX_INPUT is the most bytes one input frame may carry (relay/wire's MaxInput): a larger paste is
+// refused. The page takes the server's own limit from its data-max-input attribute (maxInput) and
+// falls back on this.
+export const MAX_INPUT = 1048576;
+
+// maxInput reads a data-max-input attribute: a positive whole number of bytes, else MAX_INPUT.
+export function maxInput(attr) {
+  const n = Number(attr);
+  return Number.isSafeInteger(n) && n > 0 ? n : MAX_INPUT;
+}
+
+// sizeText says a number of bytes for a person: bytes below 1 KiB, else KiB or MiB with at most one
+// decimal, rounded down (a size just over a limit reads as the limit: inputRefusal adds the exact
+// counts).
+export function sizeText(n) {
+  if (n < 1024) return n + ' bytes';
+  const [v, unit] = n < 1048576 ? [n / 1024, 'KiB'] : [n / 1048576, 'MiB'];
+  return (Math.floor(v * 10) / 10) + ' ' + unit;
+}
+
+// inputRefusal is what the page tells the person about input of n bytes it did not send because
+// it is over max bytes: nothing of it reached the program.
+export function inputRefusal(n, max) {
+  return 'Paste not sent: ' + sizeText(n) + ' (' + n + ' bytes) is over the ' + sizeText(max) +
+    ' (' + max + ' bytes) a terminal takes at once. Paste it in smaller parts.';
+}
+
 // inputFrame is one input frame holding exactly bytes.
 export function inputFrame(bytes) {
   const f = new Uint8Array(bytes.length + 1);
