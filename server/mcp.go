@@ -68,7 +68,9 @@ func (s *Server) newMCPHandler() http.Handler {
 			defer s.gone.watch(r, msgs, id.TokenID, s.gate.CancelAbandoned)()
 		}
 		if r.Method == http.MethodDelete && id != nil {
-			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
+			// The calls run in the session serving the id (a resumed one's
+			// differs): the SDK's close would wait for them.
+			s.gone.endSession(s.resumed.serving(id.TokenID, r.Header.Get("Mcp-Session-Id")), id.TokenID)
 		}
 		r, done := ownContext(r)
 		defer done()
