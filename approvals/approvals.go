@@ -60,6 +60,9 @@ const (
 	// WithdrawTaskFinished: its task was set to completed or rejected (by
 	// the person, or by the agent), so no call of it is asked any more.
 	WithdrawTaskFinished WithdrawReason = "task_finished"
+	// WithdrawRevoked: the person took the calling agent's access away
+	// (revoked its token or connected app, or deleted its workspace).
+	WithdrawRevoked WithdrawReason = "revoked"
 )
 
 // Answer is what the person chose.
@@ -104,6 +107,11 @@ var (
 	// the same call rejoins it. Answer returns it for an answer given while no
 	// call waited: nothing ran, and the request is withdrawn.
 	ErrAgentGone = errors.New("approvals: the agent stopped waiting")
+	// ErrAccessRevoked is the cancellation cause a caller gives Decide's
+	// context when the person took the agent's access away: the call leaves
+	// at once, and a request no other call waits on is withdrawn as
+	// WithdrawRevoked (no grace: the agent cannot come back).
+	ErrAccessRevoked = errors.New("approvals: the person took the agent's access away")
 
 	// ErrNoStandingGrant is returned for "Always allow" on a request of a
 	// tool the site marks consequentialHint: each of its calls must be asked.
@@ -307,10 +315,13 @@ func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
 	case <-w.done:
 		return w.decision, nil
 	case <-ctx.Done():
-		if errors.Is(context.Cause(ctx), ErrAgentGone) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrAgentGone):
 			g.abandon(w)
-		} else {
-			g.leave(w)
+		case errors.Is(cause, ErrAccessRevoked):
+			g.leave(w, WithdrawRevoked)
+		default:
+			g.leave(w, WithdrawCancelled)
 		}
 		return Decision{}, ctx.Err()
 	}
@@ -432,10 +443,11 @@ func (g *Gate) addWaiters(id string, delta int) (int, error) {
 	return n[0], nil
 }
 
-// leave drops one waiter; the last one to leave withdraws the request. The
-// request leaves the maps in the same locked step, so a new identical call
-// opens a request of its own instead of joining one being withdrawn.
-func (g *Gate) leave(w *waiting) {
+// leave drops one waiter; the last one to leave withdraws the request, for
+// why. The request leaves the maps in the same locked step, so a new
+// identical call opens a request of its own instead of joining one being
+// withdrawn.
+func (g *Gate) leave(w *waiting, why WithdrawReason) {
 	g.mu.Lock()
 	w.waiters--
 	var total int
@@ -451,9 +463,9 @@ func (g *Gate) leave(w *waiting) {
 	g.mu.Unlock()
 	switch {
 	case last && total <= 0:
-		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled}, "approval.withdrawn", "waiters <= 0")
+		g.finish(w, StatusWithdrawn, Decision{Source: SourceWithdrawn, Withdrawn: why}, "approval.withdrawn", "waiters <= 0")
 	case last: // calls on other instances still wait on it
-		g.release(w, Decision{Source: SourceWithdrawn, Withdrawn: WithdrawCancelled, RequestID: r.ID})
+		g.release(w, Decision{Source: SourceWithdrawn, Withdrawn: why, RequestID: r.ID})
 		g.notify(r.UserID, "approval.updated", r)
 	case fewer:
 		g.notify(r.UserID, "approval.updated", r)
@@ -782,6 +794,15 @@ func (g *Gate) WithdrawStale(ctx context.Context) (int64, error) {
 // with it. Calls on other instances that joined one get the withdrawal too.
 func (g *Gate) WithdrawInstance(ctx context.Context, instanceID string) (int, error) {
 	return g.withdrawWhere(ctx, WithdrawInstanceLost, "instance_id = ?", instanceID)
+}
+
+// WithdrawAgent withdraws, as WithdrawRevoked, the pending requests an
+// agent (a token's or grant's id) opened that no call waits on any more:
+// those its calls left for the grace. Its calls still waiting end through
+// their context (ErrAccessRevoked); a request another agent's call joined
+// stays for that call.
+func (g *Gate) WithdrawAgent(ctx context.Context, tokenID string) (int, error) {
+	return g.withdrawWhere(ctx, WithdrawRevoked, "token_id = ? AND waiters <= 0", tokenID)
 }
 
 // WithdrawOrphans withdraws pending requests no registered instance holds

@@ -22,7 +22,8 @@ const (
 	topicSettled = "approval.settled" // a request id: release the calls here waiting on it
 	topicSignout = "signin.ended"     // a sign-in family: close what it opened here
 	topicMachine = "machine.revoked"  // a machine id: close its daemon's socket here
-	topicGrant   = "grant.revoked"    // an OAuth grant id: close the MCP sessions it opened here
+	topicGrant   = "grant.revoked"    // an OAuth grant id: end its calls and MCP sessions here
+	topicAgent   = "agent.revoked"    // an agent token id: end its calls and MCP sessions here
 	topicBadge   = "approvals.badge"  // a request changed: update the person's browsers here
 )
 
@@ -79,7 +80,8 @@ func (s *Server) subscribe() {
 	s.bus.Subscribe(topicSettled, from(func(m cluster.Message) { go s.gate.Settled(string(m.Data)) }))
 	s.bus.Subscribe(topicSignout, from(func(m cluster.Message) { s.signins.endLocal(string(m.Data)) }))
 	s.bus.Subscribe(topicMachine, from(func(m cluster.Message) { s.machines.endLocal(string(m.Data)) }))
-	s.bus.Subscribe(topicGrant, from(func(m cluster.Message) { go s.grantRevokedLocal(string(m.Data)) }))
+	s.bus.Subscribe(topicGrant, from(func(m cluster.Message) { s.grantRevokedLocal(string(m.Data)) }))
+	s.bus.Subscribe(topicAgent, from(func(m cluster.Message) { s.agents.endLocal(string(m.Data)) }))
 	s.bus.Subscribe(topicBadge, from(func(m cluster.Message) {
 		var b badgeSignal
 		if err := json.Unmarshal(m.Data, &b); err != nil {
@@ -93,6 +95,7 @@ func (s *Server) subscribe() {
 	s.opts.DB.SetCacheTrust(s.bus.Healthy)
 	s.signins.onEnd = func(key string) { s.signal(topicSignout, []byte(key)) }
 	s.machines.onEnd = func(key string) { s.signal(topicMachine, []byte(key)) }
+	s.agents.onEnd = func(key string) { s.signal(topicAgent, []byte(key)) }
 }
 
 // othersSeen records that another instance exists now.
@@ -138,6 +141,7 @@ func (s *Server) resync() {
 	defer cancel()
 	s.signins.recheck(ctx)
 	s.machines.recheck(ctx)
+	s.agents.recheck(ctx)
 	s.pullDirectories(ctx)
 }
 

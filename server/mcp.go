@@ -50,7 +50,7 @@ func (s *Server) newMCPHandler() http.Handler {
 		}
 		return &auth.TokenInfo{UserID: id.TokenID, Extra: map[string]any{"agent": id}}, nil
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.resumeSessions(s.trackGrantSessions(h)))
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.resumeSessions(h))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := r.Context().Value(localAgent).(*store.AgentIdentity)
 		if r.Method == http.MethodPost {
@@ -66,9 +66,14 @@ func (s *Server) newMCPHandler() http.Handler {
 				return
 			}
 			defer s.gone.watch(r, msgs, id.TokenID, s.gate.CancelAbandoned)()
+			if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+				defer s.posts.begin(s.resumed.serving(id.TokenID, sid))()
+			}
 		}
 		if r.Method == http.MethodDelete && id != nil {
-			s.gone.endSession(r.Header.Get("Mcp-Session-Id"), id.TokenID)
+			// The calls run in the session serving the id (a resumed one's
+			// differs): the SDK's close would wait for them.
+			s.gone.endSession(s.resumed.serving(id.TokenID, r.Header.Get("Mcp-Session-Id")), id.TokenID)
 		}
 		r, done := ownContext(r)
 		defer done()

@@ -100,7 +100,7 @@ func (s *Server) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		go func() {
-			ss.Wait()
+			s.closeWhenRevoked(ss, token) // revoke.go: returns when the session closed
 			s.sessions.release(token)
 		}()
 		return res, nil

@@ -60,6 +60,15 @@ func (rs *resumedSessions) set(key, sid string, live func() map[string]bool) {
 	rs.byID[key] = sid
 }
 
+// serving is the id of the session serving a token's session id: the
+// session opened in its place when it outlived its own, else the id itself.
+func (rs *resumedSessions) serving(tokenID, sid string) string {
+	if alias, ok := rs.get(tokenID + "\x00" + sid); ok {
+		return alias
+	}
+	return sid
+}
+
 func (rs *resumedSessions) drop(key string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -97,5 +98,48 @@ func TestMCPSessionOutlivesTheServer(t *testing.T) {
 	}
 	if status, _ := sessionPost(t, env, token, "not-ours", list); status != 404 {
 		t.Errorf("an id the server did not make: %d, want 404", status)
+	}
+}
+
+// deleteSession ends an MCP session as a client would (DELETE /mcp) and
+// returns the status, failing if the server does not answer within
+// testutil.WaitShort.
+func deleteSession(t *testing.T, env *servertest.Env, token, sid string) int {
+	t.Helper()
+	req, _ := http.NewRequest("DELETE", env.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := (&http.Client{Timeout: testutil.WaitShort}).Do(req)
+	if err != nil {
+		t.Fatalf("DELETE /mcp of %s: %v", sid, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestDeletingAResumedSessionEndsItsCalls: DELETE with a session id that
+// outlived its session ends the session serving it in its place, and the
+// calls running there first, as it does for any session. (It hung while a
+// call waited for approval: the calls were looked for under the client's
+// id, not the session's, and the SDK's close waits for running calls.)
+func TestDeletingAResumedSessionEndsItsCalls(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	sid := w.agent.ID()
+	if err := w.agent.Close(); err != nil { // the client ends its session: DELETE
+		t.Fatal(err)
+	}
+	_, _, p := w.waitingBuy(t) // with the gone id: served in a resumed session
+	if n := sessionCount(w.env); n != 1 {
+		t.Fatalf("%d sessions while the resumed call waits, want 1", n)
+	}
+	if status := deleteSession(t, w.env, w.token, sid); status != 204 {
+		t.Fatalf("DELETE of the resumed id while its call waits: %d, want 204", status)
+	}
+	if n := server.Waiters(w.env.Server, p.ID); n != 0 {
+		t.Fatalf("%d calls still wait after their session was deleted", n)
+	}
+	if n := sessionCount(w.env); n != 0 {
+		t.Fatalf("%d sessions after the DELETE, want 0", n)
 	}
 }

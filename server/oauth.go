@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
@@ -329,73 +328,20 @@ func (s *Server) mcpChallenge(c *fiber.Ctx) error {
 	return err
 }
 
-// grantSessions remembers which MCP sessions each OAuth grant opened, so
-// revoking the grant closes them at once.
-type grantSessions struct {
-	mu   sync.Mutex
-	byID map[string]string // session id → grant id; guarded by mu
-}
-
-// trackGrantSessions wraps the MCP handler (inside the bearer check) and
-// records the session an OAuth grant's initialize request opened.
-func (s *Server) trackGrantSessions(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
-		ti := auth.TokenInfoFromContext(r.Context())
-		sid := w.Header().Get("Mcp-Session-Id")
-		if ti == nil || sid == "" {
-			return
-		}
-		if id, _ := ti.Extra["agent"].(*store.AgentIdentity); id == nil || !id.Grant {
-			return
-		}
-		s.grants.mu.Lock()
-		defer s.grants.mu.Unlock()
-		if s.grants.byID == nil || len(s.grants.byID) > 10000 {
-			s.grants.byID = s.liveGrantSessions()
-		}
-		s.grants.byID[sid] = ti.UserID
-	})
-}
-
-// liveGrantSessions keeps only the entries of sessions still open; called
-// with grants.mu held.
-func (s *Server) liveGrantSessions() map[string]string {
-	out := map[string]string{}
-	for ss := range s.mcp.Sessions() {
-		if g, ok := s.grants.byID[ss.ID()]; ok {
-			out[ss.ID()] = g
-		}
-	}
-	return out
-}
-
-// grantRevoked closes the MCP sessions a revoked grant opened, on every
-// instance.
+// grantRevoked ends what a revoked grant started (its running calls, its
+// requests left waiting, its MCP sessions) on every instance, once the
+// revocation is in the database.
 func (s *Server) grantRevoked(grantID string) {
 	s.grantRevokedLocal(grantID)
 	s.signal(topicGrant, []byte(grantID))
+	s.withdrawAgent(grantID)
 }
 
-// grantRevokedLocal closes the grant's MCP sessions on this instance.
+// grantRevokedLocal forgets the grant's recent rotations and ends its calls
+// and MCP sessions on this instance.
 func (s *Server) grantRevokedLocal(grantID string) {
 	s.oauth.GrantRevoked(grantID)
-	s.grants.mu.Lock()
-	var ids []string
-	for sid, g := range s.grants.byID {
-		if g == grantID {
-			ids = append(ids, sid)
-			delete(s.grants.byID, sid)
-		}
-	}
-	s.grants.mu.Unlock()
-	for ss := range s.mcp.Sessions() {
-		for _, id := range ids {
-			if ss.ID() == id {
-				ss.Close()
-			}
-		}
-	}
+	s.agents.endLocal(grantID)
 }
 
 func (s *Server) getClients(c *fiber.Ctx) error {
@@ -420,8 +366,9 @@ func (s *Server) postPageRevokeClient(c *fiber.Ctx) error {
 	return c.Redirect("/workspaces/"+c.Params("id")+"?revoked=client", http.StatusSeeOther)
 }
 
-// revokeClient revokes a connected client's grant: its tokens stop working
-// and its MCP sessions end at once.
+// revokeClient revokes a connected client's grant: its tokens stop working,
+// and its calls and MCP sessions end at once (the sessions close in the
+// background, after their calls have answered).
 func (s *Server) revokeClient(c *fiber.Ctx) error {
 	uid, ws, id := userID(c), c.Params("id"), c.Params("grantId")
 	if err := s.opts.DB.RevokeOAuthGrant(c.UserContext(), uid, ws, id); err != nil {

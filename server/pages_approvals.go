@@ -375,6 +375,7 @@ var withdrawnLabels = map[approvals.WithdrawReason]string{
 	approvals.WithdrawGone:         "the agent stopped waiting",
 	approvals.WithdrawInstanceLost: "the server instance the agent's call went through stopped; the agent must call again",
 	approvals.WithdrawTaskFinished: "its task was marked completed or rejected",
+	approvals.WithdrawRevoked:      "you took the agent's access away",
 }
 
 // outcomes names each outcome a call is recorded with, and colours its
@@ -389,6 +390,7 @@ var outcomes = map[string]struct{ label, class string }{
 	sitetools.OutcomeCancelled: {"Cancelled by the agent", "status-notstarted"},
 	sitetools.OutcomeFailed:    {"Failed", "status-rejected"},
 	sitetools.OutcomeGone:      {"Agent went away", "status-notstarted"},
+	sitetools.OutcomeRevoked:   {"Agent's access taken away", "status-notstarted"},
 	sitetools.OutcomeRunning:   {"Running", "status-ongoing"},
 	// A killed server left it running: the person should look at the page.
 	sitetools.OutcomeInterrupted: {"Interrupted", "status-rejected"},

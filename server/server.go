@@ -156,20 +156,25 @@ type Server struct {
 	// is written), so shutdown lets them answer before connections close.
 	mcpPosts sync.WaitGroup
 	// gone tells a waiting call that the client behind its MCP POST went away.
-	gone   goneWatches
+	gone goneWatches
+	// posts counts the MCP POSTs in flight per session (revoke.go).
+	posts  sessionPosts
 	public *url.URL  // parsed PublicURL, static
 	live   *live.Hub // per-person events for the web app's streams; static
 	pages  *pages    // parsed web app templates; static
 	// signins is sign-in family → what it opened, ended with it; machines is
 	// machine id → its daemon's socket, ended when it is revoked. Static.
 	signins, machines *followers
+	// agents is an agent's token or OAuth grant id → its running tool calls
+	// and MCP sessions, ended when the person takes its access away
+	// (revoke.go). Static.
+	agents *followers
 	// authLimit is the one per-address budget of sign-in attempts, shared by
 	// the API and the pages; set while routes are mounted, then static.
 	authLimit fiber.Handler
 	hub       *bridge.Hub     // connected browsers; closed when ctx ends
 	relay     *relay.Hub      // terminal daemons, sessions and viewers
 	oauth     *oauth.Server   // the authorization server for /mcp; static
-	grants    grantSessions   // MCP sessions opened by OAuth grants
 	resumed   resumedSessions // MCP sessions opened again for ids that outlived theirs
 
 	// ctx ends when Shutdown starts, so long-lived handlers (sockets, event
@@ -232,6 +237,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, public: pub, live: live.New(live.DefaultBuffer), signins: newFollowers(opts.DB.FamilyActive),
 		tickets: tickets.New(opts.DB, func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) })}
 	s.machines = newFollowers(opts.DB.MachineActive)
+	s.agents = newVouchedFollowers(agentStands(opts.DB))
 	s.id = opts.InstanceID
 	if s.id == "" {
 		s.id = store.NewID()

@@ -240,6 +240,8 @@ const cancelSettle = 250 * time.Millisecond
 
 // callContext is the context a call runs under. It ends with context.Canceled
 // when the agent cancels (notifications/cancelled) or the server shuts down,
+// with the cause approvals.ErrAccessRevoked when the person takes the
+// agent's access away (revoke.go),
 // and with the cause approvals.ErrAgentGone when the agent stopped waiting:
 // the connection carrying the call closed, its MCP session ended (deleted,
 // expired, or its streams failed), or its cancel said the client timed out.
@@ -259,16 +261,19 @@ func (s *Server) callContext(parent context.Context, req *mcp.CallToolRequest) (
 		}
 	})
 	stopShutdown := context.AfterFunc(s.ctx, func() { cancel(context.Canceled) })
-	leaveSession := func() {}
-	if id, err := agentOf(req); err == nil && req.Session != nil && req.Session.ID() != "" {
-		leaveSession = s.gone.inSession(req.Session.ID(), id.TokenID, func() { cancel(approvals.ErrAgentGone) })
+	leaveSession, unfollow := func() {}, func() {}
+	if id, err := agentOf(req); err == nil {
+		unfollow = s.followAgent(id.TokenID, cancel) // revoke.go
+		if req.Session != nil && req.Session.ID() != "" {
+			leaveSession = s.gone.inSession(req.Session.ID(), id.TokenID, func() { cancel(approvals.ErrAgentGone) })
+		}
 	}
 	if pw != nil {
 		ctx = approvals.WithRequestSink(ctx, func(id string) { pw.request.Store(&id) })
 		ctx = sitetools.WithHangup(ctx, pw.gone, pw.probeGone)
 		go endOnHangup(ctx, cancel, pw.gone)
 	}
-	return ctx, func() { stopParent(); stopShutdown(); leaveSession(); cancel(context.Canceled) }
+	return ctx, func() { stopParent(); stopShutdown(); leaveSession(); unfollow(); cancel(context.Canceled) }
 }
 
 // endOnHangup ends ctx as gone once the connection carrying its call closed.

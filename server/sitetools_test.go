@@ -432,9 +432,11 @@ func TestACallWhoseWorkspaceWentIsToldSo(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-	}, nil)
+	}, retrying) // the deletion also closes the agent's session (revoke.go), once the call answered
 	w.announce(t, "d1", time.Now())
 	armed.Store(true)
 	res := servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "buy", "taskId": w.task, "arguments": map[string]any{"item": "tea"}})
-	wantError(t, res, "deleted the workspace this token belongs to", "Ask the person for a token")
+	// Told by the gate (the workspace went while the call was placed) or by the revocation that
+	// follows the deletion, whichever ends the call first.
+	wantError(t, res, "deleted the workspace")
 }

@@ -73,16 +73,22 @@ func (s *Server) deleteWorkspace(c *fiber.Ctx) error {
 
 // removeWorkspace deletes one of uid's workspaces with its tokens, tasks and
 // shared sites — for the API and the page alike — and stops what hung on
-// those sites: their live tools, waiting requests, and the site list the
-// person's browsers hold.
+// them: its agents' running calls and MCP sessions (revoke.go), the sites'
+// live tools and waiting requests, and the site list the person's browsers
+// hold.
 func (s *Server) removeWorkspace(c *fiber.Ctx, uid, id string) error {
 	sites, err := s.opts.DB.WorkspaceSites(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	agents, err := s.opts.DB.WorkspaceAgents(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
 	if err := s.opts.DB.DeleteWorkspace(c.UserContext(), uid, id); err != nil {
 		return storeError(err, "workspace")
 	}
+	s.workspaceAgentsGone(agents)
 	for _, site := range sites {
 		if site.UserID != uid {
 			continue
@@ -146,11 +152,13 @@ func (s *Server) deleteAgentToken(c *fiber.Ctx) error {
 }
 
 // revokeToken revokes an agent token of one of uid's workspaces (API and
-// page alike) and tells the person's pages.
+// page alike), ends what its agent started (revoke.go), and tells the
+// person's pages.
 func (s *Server) revokeToken(c *fiber.Ctx, uid, workspaceID, tokenID string) error {
 	if err := s.opts.DB.RevokeAgentToken(c.UserContext(), uid, workspaceID, tokenID); err != nil {
 		return storeError(err, "agent token")
 	}
+	s.tokenRevoked(tokenID)
 	s.publish(uid, evTokenRevoked, fiber.Map{"token": fiber.Map{"id": tokenID, "workspaceId": workspaceID}})
 	return nil
 }

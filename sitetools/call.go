@@ -43,6 +43,9 @@ const (
 	// OutcomeGone: the agent went away (its connection or session closed)
 	// before the call could run or finish.
 	OutcomeGone = "gone"
+	// OutcomeRevoked: the person took the agent's access away (its token or
+	// connected app revoked, or its workspace deleted) while the call ran.
+	OutcomeRevoked = "revoked"
 	// OutcomeRunning and OutcomeInterrupted are given by the store (equal to
 	// store.OutcomeRunning and store.OutcomeInterrupted): a call recorded
 	// before dispatch, and one a killed server left running.
@@ -54,7 +57,9 @@ const (
 // approval gate, runs it in the person's browser and records it in the audit
 // log. Every failure an agent can act on is an *AgentError; ctx's error is
 // returned when the agent cancels or goes away (its cause then is
-// approvals.ErrAgentGone).
+// approvals.ErrAgentGone). A call ended because the person took the agent's
+// access away (ctx's cause approvals.ErrAccessRevoked) returns the
+// AgentError that says so, whatever it was doing.
 //
 // A call that passes validation is recorded as running before it waits for
 // the person or reaches a browser, and completed when it ends, so a server
@@ -78,7 +83,19 @@ func (o *Ops) Call(ctx context.Context, a Agent, req CallRequest) (*CallResult, 
 			o.opts.OnCall(entry)
 		}
 	})
+	if err != nil && errors.Is(context.Cause(ctx), approvals.ErrAccessRevoked) {
+		return nil, accessRevoked(req.Tool, req.Site)
+	}
 	return res, err
+}
+
+// accessRevoked is what an agent reads when the person took its access away
+// while its call ran or waited.
+func accessRevoked(tool, origin string) *AgentError {
+	return agentErr("access_revoked", "%s on %s was stopped before it finished: the person took away this agent's access to their Tabbridge workspace "+
+		"(revoked its token or connected app, or deleted the workspace). A call waiting for approval was withdrawn and not run; one already running "+
+		"in the page was cancelled there. Every request with these credentials is refused from now on: stop this work and tell the person; "+
+		"they can give you access again from the Tabbridge web app if they want you to go on.", tool, origin)
 }
 
 // begin records a call that passed validation as running, before it can
@@ -239,6 +256,8 @@ func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
 			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn because the person stopped sharing %s with this workspace, so it was not run. Call listSiteTools to see the sites you can use.", tool, origin, origin)
 		case approvals.WithdrawTaskFinished:
 			return taskFinished("", tool, origin)
+		case approvals.WithdrawRevoked:
+			return accessRevoked(tool, origin)
 		case approvals.WithdrawShutdown:
 			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered because the Tabbridge server is shutting down (usually to restart), so it was not run. Call again in a moment.", tool, origin)
 		}
@@ -355,6 +374,9 @@ func resultText(raw json.RawMessage) string {
 func outcomeOf(ctx context.Context, res *CallResult, err error) (outcome, message string) {
 	if err == nil {
 		return OutcomeOK, ""
+	}
+	if errors.Is(context.Cause(ctx), approvals.ErrAccessRevoked) {
+		return OutcomeRevoked, "the person took the agent's access away while the call ran; it was not run, or was cancelled in the page"
 	}
 	if errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), approvals.ErrAgentGone) {
 		return OutcomeGone, "the agent went away (its connection or session closed) before the call finished; it was not run, or was cancelled in the page"

@@ -202,6 +202,57 @@ func TestAgentTokenAuthenticates(t *testing.T) {
 	})
 }
 
+// TestAgentActiveFollowsRevocationAndDeletion: a pasted token and an OAuth
+// grant stand until revoked, and both fall with their workspace.
+func TestAgentActiveFollowsRevocationAndDeletion(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := db.CreateOwner(ctx, "a@example.com", "A", "hash")
+		w, _ := db.CreateWorkspace(ctx, a.ID, "W")
+		tok, _, err := db.CreateAgentToken(ctx, a.ID, w.ID, "laptop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, _, _ := db.CreateAgentToken(ctx, a.ID, w.ID, "desktop")
+		g := store.OAuthGrant{ID: store.NewID(), UserID: a.ID, WorkspaceID: w.ID, ClientID: "c", ClientName: "C", ClientHost: "c.example", CreatedAt: store.Now()}
+		if err := db.Create(&g).Error; err != nil {
+			t.Fatal(err)
+		}
+		active := func(id string) bool {
+			t.Helper()
+			ok, err := db.AgentActive(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if !active(tok.ID) || !active(g.ID) || active("nobody") {
+			t.Fatal("a standing token or grant is not active, or an unknown id is")
+		}
+		if ids, err := db.WorkspaceAgents(ctx, w.ID); err != nil || len(ids) != 3 {
+			t.Fatalf("workspace agents: %v %v", ids, err)
+		}
+		if err := db.RevokeAgentToken(ctx, a.ID, w.ID, tok.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RevokeOAuthGrant(ctx, a.ID, w.ID, g.ID); err != nil {
+			t.Fatal(err)
+		}
+		if active(tok.ID) || active(g.ID) || !active(other.ID) {
+			t.Fatal("a revoked token or grant is still active, or revoking one touched another")
+		}
+		if ids, _ := db.WorkspaceAgents(ctx, w.ID); len(ids) != 1 || ids[0] != other.ID {
+			t.Fatalf("workspace agents after the revokes: %v", ids)
+		}
+		if err := db.DeleteWorkspace(ctx, a.ID, w.ID); err != nil {
+			t.Fatal(err)
+		}
+		if active(other.ID) {
+			t.Fatal("a token of a deleted workspace is still active")
+		}
+	})
+}
+
 func TestAuditLogIsScopedAndFiltered(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()

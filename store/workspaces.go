@@ -94,6 +94,29 @@ func (db *DB) RevokeAgentToken(ctx context.Context, ownerID, workspaceID, id str
 		Where("id = ? AND workspace_id = ? AND revoked_at IS NULL", id, workspaceID).Update("revoked_at", Now()))
 }
 
+// AgentActive reports whether an agent's credential still stands: id is a
+// pasted token's or an OAuth grant's (AgentIdentity.TokenID), and it stands
+// until it is revoked or deleted with its workspace. Expiry is not asked: a
+// call a token began before its expiry date may finish.
+func (db *DB) AgentActive(ctx context.Context, id string) (bool, error) {
+	var ids []string
+	err := db.WithContext(ctx).Raw(`SELECT id FROM agent_tokens WHERE id = ? AND revoked_at IS NULL
+		UNION ALL SELECT id FROM oauth_grants WHERE id = ? AND revoked_at IS NULL`, id, id).Scan(&ids).Error
+	return len(ids) > 0, err
+}
+
+// WorkspaceAgents lists the ids of a workspace's standing agent credentials:
+// its pasted tokens and its OAuth grants.
+func (db *DB) WorkspaceAgents(ctx context.Context, workspaceID string) ([]string, error) {
+	var ids []string
+	err := db.WithContext(ctx).Raw(`SELECT id FROM agent_tokens WHERE workspace_id = ? AND revoked_at IS NULL
+		UNION ALL SELECT id FROM oauth_grants WHERE workspace_id = ? AND revoked_at IS NULL`, workspaceID, workspaceID).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("workspace agents: %w", err)
+	}
+	return ids, nil
+}
+
 // AgentIdentity is who an agent token speaks for.
 type AgentIdentity struct {
 	TokenID   string // the pasted token's id, or the OAuth grant's
