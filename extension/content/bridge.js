@@ -11,6 +11,9 @@
 // The port is opened only once the page has registered a tool, so pages without WebMCP never
 // wake the worker. Chrome closes the port when the page enters the back/forward cache and does
 // not run content scripts again on restore, so a persisted pageshow reconnects and re-announces.
+// Only the browser's own lifecycle events count: a page can dispatch a pageshow, pagehide, freeze
+// or resume of its own (isTrusted false) as often as it likes, and each forged restore opened a
+// new port and sent the whole tool list again.
 // Every message from the page's world is checked by TabbridgeMessages (lib/messages.js).
 (() => {
   'use strict';
@@ -143,6 +146,7 @@
 
   // A persisted pageshow is a restore from the back/forward cache: the old port was closed.
   window.addEventListener('pageshow', (ev) => {
+    if (!ev.isTrusted) return;
     caching = false;
     if (ev.persisted && tools !== null) {
       port = null;
@@ -158,7 +162,7 @@
   // and Chrome is closing its port then); one restored hears resume before pageshow reconnects
   // (and announces afresh).
   let caching = false;
-  window.addEventListener('pagehide', (ev) => (caching = ev.persisted));
+  window.addEventListener('pagehide', (ev) => ev.isTrusted && (caching = ev.persisted));
   function tell(msg) {
     if (tools === null || port === null || caching) return;
     try {
@@ -167,8 +171,8 @@
       port = null;
     }
   }
-  document.addEventListener('freeze', () => tell({ type: 'frozen', frozen: true }));
-  document.addEventListener('resume', () => tell({ type: 'frozen', frozen: false }));
+  document.addEventListener('freeze', (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: true }));
+  document.addEventListener('resume', (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: false }));
 
   // The worker, started afresh, has no ports; it asks a document it remembers to reconnect.
   chrome.runtime.onMessage.addListener((msg, sender, reply) => {

@@ -1,5 +1,6 @@
 // Runs content/bridge.js in a vm context with a fake <html>, window and chrome.runtime port, to
-// check what it does with the page's messages before anything reaches the worker.
+// check what it does with the page's messages before anything reaches the worker. Time is a fake
+// clock the test moves (now, later), so no test waits for a real timer.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -12,23 +13,68 @@ function bridge() {
   const attrs = {};
   const posted = [];
   const listeners = () => ({ addListener() {} });
-  const port = { postMessage: (m) => posted.push(JSON.parse(JSON.stringify(m))), onMessage: listeners(), onDisconnect: listeners() };
-  const win = new EventTarget();
+  let ports = 0;
+  const connect = () => {
+    ports++;
+    return { postMessage: (m) => posted.push(JSON.parse(JSON.stringify(m))), onMessage: listeners(), onDisconnect: listeners() };
+  };
+  // The page's lifecycle events: the bridge's listeners, called with the event the test makes.
+  const lifecycle = {};
+  const hear = (target) => {
+    const add = target.addEventListener.bind(target);
+    target.addEventListener = (type, fn, opts) => (/^(pageshow|pagehide|freeze|resume)$/.test(type) ? (lifecycle[type] = fn) : add(type, fn, opts));
+    return target;
+  };
+  const win = hear(new EventTarget());
+  const doc = hear(new EventTarget());
+  Object.assign(doc, { title: 'Shop', documentElement: { setAttribute: (k, v) => (attrs[k] = v) } });
+  let clock = 1000;
+  let timers = [];
   const ctx = vm.createContext({
-    window: win, CustomEvent, crypto, TextEncoder, JSON, console, setTimeout, location: { href: 'https://shop.example/' },
-    document: { title: 'Shop', documentElement: { setAttribute: (k, v) => (attrs[k] = v) }, addEventListener() {} },
-    chrome: { runtime: { id: 'ext', connect: () => port, onMessage: listeners() } },
+    window: win, CustomEvent, crypto, TextEncoder, JSON, console, queueMicrotask, location: { href: 'https://shop.example/' },
+    performance: { now: () => clock },
+    setTimeout: (fn, ms) => {
+      const t = { at: clock + Math.max(0, ms ?? 0), fn };
+      timers.push(t);
+      return t;
+    },
+    clearTimeout: (t) => (timers = timers.filter((x) => x !== t)),
+    document: doc,
+    chrome: { runtime: { id: 'ext', connect, onMessage: listeners() } },
   });
   vm.runInContext(messages, ctx);
   vm.runInContext(source, ctx);
   const nonce = attrs['data-tabbridge-nonce'];
   const fromObserver = (m) => win.dispatchEvent(new CustomEvent(nonce, { detail: JSON.stringify({ from: 'observer', ...m }) }));
-  return { posted, fromObserver };
+  // later moves the clock by ms, running the timers due meanwhile (and the microtasks they queue).
+  const later = async (ms) => {
+    const end = clock + ms;
+    for (;;) {
+      await settled();
+      const due = timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      timers = timers.filter((t) => t !== due);
+      clock = due.at;
+      due.fn();
+    }
+    clock = end;
+    await settled();
+  };
+  // fire calls the bridge's listener of a lifecycle event; trusted says whether the browser sent it.
+  const fire = (type, { trusted = true, persisted = false } = {}) => lifecycle[type]({ type, isTrusted: trusted, persisted });
+  return { posted, fromObserver, later, fire, ports: () => ports, now: () => clock };
 }
 
-test("a page's answer the bridge refuses fails its call at once, it is not dropped", () => {
+// settled lets the microtasks queued so far run: the end of the current task.
+const settled = () => new Promise((r) => setImmediate(r));
+
+const tool = (name, description = 'd') => ({ name, description });
+const kinds = (posted) => posted.map((m) => (m.type === 'announce' ? `announce:${m.tools.map((t) => t.name).join(',')}` : m.type === 'frozen' ? `frozen:${m.frozen}` : `${m.type}:${m.callId}`));
+
+test("a page's answer the bridge refuses fails its call at once, it is not dropped", async () => {
   const { posted, fromObserver } = bridge();
   fromObserver({ type: 'tools', tools: [{ name: 't', description: 'd' }] });
+  await settled();
   assert.equal(posted.at(-1).type, 'announce');
   fromObserver({ type: 'result', callId: 'c1', ok: 'yes' });
   assert.equal(posted.length, 2, 'the refusal was sent to the worker');
@@ -36,4 +82,22 @@ test("a page's answer the bridge refuses fails its call at once, it is not dropp
   assert.match(posted.at(-1).error, /^The extension refused the page's answer: the result is neither ok .*\. This is the site's to fix/);
   fromObserver({ type: 'result', callId: 'bad id!', ok: 'yes' });
   assert.equal(posted.length, 2, 'no call to name, nothing to send');
+});
+
+test("a page's own pageshow, pagehide, freeze and resume events change nothing", async () => {
+  const b = bridge();
+  b.fromObserver({ type: 'tools', tools: [tool('a')] });
+  await settled();
+  for (let i = 0; i < 100; i++) {
+    b.fire('pageshow', { trusted: false, persisted: true });
+    b.fire('pagehide', { trusted: false, persisted: true });
+    b.fire('freeze', { trusted: false });
+    b.fire('resume', { trusted: false });
+  }
+  await b.later(1000);
+  assert.deepEqual(kinds(b.posted), ['announce:a']);
+  assert.equal(b.ports(), 1, 'no port was opened for a forged restore');
+  // Its forged pagehide did not make the bridge think it is being cached: a real freeze is told.
+  b.fire('freeze');
+  assert.deepEqual(kinds(b.posted), ['announce:a', 'frozen:true']);
 });
