@@ -84,6 +84,75 @@ test("a page's answer the bridge refuses fails its call at once, it is not dropp
   assert.equal(posted.length, 2, 'no call to name, nothing to send');
 });
 
+test('a page churning its tools is announced at once, then at most once per gap, with its last list', async () => {
+  const b = bridge();
+  b.fromObserver({ type: 'tools', tools: [tool('a')] });
+  b.fromObserver({ type: 'tools', tools: [tool('a'), tool('b')] }); // the same task: one announcement
+  assert.equal(b.posted.length, 0, 'nothing is sent before the end of the current task');
+  await settled();
+  assert.deepEqual(kinds(b.posted), ['announce:a,b']);
+  // A change every 2 ms for 2 s: what Chrome would otherwise carry 1,000 times.
+  for (let i = 0; i < 1000; i++) {
+    await b.later(2);
+    b.fromObserver({ type: 'tools', tools: i % 2 ? [tool('a')] : [tool('a'), tool(`t${i}`)] });
+  }
+  await b.later(300);
+  // One at once, then one per 251 ms gap (about 1 KiB of JSON) while the changes go on.
+  assert.ok(b.posted.length >= 7 && b.posted.length <= 2 + 2000 / 250, `${b.posted.length} announcements for 1,000 changes in 2 s`);
+  assert.deepEqual(kinds(b.posted).at(-1), 'announce:a', 'the last announcement carries the last list');
+});
+
+test('the gap after an announcement grows with its size: 250 ms and 1 ms per KiB', async () => {
+  const b = bridge();
+  const big = Array.from({ length: 50 }, (_, i) => tool(`big${i}`, 'x'.repeat(4000))); // about 200 KiB
+  b.fromObserver({ type: 'tools', tools: big });
+  await settled();
+  assert.equal(b.posted.length, 1);
+  b.fromObserver({ type: 'tools', tools: big.slice(1) });
+  await b.later(400);
+  assert.equal(b.posted.length, 1, 'not within 250 ms + 200 ms');
+  await b.later(60);
+  assert.equal(b.posted.length, 2, 'sent once the gap for its size has passed');
+  // Quiet for longer than the gap: the next change goes at once again.
+  await b.later(1000);
+  b.fromObserver({ type: 'tools', tools: big.slice(2) });
+  await settled();
+  assert.equal(b.posted.length, 3);
+});
+
+test("the pending announcement goes before a tool's result, a dialog and a freeze", async () => {
+  const b = bridge();
+  b.fromObserver({ type: 'tools', tools: [tool('a')] });
+  await settled();
+  b.fromObserver({ type: 'tools', tools: [tool('a'), tool('b')] });
+  b.fromObserver({ type: 'result', callId: 'c1', ok: true, result: 1 });
+  b.fromObserver({ type: 'tools', tools: [tool('b')] });
+  b.fire('freeze');
+  b.fire('resume');
+  b.fromObserver({ type: 'tools', tools: [tool('c')] });
+  b.fromObserver({ type: 'dialog', open: true, kind: 'alert', text: '' });
+  await b.later(1000);
+  assert.deepEqual(kinds(b.posted), ['announce:a', 'announce:a,b', 'result:c1', 'announce:b', 'frozen:true', 'frozen:false', 'announce:c', 'dialog:undefined']);
+});
+
+test('a page leaving sends its pending announcement; one going into the back/forward cache does not, and announces on restore', async () => {
+  const b = bridge();
+  b.fromObserver({ type: 'tools', tools: [tool('a')] });
+  await settled();
+  b.fromObserver({ type: 'tools', tools: [tool('b')] });
+  b.fire('pagehide', { persisted: true });
+  b.fire('freeze');
+  await b.later(1000);
+  assert.deepEqual(kinds(b.posted), ['announce:a'], 'nothing on a port Chrome is closing');
+  b.fire('resume');
+  b.fire('pageshow', { persisted: true });
+  assert.deepEqual(kinds(b.posted), ['announce:a', 'announce:b']);
+  assert.equal(b.ports(), 2, 'the restore opened a new port');
+  b.fromObserver({ type: 'tools', tools: [tool('c')] });
+  b.fire('pagehide');
+  assert.deepEqual(kinds(b.posted).at(-1), 'announce:c', 'sent as the page leaves, not after');
+});
+
 test("a page's own pageshow, pagehide, freeze and resume events change nothing", async () => {
   const b = bridge();
   b.fromObserver({ type: 'tools', tools: [tool('a')] });
