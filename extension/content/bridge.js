@@ -60,6 +60,14 @@
   let quietUntil = 0; // performance.now() before which no change is announced unless flushed
   let toolsChars = 0; // the length of the page's last tool list as JSON text
 
+  // The leading edge waits for the end of the current task, not of its microtasks: Chromium
+  // resolves each registerTool promise of a loop in a microtask of its own (measured), so a page
+  // registering its tools in a loop is heard one tool at a time until the task ends. It is a
+  // message to this script itself: a timer would wait up to a second in a background tab (the
+  // worker reopens a site in one), where Chrome throttles timers but not messages.
+  const endOfTask = new MessageChannel();
+  endOfTask.port1.onmessage = () => timer === true && flush();
+
   // changed notes that the page's tools changed and schedules their announcement.
   function changed() {
     stale = true;
@@ -69,8 +77,8 @@
       timer = setTimeout(flush, wait);
       return;
     }
-    timer = true; // the leading edge: once the current task's microtasks have run
-    queueMicrotask(() => timer === true && flush());
+    timer = true; // the leading edge
+    endOfTask.port2.postMessage(null);
   }
 
   // flush sends the pending announcement now, if there is one. Not while the page goes into
