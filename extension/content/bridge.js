@@ -33,7 +33,12 @@
     window.dispatchEvent(new CustomEvent(nonce, { detail: JSON.stringify(msg) }));
   }
 
+  // post sends msg on the port, opening one if there is none, except while the page goes into
+  // the back/forward cache: Chrome is closing its ports then, and the worker, which has heard the
+  // old port close, has failed that document's calls already (a result the observer sends as the
+  // page is cached has no call left to answer).
   function post(msg) {
+    if (port === null && caching) return;
     try {
       connect().postMessage(msg);
     } catch {

@@ -12,11 +12,16 @@ const source = readFileSync(new URL('../content/bridge.js', import.meta.url), 'u
 function bridge() {
   const attrs = {};
   const posted = [];
-  const listeners = () => ({ addListener() {} });
+  const listeners = () => {
+    const fns = [];
+    return { addListener: (fn) => fns.push(fn), fire: () => fns.forEach((fn) => fn()) };
+  };
   let ports = 0;
+  let last = null;
   const connect = () => {
     ports++;
-    return { postMessage: (m) => posted.push(JSON.parse(JSON.stringify(m))), onMessage: listeners(), onDisconnect: listeners() };
+    last = { postMessage: (m) => posted.push(JSON.parse(JSON.stringify(m))), onMessage: listeners(), onDisconnect: listeners() };
+    return last;
   };
   // The page's lifecycle events: the bridge's listeners, called with the event the test makes.
   const lifecycle = {};
@@ -70,7 +75,9 @@ function bridge() {
   };
   // fire calls the bridge's listener of a lifecycle event; trusted says whether the browser sent it.
   const fire = (type, { trusted = true, persisted = false } = {}) => lifecycle[type]({ type, isTrusted: trusted, persisted });
-  return { posted, fromObserver, later, fire, ports: () => ports, now: () => clock };
+  // disconnect closes the last port from the worker's side, as Chrome does to a page it caches.
+  const disconnect = () => last.onDisconnect.fire();
+  return { posted, fromObserver, later, fire, disconnect, ports: () => ports, now: () => clock };
 }
 
 // settled ends the current task: the microtasks queued so far run, then the tasks it queued.
@@ -186,4 +193,20 @@ test("a page's own pageshow, pagehide, freeze and resume events change nothing",
   // Its forged pagehide did not make the bridge think it is being cached: a real freeze is told.
   b.fire('freeze');
   assert.deepEqual(kinds(b.posted), ['announce:a', 'frozen:true']);
+});
+
+test('a page going into the back/forward cache opens no new port, whatever it sends', async () => {
+  const b = bridge();
+  b.fromObserver({ type: 'tools', tools: [tool('a')] });
+  await settled();
+  b.fire('pagehide', { persisted: true });
+  b.disconnect(); // Chrome closes the port of a page it caches
+  b.fromObserver({ type: 'result', callId: 'c1', ok: true, result: null, navigating: true });
+  b.fromObserver({ type: 'tools', tools: [tool('b')] });
+  await b.later(1000);
+  assert.equal(b.ports(), 1);
+  assert.deepEqual(kinds(b.posted), ['announce:a']);
+  b.fire('pageshow', { persisted: true });
+  assert.equal(b.ports(), 2);
+  assert.deepEqual(kinds(b.posted), ['announce:a', 'announce:b']);
 });
