@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +219,66 @@ func TestHostileSites(t *testing.T) {
 		}
 	})
 
+	t.Run("tools churned on a timer are announced at most once per gap, and no answer overtakes its page's tools", func(t *testing.T) {
+		w.enter(t)
+		tab, u := w.hostileTab("?tick", false, "ticked", "renew")
+		d := waitDocument(t, b, w.worker, u, "ticked")
+		var page struct {
+			Ticks     int     `json:"ticks"`
+			TickedFor float64 `json:"tickedFor"`
+		}
+		b.eval(t, tab, `({ticks: window.hostile.ticks, tickedFor: window.hostile.tickedFor})`, &page)
+		tr := trafficOf(t, b, w.worker, d.DocumentID)
+		// At once, then once per gap of 250 ms and more, the last after the churn, and room for
+		// the calls whoAmI made (each flushes what is pending, which is nothing by then).
+		most := int(page.TickedFor/250) + 4
+		t.Logf("%d ticks (%d changes of the list) in %.0f ms; the extension carried %v", page.Ticks, 2*page.Ticks, page.TickedFor, tr)
+		if page.Ticks < 100 {
+			t.Fatalf("the page ticked only %d times in %.0f ms: too few to tell", page.Ticks, page.TickedFor)
+		}
+		if tr["announce"] > most || tr["tools.announce"] > most || tr["tools.announce"] < 1 || tr["ports"] != 1 {
+			t.Fatalf("the extension carried %v for %d changes of the page's tools, want at most %d announcements on one port", tr, 2*page.Ticks, most)
+		}
+		if slices.Contains(d.toolNames(), "ticking") {
+			t.Fatalf("the worker's last list of the page still has ticking: %v", d.toolNames())
+		}
+		// renew registers fresh just before it answers, while the bridge waits out the gap of
+		// the change before: the agent can call fresh as soon as it has renew's answer.
+		if got := w.callText("renew"); got != "renewed" {
+			t.Fatalf("renew = %s", got)
+		}
+		if got := w.callText("fresh"); got != "fresh" {
+			t.Fatalf("fresh = %s", got)
+		}
+	})
+
+	t.Run("a page's own pageshow, pagehide, freeze and resume events change nothing", func(t *testing.T) {
+		w.enter(t)
+		tab, u := w.hostileTab("?forge", false)
+		d := waitDocument(t, b, w.worker, u)
+		before := trafficOf(t, b, w.worker, d.DocumentID)
+		b.eval(t, tab, `(() => {
+			for (let i = 0; i < 100; i++) {
+				document.dispatchEvent(new Event('freeze'));
+				dispatchEvent(new PageTransitionEvent('pageshow', {persisted: true}));
+				dispatchEvent(new PageTransitionEvent('pagehide', {persisted: true}));
+				document.dispatchEvent(new Event('resume'));
+			}
+			return document.modelContext.registerTool({name: 'afterForge', description: 'Registered after the forged events.', execute: () => 'after'}).then(() => true);
+		})()`, nil)
+		waitDocument(t, b, w.worker, u, "afterForge")
+		after := trafficOf(t, b, w.worker, d.DocumentID)
+		var blocked bool
+		b.eval(t, w.worker, fmt.Sprintf(`__tabbridgeTest.pages.blocked.has(%q)`, d.DocumentID), &blocked)
+		t.Logf("before %v, after %v", before, after)
+		if after["ports"] != before["ports"] || after["frozen"] != before["frozen"] || after["announce"] != before["announce"]+1 || blocked {
+			t.Fatalf("the page's forged events moved the extension: before %v, after %v, blocked %v", before, after, blocked)
+		}
+		if got := w.callText("whoAmI"); got != "?forge" {
+			t.Fatalf("whoAmI = %s", got)
+		}
+	})
+
 	t.Run("a page left mid-call fails the call at once; restored from the back/forward cache it answers again", func(t *testing.T) {
 		w.enter(t)
 		tab, u := w.hostileTab("?leave", false, "slowThenLeave")
@@ -275,6 +336,15 @@ func TestHostileSites(t *testing.T) {
 		wantErrorResult(t, res, "went away")
 		t.Logf("after %v: %s", took.Round(time.Millisecond), servertest.ResultText(res))
 	})
+}
+
+// trafficOf is what the extension carried for one document (testhook.js): the ports its bridge
+// opened, the messages on them by type, and the tools.announce frames sent to the server.
+func trafficOf(t testing.TB, b *ExtensionBrowser, worker context.Context, documentID string) map[string]int {
+	t.Helper()
+	var tr map[string]int
+	b.eval(t, worker, fmt.Sprintf(`__tabbridgeTest.traffic(%q)`, documentID), &tr)
+	return tr
 }
 
 // answerDialog answers the dialog open in tab, as the person would.

@@ -9,6 +9,32 @@
 import { ready, pages, link, showApprovals, notices, onNotificationClicked, onCommand } from './sw.js';
 import * as detection from './lib/detection.js';
 
+// traffic counts, per document, the ports its bridge opened and the messages it sent on them (by
+// type), and the tools.announce frames sent to the server for it: how much a page can make the
+// extension carry. The real methods are wrapped on their instances, which every caller reaches
+// them through.
+const traffic = {};
+function count(documentId, key) {
+  const t = (traffic[documentId] ??= {});
+  t[key] = (t[key] ?? 0) + 1;
+}
+const attach = pages.attach.bind(pages);
+pages.attach = (port, ready) => {
+  count(port.sender?.documentId, 'ports');
+  attach(port, ready);
+};
+const onMessage = pages.onMessage.bind(pages);
+pages.onMessage = (port, documentId, origin, tabId, msg) => {
+  count(documentId, String(msg?.type));
+  onMessage(port, documentId, origin, tabId, msg);
+};
+const send = link.send.bind(link);
+link.send = (msg) => {
+  const sent = send(msg);
+  if (sent && msg?.type === 'tools.announce') count(msg.documentId, 'tools.announce');
+  return sent;
+};
+
 const testCalls = new Map();
 self.__tabbridgeTest = {
   ready: () => ready,
@@ -24,6 +50,7 @@ self.__tabbridgeTest = {
   },
   cancel: (callId) => pages.cancel(callId),
   documents: () => Object.values(pages.rec.docs),
+  traffic: (documentId) => ({ ...traffic[documentId] }),
   detection: () => detection.status(),
   link,
   showApprovals,

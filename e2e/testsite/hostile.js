@@ -165,6 +165,39 @@
     churn();
   }
 
+  // ?tick: a tool withdrawn and registered again every few milliseconds for 1.5 s (hundreds of
+  // changes of the page's tool list, each list over 4 KB), then "ticked" registered for good.
+  // renew registers a tool while it runs, just after another change: the answer must not
+  // overtake the announcement of the tool.
+  if (params.has('tick')) {
+    const h = window.hostile;
+    const pad = 'x'.repeat(4096);
+    h.ticks = 0;
+    let ctl = null;
+    const start = performance.now();
+    const timer = setInterval(() => {
+      if (ctl) ctl.abort();
+      if (performance.now() - start > 1500) {
+        clearInterval(timer);
+        h.tickedFor = performance.now() - start;
+        mc.registerTool({ name: 'ticked', description: `After ${h.ticks} ticks.`, annotations: ro, inputSchema: schema, execute: () => h.ticks });
+        return;
+      }
+      ctl = new AbortController();
+      mc.registerTool({ name: 'ticking', description: `Tick ${h.ticks}. ${pad}`, annotations: ro, inputSchema: schema, execute: () => h.ticks }, { signal: ctl.signal });
+      h.ticks++;
+    }, 2);
+    mc.registerTool({
+      name: 'renew', description: 'Registers warm, then fresh, while it runs.', annotations: ro, inputSchema: schema,
+      execute: async () => {
+        await mc.registerTool({ name: 'warm', description: `Warm. ${'w'.repeat(8000)}`, annotations: ro, inputSchema: schema, execute: () => 'warm' });
+        await new Promise((r) => setTimeout(r, 0)); // warm's announcement has gone: the next change waits out its gap
+        await mc.registerTool({ name: 'fresh', description: 'Registered just before its answer.', annotations: ro, inputSchema: schema, execute: () => 'fresh' });
+        return 'renewed';
+      },
+    });
+  }
+
   // ?twice: the same name registered twice; the browser's answer to the second is recorded.
   if (params.has('twice')) {
     mc.registerTool({ name: 'twice', description: 'First.', annotations: ro, inputSchema: schema, execute: () => 'first' });

@@ -11,6 +11,9 @@
 // The port is opened only once the page has registered a tool, so pages without WebMCP never
 // wake the worker. Chrome closes the port when the page enters the back/forward cache and does
 // not run content scripts again on restore, so a persisted pageshow reconnects and re-announces.
+// A page's tool changes are coalesced into announcements (see changed), and only the browser's
+// own lifecycle events count: a page can dispatch a pageshow, pagehide, freeze or resume of its
+// own (isTrusted false) as often as it likes.
 // Every message from the page's world is checked by TabbridgeMessages (lib/messages.js).
 (() => {
   'use strict';
@@ -30,7 +33,12 @@
     window.dispatchEvent(new CustomEvent(nonce, { detail: JSON.stringify(msg) }));
   }
 
+  // post sends msg on the port, opening one if there is none, except while the page goes into
+  // the back/forward cache: Chrome is closing its ports then, and the worker, which has heard the
+  // old port close, has failed that document's calls already (a result the observer sends as the
+  // page is cached has no call left to answer).
   function post(msg) {
+    if (port === null && caching) return;
     try {
       connect().postMessage(msg);
     } catch {
@@ -42,14 +50,71 @@
     return { type: 'announce', url: location.href, title: document.title, tools };
   }
 
-  // announce sends the page's tools, on a new port if there is none (connect announces first).
+  // A page that registers and withdraws tools on a timer (every few milliseconds) would send its
+  // whole list to the worker, and the worker to the server, on every change: frames of up to a
+  // megabyte, hundreds a second. So the changes are coalesced. The first goes at the end of the
+  // current task (a page registering its tools in a loop announces them together); later ones at
+  // most once per gap that grows with the announcement's size, GAP_MS plus GAP_MS_PER_KIB per
+  // KiB. What is pending goes at once before anything else this bridge sends (a tool's result,
+  // a dialog, a frozen page) and before the page leaves, so the worker and the server never act
+  // on a list older than what the page answers with. A new port (connect) starts with the tools.
+  const GAP_MS = 250;
+  const GAP_MS_PER_KIB = 1;
+  let stale = false; // the tools changed since they were last sent
+  let timer = null; // the coming announcement, while one is scheduled
+  let quietUntil = 0; // performance.now() before which no change is announced unless flushed
+  let toolsChars = 0; // the length of the page's last tool list as JSON text
+
+  // The leading edge waits for the end of the current task, not of its microtasks: Chromium
+  // resolves each registerTool promise of a loop in a microtask of its own (measured), so a page
+  // registering its tools in a loop is heard one tool at a time until the task ends. It is a
+  // message to this script itself: a timer would wait up to a second in a background tab (the
+  // worker reopens a site in one), where Chrome throttles timers but not messages.
+  const endOfTask = new MessageChannel();
+  endOfTask.port1.onmessage = () => timer === true && flush();
+
+  // changed notes that the page's tools changed and schedules their announcement.
+  function changed() {
+    stale = true;
+    if (timer !== null) return;
+    const wait = quietUntil - performance.now();
+    if (wait > 0) {
+      timer = setTimeout(flush, wait);
+      return;
+    }
+    timer = true; // the leading edge
+    endOfTask.port2.postMessage(null);
+  }
+
+  // flush sends the pending announcement now, if there is one. Not while the page goes into
+  // the back/forward cache (see pagehide): the restore announces afresh on a new port.
+  function flush() {
+    if (stale && !caching) announce();
+  }
+
+  // announce sends the page's tools now, on a new port if there is none.
   function announce() {
     if (tools === null) return;
     if (port === null) {
       connect();
       return;
     }
-    post(announcement());
+    try {
+      sendTools(port);
+    } catch {
+      port = null; // the extension was reloaded or the worker is gone; the next message retries
+    }
+  }
+
+  // sendTools posts the tools on p and starts the gap before the next change may be announced.
+  function sendTools(p) {
+    if (timer !== null && timer !== true) clearTimeout(timer);
+    timer = null;
+    stale = false;
+    const msg = announcement();
+    p.postMessage(msg);
+    const kib = (toolsChars + msg.url.length + msg.title.length) / 1024;
+    quietUntil = performance.now() + GAP_MS + GAP_MS_PER_KIB * kib;
   }
 
   // connect opens the port; a new port always starts with the page's tools, so the worker knows
@@ -63,7 +128,7 @@
       void chrome.runtime.lastError;
       if (port === p) port = null;
     });
-    if (tools !== null) p.postMessage(announcement());
+    if (tools !== null) sendTools(p);
     return p;
   }
 
@@ -132,10 +197,12 @@
     if (r.msg === null) return;
     if (r.msg.type === 'tools') {
       tools = r.msg.tools;
-      announce();
+      toolsChars = ev.detail.length;
+      changed();
       return;
     }
     if (r.msg.type === 'dialog' && tools === null) return; // no tools, so no calls to hold back
+    flush();
     post(r.msg);
   }
 
@@ -143,6 +210,7 @@
 
   // A persisted pageshow is a restore from the back/forward cache: the old port was closed.
   window.addEventListener('pageshow', (ev) => {
+    if (!ev.isTrusted) return;
     caching = false;
     if (ev.persisted && tools !== null) {
       port = null;
@@ -157,18 +225,27 @@
   // while the page goes into the back/forward cache (it hears freeze after a persisted pagehide,
   // and Chrome is closing its port then); one restored hears resume before pageshow reconnects
   // (and announces afresh).
+  //
+  // A page leaving for good sends its pending announcement first (a result the observer sends
+  // as it leaves goes after it anyway). One going into the cache does not: Chrome is closing its
+  // port, the worker forgets the document when it closes, and the restore announces afresh.
   let caching = false;
-  window.addEventListener('pagehide', (ev) => (caching = ev.persisted));
+  window.addEventListener('pagehide', (ev) => {
+    if (!ev.isTrusted) return;
+    caching = ev.persisted;
+    if (port !== null) flush();
+  });
   function tell(msg) {
     if (tools === null || port === null || caching) return;
+    flush();
     try {
       port.postMessage(msg);
     } catch {
       port = null;
     }
   }
-  document.addEventListener('freeze', () => tell({ type: 'frozen', frozen: true }));
-  document.addEventListener('resume', () => tell({ type: 'frozen', frozen: false }));
+  document.addEventListener('freeze', (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: true }));
+  document.addEventListener('resume', (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: false }));
 
   // The worker, started afresh, has no ports; it asks a document it remembers to reconnect.
   chrome.runtime.onMessage.addListener((msg, sender, reply) => {

@@ -911,8 +911,11 @@
   // A form tool's page that is being left navigated (the form's action, measured: executeTool's
   // null may come only after the page is gone): its calls end now, while the bridge's port is
   // still open, so the worker knows to follow the tab to the page the form went to. Only the
-  // observer's own state is read here; no page code runs.
-  function leaving() {
+  // observer's own state is read here; no page code runs. A pagehide the page dispatched itself
+  // is not the page leaving: isTrusted is an own property of every event that no script can
+  // redefine ([LegacyUnforgeable]), so reading it runs no page code either.
+  function leaving(ev) {
+    if (!ev.isTrusted) return;
     const ids = keys(calls);
     for (let i = 0; i < ids.length; i++) {
       if (calls[ids[i]].form) finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });

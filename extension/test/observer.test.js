@@ -478,3 +478,20 @@ test('a tool that throws a huge error ends its call at once, its text cut', asyn
   assert.match(r.msg.error, /^out of stock\. x+/);
   assert.ok(r.msg.error.length <= M.limits.maxErrorChars, `${r.msg.error.length} characters`);
 });
+
+test("a pagehide the page dispatches itself does not end its form calls as navigating", async () => {
+  const p = formPage();
+  p.form({ toolname: 'slowForm', tooldescription: 'slow', toolautosubmit: '' });
+  p.answer(() => new Promise(() => {}));
+  p.change();
+  await settle();
+  p.toPage({ type: 'call', callId: 'c1', tool: 'slowForm', args: {} });
+  await settle();
+  const before = p.sent.length;
+  p.ctx.window.dispatchEvent(new Event('pagehide')); // isTrusted false, as every event a page makes
+  await settle();
+  assert.deepEqual(p.sent.slice(before), [], 'the call still runs');
+  p.toPage({ type: 'cancel', callId: 'c1', reason: 'done' });
+  await settle();
+  assert.deepEqual(p.sent.at(-1), { type: 'result', callId: 'c1', ok: false, error: 'done', from: 'observer' });
+});
