@@ -414,7 +414,10 @@ func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
 	b.WriteString("\x1b[0m")
 	writeSGR(b, buf.savedPen, nil)
 	temp := t.writeCharsets(b, buf.savedCS)
-	writeDECSC(b, buf.savedPen)
+	if writeDECSC(b, buf.savedPen, t.reachWrap(b, buf, buf.savedX, y)) {
+		t.writeCursor(b, buf, buf.savedX, y, false, true)
+		t.writeCharsets(b, buf.savedCS)
+	}
 	if temp {
 		t.writeCharsets(b, t.charsets[t.gl])
 	}
@@ -424,12 +427,45 @@ func (t *term) writeSaved(b *bytes.Buffer, buf *buffer) {
 // attributes were in use (xterm.js saves HAS_EXTENDED with the background,
 // and a DECRC makes the pen's own extended attributes show again) is saved
 // while a hyperlink that no cell holds sets it, ended after.
-func writeDECSC(b *bytes.Buffer, p pen) {
-	if p.flags&flagExtended == 0 {
+//
+// An underline without HAS_EXTENDED is a pen only a DECRC makes (SGR 4 and
+// 21 set both; an SGR 59 or OSC 8 after a DECRC that restored both into a
+// pen without an underline style clears the bit alone), and the SGR 4 that
+// wrote the underline set the bit: so the redraw makes it the same way —
+// save, reset, restore, end the (absent) link, which clears the bit and
+// keeps the underline, save again. The DECRC puts a cursor at a pending
+// wrap back in the last column: reach, when the cursor is at one, writes
+// the last cell again to go back there, with the pen as it is, and
+// writeDECSC reports true so that the caller writes the cell as it was.
+func writeDECSC(b *bytes.Buffer, p pen, reach func()) (rewrote bool) {
+	switch {
+	case p.flags&flagExtended != 0:
+		b.WriteString("\x1b]8;;tabbridge:saved-pen\x07\x1b7\x1b]8;;\x07")
+	case p.flags&flagUnderline != 0:
+		b.WriteString("\x1b7\x1b[0m\x1b8\x1b]8;;\x07")
+		if reach != nil {
+			reach()
+		}
 		b.WriteString("\x1b7")
-		return
+		return reach != nil
+	default:
+		b.WriteString("\x1b7")
 	}
-	b.WriteString("\x1b]8;;tabbridge:saved-pen\x07\x1b7\x1b]8;;\x07")
+	return false
+}
+
+// reachWrap returns what writes the last cell of buffer buf's row y again
+// with the pen as it is, when x is a pending wrap, for writeDECSC.
+func (t *term) reachWrap(b *bytes.Buffer, buf *buffer, x, y int) func() {
+	if x < t.cols {
+		return nil
+	}
+	return func() {
+		l := buf.row(y)
+		last := t.lastCellAt(l)
+		writeCUP(b, y, last)
+		t.writeCellText(b, l, last)
+	}
 }
 
 // writeInactiveAltSaved sets the saved cursor of the alternate buffer
@@ -449,7 +485,12 @@ func (t *term) writeInactiveAltSaved(b *bytes.Buffer) {
 		b.WriteByte(' ') // a pending wrap, as writeCursor reaches one
 	}
 	t.writeCharsets(b, a.savedCS)
-	writeDECSC(b, a.savedPen)
+	var reach func()
+	if a.savedX >= t.cols {
+		// the alternate screen is empty, and cleared again on leaving
+		reach = func() { writeCUP(b, min(max(a.savedY, 0), t.rows-1), t.cols-1); b.WriteByte(' ') }
+	}
+	writeDECSC(b, a.savedPen, reach)
 	// the rows are written next, in ASCII: the program's sets are
 	// designated once they are
 	b.WriteString("\x1b(B\x1b)B\x1b*B\x1b+B\x0f\x1b[0m\x1b[?47l")
@@ -721,7 +762,11 @@ func (t *term) history() []byte {
 				cs = 'B'
 			}
 			b.WriteString("\x1b(" + string(rune(cs)))
-			writeDECSC(&b, n.savedPen)
+			var reach func()
+			if n.savedX >= t.cols {
+				reach = func() { b.WriteString("\x1b[" + strconv.Itoa(t.cols) + "G ") } // the line is erased next
+			}
+			writeDECSC(&b, n.savedPen, reach)
 			b.WriteString("\x1b(B\x1b[0m\x1b[2K\r")
 		}
 		t.writeLineFrom(&b, l, from)
@@ -749,7 +794,17 @@ func (t *term) history() []byte {
 				cs = 'B'
 			}
 			b.WriteString("\x1b(" + string(rune(cs)))
-			writeDECSC(&b, n.savedPen)
+			cha := "\x1b[" + strconv.Itoa(x+1) + "G"
+			var reach func()
+			if n.savedX >= t.cols {
+				reach = func() { b.WriteString(cha); t.writeCellText(&b, l, x) }
+			}
+			if writeDECSC(&b, n.savedPen, reach) {
+				b.WriteString("\x1b(B" + cha)
+				writeSGR(&b, t.styles.pens[l.cells[x].style], t.links)
+				t.writeCellText(&b, l, x)
+				b.WriteString("\x1b[0m\x1b]8;;\x07")
+			}
 			b.WriteString("\x1b(B\x1b[0m")
 		}
 		if i+1 < len(lines) && lines[i+1].wrapped {

@@ -18,6 +18,19 @@ func TestSavedExtendedMatchesXterm(t *testing.T) {
 		// on the alternate screen, and kept for it after leaving
 		{"\x1b[?1049h\x1b]8;id=3;http://z/\x07\x1b7\x1b]8;;\x07alt\x1b[?1049l", "\x1b[?1049h\x1b]8;;http://w/\x07\x1b8d"},
 		{"\x1b[?47h\x1b]8;;http://z/\x07\x1b7\x1b]8;;\x07\x1b[?47lmain", "\x1b[?47h\x1b]8;;http://w/\x07\x1b8d"},
+		// an underline saved without it, which only a DECRC and an SGR 59 make
+		{"\x1b[4m\x1b7\x1b[m\x1b8\x1b[59m\x1b7a", "\x1b]8;;http://y/\x07\x1b[4:3m\x1b8b\x1b[0mc"},
+		{"\x1b[4m\x1b7\x1b[m\x1b8\x1b]8;;\x07\x1b[3;5H\x1b7\x1b[31m", "\x1b]8;;http://y/\x07\x1b[4:3m\x1b8b"},
+		// on the alternate screen, kept after leaving it
+		{"\x1b[?1049h\x1b[4m\x1b7\x1b[m\x1b8\x1b[59m\x1b7\x1b[?1049l", "\x1b[?1049h\x1b]8;;http://y/\x07\x1b[4:3m\x1b8d"},
+		// and each of those at a pending wrap, which the redraw's DECRC leaves
+		{"\x1b[4m\x1b7\x1b[m\x1b8\x1b[59m\x1b[31mabcdefghijklmnopqrs\x1b[0;44m\x1b8\x1b[59m\x1b[1;20Ht\x1b7", "\x1b]8;;http://y/\x07\x1b[4:3m\x1b8b"},
+		{"\x1b(0\x1b[4m\x1b7\x1b[m\x1b8\x1b[59mqqqqqqqqqqqqqqqqqqq日\x1b[2;1H" + strings.Repeat("q", 20) + "\x1b7\x1b(B", "\x1b]8;;http://y/\x07\x1b[4:3m\x1b8q"},
+		{"\x1b[?1049h\x1b[4m\x1b7\x1b[m\x1b8\x1b[59m" + strings.Repeat("x", 20) + "\x1b7\x1b[?1049l", "\x1b[?1049h\x1b]8;;http://y/\x07\x1b[4:3m\x1b8d"},
+		// in the history: on a line of its own, and on one joined to the line before
+		{"\x1b[4m\x1b7\x1b[m\x1b8\x1b[59mabcdefghijklmnopqrst\x1b7\x1b[0m" + strings.Repeat("\r\n", 8), "\x1b]8;;http://y/\x07\x1b[4:3m\x1b8b"},
+		{"\x1b[4m\x1b7\x1b[m\x1b8\x1b[59m" + strings.Repeat("w", 40) + "\x1b7\x1b[0m" + strings.Repeat("\r\n", 8), "\x1b]8;;http://y/\x07\x1b[4:3m\x1b8b"},
+		{"\x1b[4m\x1b7\x1b[m\x1b8\x1b[59m" + strings.Repeat("w", 25) + "\x1b7\x1b[0m" + strings.Repeat("\r\n", 8), "\x1b]8;;http://y/\x07\x1b[4:3m\x1b8b"},
 	}
 	var xc []xtermCase
 	for _, c := range cases {
