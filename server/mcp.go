@@ -104,7 +104,7 @@ func ownContext(r *http.Request) (*http.Request, func()) {
 // once and refuses cookies with a clear error before the SDK sees the request.
 func (s *Server) mountMCP() {
 	s.mcpHTTP = s.newMCPHandler()
-	s.app.All("/mcp", s.oneOfEachHeader, s.mcpChallenge, s.agent, s.forwardMCP, adaptor.HTTPHandler(s.mcpHTTP))
+	s.app.All("/mcp", s.oneOfEachHeader, s.mcpChallenge, s.agent, s.forwardMCP, adaptor.HTTPHandler(ownStrings(s.mcpHTTP)))
 }
 
 // agentOf returns the workspace identity of the token behind an MCP request.

@@ -68,10 +68,11 @@ func (s *Server) followAgent(tokenID string, cancel context.CancelCauseFunc) (st
 
 // closeWhenRevoked closes an MCP session when its agent's access is taken
 // away, in the background, once the POSTs carrying the session's calls have
-// written their answers (the calls end as they follow the agent too): the
-// SDK's close ends every stream of the session at once, and a client whose
-// stream ends before it read a call's answer reads "request terminated
-// without response" instead of why. It returns when the session has closed,
+// written their answers and a moment more (the calls end as they follow the
+// agent too): the SDK's close ends every stream of the session at once, and
+// a client whose stream ends before it read a call's answer reads "request
+// terminated without response" or the standalone stream's end instead of
+// why. It returns when the session has closed,
 // however it closed.
 func (s *Server) closeWhenRevoked(ss *mcp.ServerSession, tokenID string) {
 	ended, unfollow := s.agents.follow(context.Background(), tokenID)
@@ -82,6 +83,18 @@ func (s *Server) closeWhenRevoked(ss *mcp.ServerSession, tokenID string) {
 		defer t.Stop()
 		select {
 		case <-s.posts.idle(ss.ID()):
+			// The answers are written, each on its own POST's connection;
+			// the session's close ends its standalone stream on another,
+			// and a client that reads that end first fails the calls it
+			// has not yet read the answers of (go-sdk's client with no
+			// retries does). Nothing else reaches the session meanwhile:
+			// the revoked credential is refused before it.
+			linger := time.NewTimer(answerLinger)
+			defer linger.Stop()
+			select {
+			case <-linger.C:
+			case <-t.C:
+			}
 		case <-t.C:
 		}
 		ss.Close()
@@ -93,8 +106,13 @@ func (s *Server) closeWhenRevoked(ss *mcp.ServerSession, tokenID string) {
 }
 
 // answerGrace bounds how long a revoked agent's session stays open for its
-// calls' answers to be written.
-const answerGrace = 10 * time.Second
+// calls' answers to be written, and answerLinger is how long it stays open
+// once they are, for the client to read them before the session's streams
+// end.
+const (
+	answerGrace  = 10 * time.Second
+	answerLinger = time.Second
+)
 
 // sessionPosts counts the MCP POSTs in flight in each session (by the id of
 // the session serving them), so a session can be closed once they are
