@@ -54,7 +54,7 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 		t.Fatalf("the inbox opened from another site is marked %q, want cross-site", arrived)
 	}
 	id := requestOnCard()
-	run(t, ctx, "the second click of the double-click, at once", chromedp.Click(answerButton("once")))
+	clickWhere(t, ctx, "the second click of the double-click, at once", answerButton("once"))
 	// The answer counts once the card says so (a second on screen, with focus); a click that had
 	// gone through would have been posted long before.
 	run(t, ctx, "the card says its answers count, or is gone", chromedp.Poll[chromedp.Void](fmt.Sprintf(
@@ -62,7 +62,7 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 	if !pending(id) {
 		t.Fatal("the click in the page's first moment answered the request")
 	}
-	run(t, ctx, "a deliberate click", chromedp.Click(answerButton("once")))
+	clickWhere(t, ctx, "a deliberate click", answerButton("once"))
 	if o := released(t, got); !o.Allowed {
 		t.Fatalf("allowed after the page settled, the call read %q", o.Text)
 	}
@@ -77,7 +77,7 @@ func TestAllowOnAPageAnotherSiteOpenedIsHeld(t *testing.T) {
 	if arrived := get(t, ctx, "the page's mark", chromedp.Evaluate[string](`document.body.dataset.arrived || ''`)); arrived != "" {
 		t.Fatalf("the inbox from a typed address is marked %q", arrived)
 	}
-	run(t, ctx, "click at once", chromedp.Click(answerButton("once")))
+	clickWhere(t, ctx, "click at once", answerButton("once"))
 	if o := released(t, got); !o.Allowed {
 		t.Fatalf("allowed at the first click, the call read %q", o.Text)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +130,23 @@ func jsString(s string) string {
 // answerButton is the inbox's button for answer a on its only (or first) request.
 func answerButton(a string) chromedp.CSS {
 	return chromedp.CSS(`#inbox .request form:has(input[name=answer][value=` + a + `]) button`)
+}
+
+// clickWhere clicks, with the mouse, where the first element matching css is
+// now, as a person's click lands on a point: chromedp.Click finds the node
+// first and then asks for its box, and the inbox's live update can replace
+// the card in between ("Could not find node with given id"), while the
+// same button stands at the same place.
+func clickWhere(t *testing.T, ctx context.Context, what string, css chromedp.CSS) {
+	t.Helper()
+	run(t, ctx, what+": find it", chromedp.WaitVisible(css))
+	at := get(t, ctx, what+": where it is", chromedp.Evaluate[[]float64](fmt.Sprintf(`(() => {
+		const b = document.querySelector(%q);
+		b.scrollIntoView({block: 'nearest'});
+		const r = b.getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2];
+	})()`, string(css))))
+	run(t, ctx, what, chromedp.MouseClickXY(at[0], at[1]))
 }
 
 // answersCount waits until the inbox's first request takes a click on its answers: a card that
