@@ -30,7 +30,11 @@ type entry struct {
 	queueBytes     int64
 	exitPending    bool // the exit status is still to be sent
 	inputRefused   bool // the last input was refused: the program is not reading
-	done           chan struct{}
+	// refused counts the input bytes refused since the server was last
+	// told, so that a person typing into a program that reads nothing is
+	// told once per pass of the link's writer, not once per keystroke.
+	refused int64
+	done    chan struct{}
 }
 
 func newEntry(d *Daemon, index uint32, spec Spec) *entry {
@@ -105,7 +109,7 @@ func (e *entry) link(up bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.online, e.announce, e.resync, e.redraw = up, up, up, false
-	e.queue, e.queueBytes, e.exitPending = nil, 0, false
+	e.queue, e.queueBytes, e.exitPending, e.refused = nil, 0, false, 0
 }
 
 // linkFrame is a frame for the link's writer; a pooled one's buffer goes back
@@ -140,6 +144,10 @@ func (e *entry) takeFrames() []linkFrame {
 	defer e.mu.Unlock()
 	for _, f := range e.outputFrames() {
 		frames = append(frames, linkFrame{Frame: wire.Binary(f), pooled: true})
+	}
+	if e.refused > 0 {
+		frames = append(frames, linkFrame{Frame: wire.Control{Type: wire.TypeRefused, Index: e.index, Bytes: e.refused}.Frame()})
+		e.refused = 0
 	}
 	if e.exitPending && !e.resync && len(e.queue) == 0 {
 		frames = append(frames, linkFrame{Frame: wire.Control{Type: wire.TypeExit, Index: e.index, ExitCode: e.info.ExitCode}.Frame()})
@@ -250,12 +258,19 @@ func (e *entry) input(data []byte) {
 		return
 	}
 	err := s.Input(data)
+	full := errors.Is(err, terminal.ErrInputFull)
 	e.mu.Lock()
 	first := err != nil && !e.inputRefused
 	e.inputRefused = err != nil
+	if full && e.online {
+		e.refused += int64(len(data))
+	}
 	e.mu.Unlock()
-	if first && errors.Is(err, terminal.ErrInputFull) {
-		e.d.opts.Logger.Warn("input refused: the program is not reading its input", "session", e.info.ID, "err", err)
+	if full {
+		e.d.signal() // the server tells the person who typed
+		if first {
+			e.d.opts.Logger.Warn("input refused: the program is not reading its input", "session", e.info.ID, "err", err)
+		}
 	}
 }
 

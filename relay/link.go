@@ -197,6 +197,10 @@ func (h *Hub) daemonControl(l *link, p []byte) error {
 			delete(l.byIndex, c.Index)
 			h.remove(s)
 		}
+	case wire.TypeRefused:
+		if s := l.byIndex[c.Index]; s != nil {
+			s.refused(c.Bytes)
+		}
 	}
 	return nil
 }

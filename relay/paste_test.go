@@ -119,3 +119,52 @@ func TestPasteOverTheLimitIsRefused(t *testing.T) {
 		t.Fatalf("the viewer's socket closed: %v", err)
 	}
 }
+
+// TestInputTheProgramDoesNotReadIsRefusedAloud: a program that reads none
+// of its input fills what the daemon holds for it (a paste of
+// wire.MaxInput), and the next paste cannot be delivered: the person who
+// typed it is told, with how much was lost and why, instead of the daemon
+// dropping it with a line in its own log. The sockets stay up and the
+// program keeps running.
+func TestInputTheProgramDoesNotReadIsRefusedAloud(t *testing.T) {
+	r := newRig(t, nil)
+	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", "stty raw -echo && printf 'READ''Y\\r\\n' && exec sleep 600"}, Cols: 100, Rows: 10,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LC_ALL=C"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.awaitListed(id)
+	r.waitDaemon(id, "READY")
+	v := r.viewer(id, false, false)
+	refusals := func() (out []wire.Control) {
+		for _, c := range v.Stats().Controls {
+			if c.Type == wire.TypeRefused {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if err := v.Type(paste(wire.MaxInput)); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Type(paste(wire.MaxInput)); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Wait(wait, func() bool { return len(refusals()) > 0 }); err != nil {
+		t.Fatalf("the person was not told that the second paste was not delivered: %v", err)
+	}
+	var lost int64
+	for _, c := range refusals() {
+		if !strings.Contains(c.Reason, "not reading") || !strings.Contains(c.Reason, fmt.Sprint(c.Bytes)) {
+			t.Fatalf("refusal %+v does not say how much was lost and why", c)
+		}
+		lost += c.Bytes
+	}
+	if lost != wire.MaxInput {
+		t.Fatalf("refusals count %d bytes lost, want the second paste's %d", lost, wire.MaxInput)
+	}
+	noLinkDrop(r)
+	if err := v.Stats().Err; err != nil {
+		t.Fatalf("the viewer's socket closed: %v", err)
+	}
+}

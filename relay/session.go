@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -237,6 +238,20 @@ func (s *session) input(v *viewer, data []byte) {
 		s.applySize(v)
 	}
 	s.link.send(wire.Binary(wire.AppendDaemonInput(nil, wire.Input{Session: s.index, Data: data})))
+}
+
+// refused tells the viewer that typed last that the daemon could not
+// deliver n bytes of input: the program is not reading what it is sent.
+// (Its words are the server's: a daemon's reason is not shown to anyone.)
+func (s *session) refused(n int64) {
+	s.mu.Lock()
+	v := s.sizer
+	s.mu.Unlock()
+	if v == nil {
+		return
+	}
+	v.control(wire.Control{Type: wire.TypeRefused, Bytes: n, Reason: fmt.Sprintf(
+		"%d bytes of input were not delivered: the program is not reading what it is sent, and the machine holds no more of it; send it again once the program has caught up", n)})
 }
 
 // sized applies a viewer's new size if the session follows it: the viewer

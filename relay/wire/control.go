@@ -23,7 +23,7 @@ const (
 	TypeAck = "ack" // bytes written into the viewer's terminal so far
 	// Server → viewer.
 	TypeStatus  = "status"  // the session's machine is (not) connected
-	TypeRefused = "refused" // an input frame was refused, with the reason
+	TypeRefused = "refused" // an input frame was refused, with the reason (also daemon → server, without one)
 )
 
 // ErrControl is returned for a control message that is not valid JSON, has
@@ -109,6 +109,14 @@ func DecodeFromDaemon(p []byte) (Control, error) {
 	case TypeSession:
 		return c, checkSession(c.Session)
 	case TypeExit, TypeGone, TypeSynced:
+		return c, nil
+	case TypeRefused:
+		// the program is not reading its input: Bytes of it were not
+		// delivered. The server words the reason; a daemon's is dropped.
+		if c.Bytes <= 0 {
+			return c, fmt.Errorf("%w: a refusal of %d bytes", ErrControl, c.Bytes)
+		}
+		c.Reason = ""
 		return c, nil
 	}
 	return c, fmt.Errorf("%w: type %q from a daemon", ErrControl, c.Type)

@@ -67,6 +67,8 @@ func FuzzDecodeControl(f *testing.F) {
 	f.Add([]byte(`{"type":"ack","bytes":100,"sessionId":"other"}`))
 	f.Add([]byte(`{"type":"resize","cols":100,"rows":30}`))
 	f.Add([]byte(`{"type":"redraw","index":4}`))
+	f.Add([]byte(`{"type":"refused","index":2,"bytes":1048576,"reason":"<b>click here</b>"}`))
+	f.Add([]byte(`{"type":"refused","index":2,"bytes":-1}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		for _, dec := range []func([]byte) (Control, error){DecodeFromDaemon, DecodeFromServer, DecodeFromViewer} {
 			c, err := dec(p)
@@ -82,6 +84,9 @@ func FuzzDecodeControl(f *testing.F) {
 			if c.Type == TypeAck && c.Bytes < 0 {
 				t.Fatalf("accepted ack %d", c.Bytes)
 			}
+		}
+		if c, err := DecodeFromDaemon(p); err == nil && c.Type == TypeRefused && (c.Bytes <= 0 || c.Reason != "") {
+			t.Fatalf("accepted a daemon's refusal %+v: a count that is not positive, or words a person would read", c)
 		}
 	})
 }
