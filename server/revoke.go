@@ -81,8 +81,16 @@ func (s *Server) closeWhenRevoked(ss *mcp.ServerSession, tokenID string) {
 		s.opts.Logger.Info("closing the MCP session of an agent whose access was taken away", "session", ss.ID(), "agent", tokenID)
 		t := time.NewTimer(answerGrace)
 		defer t.Stop()
+		idle := s.posts.idle(ss.ID())
 		select {
-		case <-s.posts.idle(ss.ID()):
+		case <-idle:
+			// no call to answer: close at once
+			ss.Close()
+			return
+		default:
+		}
+		select {
+		case <-idle:
 			// The answers are written, each on its own POST's connection;
 			// the session's close ends its standalone stream on another,
 			// and a client that reads that end first fails the calls it
