@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -23,8 +24,11 @@ type link struct {
 	machine Machine // static
 	conn    *websocket.Conn
 	out     chan wire.Frame // frames for the writer; full means a stuck daemon
-	done    chan struct{}   // closed by close
-	once    sync.Once
+	// inputQueued is the bytes of input frames on out: sendInput refuses
+	// input past linkInputBudget instead of holding it.
+	inputQueued atomic.Int64
+	done        chan struct{} // closed by close
+	once        sync.Once
 	// revoked is set by Disconnect, under the hub's lock: from then on the
 	// link speaks for no session, even before its reader has stopped.
 	revoked bool
@@ -55,6 +59,28 @@ func (l *link) send(frame wire.Frame) {
 	default:
 		l.close()
 	}
+}
+
+// sendInput queues an input frame (a binary frame) for the daemon unless
+// linkInputBudget bytes of input already wait for a daemon that is not
+// reading them as fast as they come (a slow or stalled network, a stuck
+// daemon): then it reports false and queues nothing, and the caller tells
+// whoever typed. The frame count still bounds the queue, as for send.
+func (l *link) sendInput(frame wire.Frame) bool {
+	n := int64(len(frame.Data))
+	if l.inputQueued.Add(n) > linkInputBudget {
+		l.inputQueued.Add(-n)
+		return false
+	}
+	select {
+	case l.out <- frame:
+	case <-l.done:
+		l.inputQueued.Add(-n)
+	default:
+		l.inputQueued.Add(-n)
+		l.close()
+	}
+	return true
 }
 
 // ServeDaemon runs a daemon's socket until it closes, the machine is
@@ -114,6 +140,9 @@ func (h *Hub) writeLink(ctx context.Context, l *link) {
 				typ = websocket.TextMessage
 			}
 			err = l.conn.WriteMessage(typ, f.Data)
+			if !f.Text { // input (sendInput), now with the socket
+				l.inputQueued.Add(-int64(len(f.Data)))
+			}
 		case <-tick.C:
 			err = l.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(h.opts.WriteWait))
 		}

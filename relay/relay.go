@@ -38,6 +38,12 @@ const (
 	maxFrame = 256 << 10
 	// linkQueue bounds the frames waiting for a daemon's writer.
 	linkQueue = 1024
+	// linkInputBudget bounds the input bytes waiting for a daemon's writer
+	// (without it, 1024 frames of wire.MaxInput: a GiB): input past it is
+	// refused aloud. Eight of the largest input frames: a daemon holds at
+	// most one (terminal.DefaultInputQueue) for a program that is not
+	// reading, so more than this waits only on a link that cannot keep up.
+	linkInputBudget = 8 * wire.MaxToDaemon
 	// controlQueue bounds control messages waiting for a viewer's writer.
 	controlQueue = 32
 	// daemonReadLimit and viewerReadLimit bound one incoming message.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -71,6 +72,8 @@ type rig struct {
 var (
 	daemonQueue int64
 	daemonKeep  int
+	// daemonDial, when set, is how the next rig's daemon dials the server.
+	daemonDial func(ctx context.Context, network, addr string) (net.Conn, error)
 )
 
 func newRig(t *testing.T, tweak func(*server.Options)) *rig {
@@ -91,7 +94,7 @@ func newRig(t *testing.T, tweak func(*server.Options)) *rig {
 func (r *rig) startDaemon() {
 	d, err := daemon.New(daemon.Options{
 		Server: r.env.URL, Token: r.token, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-		Connected: func(up bool) { r.links <- up }, Queue: daemonQueue, KeepExited: daemonKeep,
+		Connected: func(up bool) { r.links <- up }, Queue: daemonQueue, KeepExited: daemonKeep, Dial: daemonDial,
 	})
 	if err != nil {
 		r.t.Fatal(err)

@@ -237,7 +237,11 @@ func (s *session) input(v *viewer, data []byte) {
 		s.sizer = v
 		s.applySize(v)
 	}
-	s.link.send(wire.Binary(wire.AppendDaemonInput(nil, wire.Input{Session: s.index, Data: data})))
+	if !s.link.sendInput(wire.Binary(wire.AppendDaemonInput(nil, wire.Input{Session: s.index, Data: data}))) {
+		v.control(wire.Control{Type: wire.TypeRefused, Bytes: int64(len(data)), Reason: fmt.Sprintf(
+			"%d bytes of input were not delivered: the connection to the machine is not keeping up, and %d MiB of input already wait to be sent to it; send it again once the terminal shows the program has caught up",
+			len(data), linkInputBudget>>20)})
+	}
 }
 
 // refused tells the viewer that typed last that the daemon could not
