@@ -104,11 +104,13 @@ type Daemon struct {
 	entries map[uint32]*entry
 	nextIdx uint32
 	closed  bool
-	linked  bool          // a link is up: new sessions are announced at once
-	gone    []uint32      // forgotten sessions the link has still to report
-	wake    chan struct{} // capacity 1: the link writer has work
-	passed  chan struct{} // capacity 1: the link writer sent all it had
-	wg      sync.WaitGroup
+	linked  bool // a link is up: new sessions are announced at once
+	// tellRefused: the link's server takes "refused" (wire.FeatureRefused).
+	tellRefused bool
+	gone        []uint32      // forgotten sessions the link has still to report
+	wake        chan struct{} // capacity 1: the link writer has work
+	passed      chan struct{} // capacity 1: the link writer sent all it had
+	wg          sync.WaitGroup
 }
 
 // New checks the options and returns a Daemon with no sessions.
@@ -193,7 +195,7 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	e := newEntry(d, d.nextIdx, spec)
 	d.entries[e.index] = e
 	if d.linked {
-		e.link(true)
+		e.link(true, d.tellRefused)
 	}
 	d.mu.Unlock()
 	sess, err := terminal.Start(terminal.Options{
@@ -358,17 +360,17 @@ func (d *Daemon) takeGone() []uint32 {
 
 // setLinked marks every session online or offline with the link, under
 // d.mu so that a session started meanwhile is not missed.
-func (d *Daemon) setLinked(up bool) {
+func (d *Daemon) setLinked(up, tellRefused bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.linked = up
+	d.linked, d.tellRefused = up, up && tellRefused
 	select { // a flush waiting on this link's writer stops waiting
 	case d.passed <- struct{}{}:
 	default:
 	}
 	d.gone = nil // a new link announces only the sessions still held
 	for _, e := range d.entries {
-		e.link(up)
+		e.link(up, d.tellRefused)
 	}
 }
 

@@ -74,14 +74,16 @@ func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 	}
 	d.opts.Logger.Info("linked to server", "url", d.wsURL)
 	start := time.Now()
-	d.run(ctx, conn)
+	d.run(ctx, conn, wire.HasFeature(resp.Header.Get(wire.FeaturesHeader), wire.FeatureRefused))
 	return time.Since(start), errors.New("the link closed")
 }
 
 // run serves one socket: a reader for the server's frames and this
-// goroutine as the only writer.
-func (d *Daemon) run(ctx context.Context, conn *websocket.Conn) {
-	d.setLinked(true)
+// goroutine as the only writer. tellRefused says whether the server takes
+// "refused"; an older one does not, and its person is not told (the
+// daemon's log still is).
+func (d *Daemon) run(ctx context.Context, conn *websocket.Conn, tellRefused bool) {
+	d.setLinked(true, tellRefused)
 	if d.opts.Connected != nil {
 		d.opts.Connected(true)
 	}
@@ -107,7 +109,7 @@ func (d *Daemon) run(ctx context.Context, conn *websocket.Conn) {
 		d.opts.Logger.Error("the server link's reader is stuck; linking again without it")
 	}
 	t.Stop()
-	d.setLinked(false)
+	d.setLinked(false, false)
 	if d.opts.Connected != nil {
 		d.opts.Connected(false)
 	}

@@ -206,6 +206,9 @@ func (s *Server) daemonGate(c *fiber.Ctx) error {
 	}
 	daemonAdmitted(m.ID)
 	c.Locals(localMachine, relay.Machine{ID: m.ID, UserID: m.UserID})
+	// The 101 names what this server takes beyond the first protocol, so a
+	// newer daemon sends nothing an older server would close the link on.
+	c.Set(wire.FeaturesHeader, wire.FeatureRefused)
 	return c.Next()
 }
 
