@@ -295,3 +295,32 @@ func TestApprovalAcrossInstances(t *testing.T) {
 		t.Fatalf("the call on A after the denial on B: %q", text)
 	}
 }
+
+// TestRevokingOnAnotherInstanceEndsWhatItStarted: the person revokes an
+// agent token through one instance while the agent's session, its calls and
+// the browser are on another. The instance holding them hears it (the
+// signal sign-outs and machine revocations use) and ends the agent's work
+// as a revocation on itself does: the search running in the page is
+// cancelled there, both calls answer with the revocation's words, the write
+// leaves the inbox, and the session closes.
+func TestRevokingOnAnotherInstanceEndsWhatItStarted(t *testing.T) {
+	url := storetest.FreshPostgres(t)
+	open := func() *store.DB {
+		db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	dbA, dbB := open(), open()
+	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.DB = dbA }, retrying)
+	b := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.DB = dbB })
+	w.announce(t, "d1", time.Now())
+	work := w.startWork(t, w.agent, "coffee", 0)
+	asOn(t, b, w.person).MustJSON("DELETE", "/api/workspaces/"+w.ws+"/tokens/"+w.tokenID(t), nil, 204, nil)
+	w.endedByRevocation(t, w.env, work)
+	if e := w.auditOf(t, "search"); len(e) != 1 || e[0].Outcome != "revoked" {
+		t.Fatalf("the search's audit entry: %+v, want the outcome revoked", e)
+	}
+}
