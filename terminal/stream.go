@@ -1,6 +1,8 @@
 package terminal
 
 import (
+	"strconv"
+
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/ansi/parser"
 )
@@ -41,6 +43,62 @@ type streamState struct {
 	// neither): a sequence xterm.js drops whole is being read to its end
 	// while the parser is left, unfed, in the state it was in.
 	ignore ignoring
+	// digits is the CSI or DCS parameter being read, held back from the
+	// parser and clamped as xterm.js clamps it (maxParam) until a byte
+	// that is not a digit comes; held says digits are held.
+	digits int64
+	held   bool
+	// param is the index, in x/ansi's order (parameters and
+	// sub-parameters alike), of the parameter being read; clamped marks
+	// the ones that reached maxParam, which x/ansi cannot hold (see
+	// maxParam).
+	param   int
+	clamped uint64
+}
+
+// maxParam is the largest parameter value xterm.js keeps: its parser clamps
+// every parameter and sub-parameter to 0x7FFFFFFF. x/ansi's (v0.11, v0.12)
+// keeps a parameter in the low 31 bits of an int and its sub-parameter flag
+// in the bits above, so a larger value lost its high bits and could read as
+// having sub-parameters: CSI 2147483648 C moved the cursor one column, CSI
+// 4294967297;3 H went home. Its digits are held (see advance) and the
+// clamped value is fed in their place.
+const maxParam = 1<<31 - 1
+
+// maxParam itself is x/ansi's mark of a missing parameter, so a clamped
+// parameter is fed as one less and marked in clamped (xparams.load puts
+// maxParam back).
+const fedMaxParam = maxParam - 1
+
+// collectingParams reports whether st reads a CSI's or DCS's parameters.
+func collectingParams(st parser.State) bool {
+	switch st {
+	case parser.CsiEntryState, parser.CsiParamState, parser.DcsEntryState, parser.DcsParamState:
+		return true
+	}
+	return false
+}
+
+// reset drops whatever sequence the parser was reading, held digits too.
+func (s *streamState) reset() {
+	s.p.Reset()
+	s.held, s.digits = false, 0
+}
+
+// release feeds the held parameter's clamped value to the parser.
+func (s *streamState) release() {
+	v := s.digits
+	if v == maxParam {
+		v = fedMaxParam
+		if s.param < 64 {
+			s.clamped |= 1 << s.param
+		}
+	}
+	var buf [20]byte
+	for _, c := range strconv.AppendInt(buf[:0], v, 10) {
+		s.p.Advance(c)
+	}
+	s.held, s.digits = false, 0
 }
 
 // ignoring is which of xterm.js's ignore states a streamState is in.
@@ -113,7 +171,7 @@ func (s *streamState) char(u []byte, each func(byte, parser.Action)) {
 			s.emit(c, each)
 		}
 	default:
-		s.p.Reset()
+		s.reset()
 		report(each, u[len(u)-1], parser.NoneAction)
 	}
 }
@@ -124,20 +182,21 @@ func (s *streamState) char(u []byte, each func(byte, parser.Action)) {
 // controls — x/ansi's own transitions for them outside strings. x/ansi
 // had printed them (and the terminal executed only IND, NEL and HTS).
 func (s *streamState) c1(c byte, each func(byte, parser.Action)) {
+	s.held, s.digits, s.param, s.clamped = false, 0, 0, 0 // every C1 leaves the sequence being read
 	if s.ignore != notIgnoring {
 		s.ignore = notIgnoring
-		s.p.Reset()
+		s.reset()
 	}
 	st := s.p.State()
 	switch {
 	case c == c1ST && inString(st):
 		s.need = 0
 	case c == c1ST:
-		s.p.Reset() // xterm.js ignores it: not an execute, which ends a join
+		s.reset() // xterm.js ignores it: not an execute, which ends a join
 		report(each, c, parser.IgnoreAction)
 		return
 	case inString(st):
-		s.p.Reset()
+		s.reset()
 	}
 	out, action := s.advanceKept(c)
 	report(each, out, action)
@@ -203,6 +262,22 @@ func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool
 	if strayC1(before, b) {
 		return 0, parser.NoneAction, false
 	}
+	if s.ignore == notIgnoring && collectingParams(before) {
+		if b >= '0' && b <= '9' {
+			s.digits = min(s.digits*10+int64(b-'0'), maxParam)
+			s.held = true
+			return b, parser.ParamAction, true
+		}
+		// A C0 control executed inside the sequence leaves the parameter
+		// being read (CSI 1 ^A 2 C is CSI 12 C); any other byte ends it.
+		if s.held && (b >= 0x20 || b == ansi.CAN || b == ansi.SUB || b == ansi.ESC) {
+			s.release()
+			before = s.p.State()
+		}
+		if b == ';' || b == ':' {
+			s.param++
+		}
+	}
 	if s.ignore != notIgnoring && b < 0x80 {
 		out, action = s.ignored(b)
 		return out, action, true
@@ -220,7 +295,7 @@ func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool
 		s.ignore = ignoreDCS
 		return b, parser.IgnoreAction, true
 	case before == parser.DcsEntryState && b == ansi.ESC:
-		s.p.Reset() // xterm.js starts an escape sequence; x/ansi passed it through as data
+		s.reset() // xterm.js starts an escape sequence; x/ansi passed it through as data
 	}
 	out, action = s.advanceKept(b)
 	return out, action, true
@@ -234,18 +309,18 @@ func (s *streamState) ignored(b byte) (byte, parser.Action) {
 	switch {
 	case b == ansi.CAN || b == ansi.SUB:
 		s.ignore = notIgnoring
-		s.p.Reset()
+		s.reset()
 		if s.exec != nil {
 			s.exec(b)
 		}
 		return b, parser.ExecuteAction
 	case b == ansi.ESC:
 		s.ignore = notIgnoring
-		s.p.Reset()
+		s.reset()
 		return s.advanceKept(b)
 	case s.ignore == ignoreCSI && b >= 0x40 && b <= 0x7E:
 		s.ignore = notIgnoring
-		s.p.Reset()
+		s.reset()
 	case s.ignore == ignoreCSI && b < 0x20:
 		if s.exec != nil {
 			s.exec(b)
@@ -278,6 +353,9 @@ func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 	if !inString(before) {
 		s.need = 0
 		action := s.p.Advance(b)
+		if st := s.p.State(); (st == parser.CsiEntryState || st == parser.DcsEntryState) && !collectingParams(before) {
+			s.param, s.clamped = 0, 0 // a new sequence's parameters
+		}
 		if s.p.State() == parser.OscStringState {
 			s.strLen, s.fixes = 0, s.fixes[:0]
 		}

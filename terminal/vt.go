@@ -58,15 +58,18 @@ type xparams struct {
 	sub  [][]int
 }
 
-func (x *xparams) load(p ansi.Params) {
+func (x *xparams) load(p ansi.Params, clamped uint64) {
 	x.main, x.sub = x.main[:0], x.sub[:0]
 	inSub := false
-	for _, q := range p {
+	for i, q := range p {
+		v := q.Param(-1)
+		if i < 64 && clamped&(1<<i) != 0 {
+			v = maxParam // fed as fedMaxParam (streamState.release)
+		}
 		if inSub {
-			v := q.Param(-1)
 			x.sub[len(x.sub)-1] = append(x.sub[len(x.sub)-1], v)
 		} else {
-			x.main = append(x.main, max(q.Param(0), 0))
+			x.main = append(x.main, max(v, 0))
 			x.sub = append(x.sub, nil)
 		}
 		inSub = q.HasMore()
@@ -96,7 +99,7 @@ func (x *xparams) or1(i int) int {
 func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 	prec := t.precW // REP repeats what was printed just before it
 	t.precW = 0
-	t.params.load(p)
+	t.params.load(p, t.stream.clamped)
 	x := &t.params
 	b := t.buf
 	switch cmd.Prefix() {

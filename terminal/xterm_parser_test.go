@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -161,4 +162,66 @@ func TestWideWithoutAutowrapMatchesXterm(t *testing.T) {
 		"next line":               "\x1b[?7l" + z + "日本x\r\n" + z + "日本\r\nx",
 		"autowrap on for compare": z + "日本x",
 	})
+}
+
+// hugeParamStreams carry CSI and DCS parameters past 2^31 - 1. xterm.js
+// clamps every parameter to 0x7FFFFFFF; x/ansi's parser keeps 31 bits and
+// its sub-parameter flag in the bits above, so the model moved one column
+// for CSI 2147483648 C, went home for CSI 4294967297;3 H, and read 2^31 - 1
+// itself as a missing parameter.
+var hugeParamStreams = map[string]string{
+	"cuf 2^31":               "ab\x1b[2147483648Cx",
+	"cuf 2^31-1":             "ab\x1b[2147483647Cx",
+	"cuf 2^31-2":             "ab\x1b[2147483646Cx",
+	"cuf eleven digits":      "ab\x1b[99999999999Cx",
+	"cuf leading zeros":      "ab\x1b[0000000000000000000005Cx",
+	"cup 2^32+1":             "ab\x1b[4294967297;3Hx",
+	"cup column huge":        "ab\x1b[2;99999999999999999999Hx",
+	"sgr 256 colour huge":    "a\x1b[38;5;4294967297mb",
+	"sgr 256 colour 2^31-1":  "a\x1b[48;5;2147483647mb",
+	"sgr 256 colour 2^31-2":  "a\x1b[48;5;2147483646mb",
+	"sgr unknown huge first": "a\x1b[99999999999;1mb",
+	"sgr underline sub huge": "a\x1b[4:99999999999mb\x1b[4:3mc",
+	"sgr rgb huge":           "a\x1b[38:2::99999999999:7:8mb",
+	"ech huge":               "abcdef\x1b[1G\x1b[2147483650Xz",
+	"private mode huge":      "a\x1b[?99999999999hb\x1b[?25lc",
+	"c0 inside digits":       "ab\x1b[2147483\x01648Cx",
+	"dcs huge":               "a\x1bP99999999999;1$qm\x1b\\b",
+	"next sequence resets":   "a\x1b[38;5;99999999999mb\x1b[38;5;3mc",
+}
+
+func TestHugeParametersMatchXterm(t *testing.T) {
+	compareWritesWithXterm(t, hugeParamStreams)
+}
+
+// TestHugeParameterAcrossWrites: a parameter's digits split between two
+// writes (two reads of the PTY) are one parameter, clamped as in one write
+// (which TestHugeParametersMatchXterm holds to xterm.js): the screen, the
+// cursor and what a viewer attaching is sent are the same. (The xterm.js
+// comparison itself cannot stop between the writes: a redraw holds no
+// half-read sequence, and the daemon takes none there.)
+func TestHugeParameterAcrossWrites(t *testing.T) {
+	for _, parts := range [][]string{
+		{"ab\x1b[21474", "83649Cx"},
+		{"ab\x1b[3;", "99999999999Hx"},
+		{"ab\x1b[38;5;4294", "967297mc"},
+		{"ab\x1b[2147483", "\x01", "648Cx"},
+	} {
+		whole, split := NewEmulator(20, 6), NewEmulator(20, 6)
+		_, _ = whole.Write([]byte(strings.Join(parts, "")))
+		for _, p := range parts {
+			_, _ = split.Write([]byte(p))
+		}
+		a, err := whole.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := split.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Screen(), b.Screen()) {
+			t.Errorf("%q written in parts shows %q, in one write %q", parts, b.Screen(), a.Screen())
+		}
+	}
 }
