@@ -97,10 +97,7 @@ func TestRefusedGoesOnlyToAServerThatTakesIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- d.Serve(ctx) }()
-			defer func() { cancel(); <-served; d.Close(context.Background()) }()
+			defer serving(d)()
 			id, err := d.Start(daemon.Spec{Argv: []string{"sh", "-c", "stty raw -echo && exec sleep 600"}, Cols: 80, Rows: 24,
 				Env: []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}})
 			if err != nil {

@@ -40,10 +40,7 @@ func TestFlappingLinkBacksOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- d.Serve(ctx) }()
-		defer func() { cancel(); <-served; d.Close(context.Background()) }()
+		defer serving(d)()
 		// Waits 1, 2, 4, 8, 16, then 30, 30 s.
 		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
 		last := testutil.RequireReceive(t, testutil.WaitLong, dials)
@@ -74,10 +71,7 @@ func TestWrongServerURLIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(ctx) }()
-	defer func() { cancel(); <-served; d.Close(context.Background()) }()
+	defer serving(d)()
 	select {
 	case line := <-logged:
 		if !strings.Contains(line, "404 Not Found") || !strings.Contains(line, "is --server the Tabbridge server's public URL?") {
@@ -91,3 +85,11 @@ func TestWrongServerURLIsNamed(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// serving runs d's link until the returned stop, which also closes d.
+func serving(d *daemon.Daemon) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(ctx) }()
+	return func() { cancel(); <-served; d.Close(context.Background()) }
+}

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/relay/wire"
 )
 
@@ -51,17 +49,10 @@ func TestInputPastALinkThatCannotKeepUpIsRefusedAloud(t *testing.T) {
 	}
 	defer func() { daemonDial = nil }()
 	r := newRig(t, nil)
-	// The program reads all its input, so the daemon never refuses any of
-	// it: every refusal below is the server's. It prints a line for each
-	// line of input that holds MARK.
-	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", "stty raw -echo && printf 'READ''Y\\r\\n' && exec grep --line-buffered -o MARK"}, Cols: 100, Rows: 10,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LC_ALL=C"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.awaitListed(id)
-	r.waitDaemon(id, "READY")
-	v := r.viewer(id, false, false)
+	// The program reads all its input, so while the link is stalled (and
+	// nothing reaches the daemon) every refusal is the server's. It prints
+	// a line for each line of input that holds MARK.
+	_, v := rawSession(r, "exec grep --line-buffered -o MARK")
 	refusal := func() (wire.Control, bool) {
 		for _, c := range v.Stats().Controls {
 			if c.Type == wire.TypeRefused {

@@ -21,8 +21,14 @@ import (
 // returns the session and an interactive viewer of it.
 func pasteSession(r *rig) (string, *relaytest.Viewer) {
 	r.t.Helper()
-	script := fmt.Sprintf("stty raw -echo && printf 'READ''Y\\r\\n' && head -c %d | sha256sum", wire.MaxInput)
-	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", script}, Cols: 100, Rows: 10,
+	return rawSession(r, fmt.Sprintf("head -c %d | sha256sum", wire.MaxInput))
+}
+
+// rawSession runs the shell command cmd in a real PTY in raw mode, without
+// echo, and returns once it runs, with an interactive viewer of it.
+func rawSession(r *rig, cmd string) (string, *relaytest.Viewer) {
+	r.t.Helper()
+	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", "stty raw -echo && printf 'READ''Y\\r\\n' && " + cmd}, Cols: 100, Rows: 10,
 		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LC_ALL=C"}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -128,14 +134,7 @@ func TestPasteOverTheLimitIsRefused(t *testing.T) {
 // program keeps running.
 func TestInputTheProgramDoesNotReadIsRefusedAloud(t *testing.T) {
 	r := newRig(t, nil)
-	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", "stty raw -echo && printf 'READ''Y\\r\\n' && exec sleep 600"}, Cols: 100, Rows: 10,
-		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LC_ALL=C"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.awaitListed(id)
-	r.waitDaemon(id, "READY")
-	v := r.viewer(id, false, false)
+	_, v := rawSession(r, "exec sleep 600")
 	refusals := func() (out []wire.Control) {
 		for _, c := range v.Stats().Controls {
 			if c.Type == wire.TypeRefused {

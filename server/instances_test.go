@@ -24,13 +24,8 @@ import (
 // own connection pool, as two processes would have (issue 17).
 func twoInstances(t *testing.T, tweak func(*server.Options)) (a, b *servertest.Env) {
 	t.Helper()
-	url := storetest.FreshPostgres(t)
-	start := func() *servertest.Env {
-		db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() }) // after the server's own cleanup
+	dbA, dbB := twoPools(t)
+	start := func(db *store.DB) *servertest.Env {
 		return servertest.Start(t, storetest.SQLite, func(o *server.Options) {
 			o.DB = db
 			if tweak != nil {
@@ -38,7 +33,23 @@ func twoInstances(t *testing.T, tweak func(*server.Options)) (a, b *servertest.E
 			}
 		})
 	}
-	return start(), start()
+	return start(dbA), start(dbB)
+}
+
+// twoPools opens two connection pools on one fresh PostgreSQL database, as
+// two instances' processes would hold; each closes after the test's servers.
+func twoPools(t *testing.T) (a, b *store.DB) {
+	t.Helper()
+	url := storetest.FreshPostgres(t)
+	open := func() *store.DB {
+		db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() }) // after the server's own cleanup
+		return db
+	}
+	return open(), open()
 }
 
 // asOn returns a client of env carrying c's sign-in (the instances share
@@ -267,16 +278,7 @@ func TestRefreshOnTwoInstancesAtOnce(t *testing.T) {
 // person's second browser, held by B, gets the badge; the person denies on
 // B; the call on A ends with the denial.
 func TestApprovalAcrossInstances(t *testing.T) {
-	url := storetest.FreshPostgres(t)
-	open := func() *store.DB {
-		db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	dbA, dbB := open(), open()
+	dbA, dbB := twoPools(t)
 	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.DB = dbA }, nil)
 	b := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.DB = dbB })
 	w.announce(t, "d1", time.Now())
@@ -304,16 +306,7 @@ func TestApprovalAcrossInstances(t *testing.T) {
 // cancelled there, both calls answer with the revocation's words, the write
 // leaves the inbox, and the session closes.
 func TestRevokingOnAnotherInstanceEndsWhatItStarted(t *testing.T) {
-	url := storetest.FreshPostgres(t)
-	open := func() *store.DB {
-		db, err := store.Open(context.Background(), store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	dbA, dbB := open(), open()
+	dbA, dbB := twoPools(t)
 	w := newSiteWorld(t, storetest.SQLite, func(o *server.Options) { o.DB = dbA }, retrying)
 	b := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.DB = dbB })
 	w.announce(t, "d1", time.Now())
