@@ -3,10 +3,13 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/relay/relaytest"
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/terminal"
@@ -280,5 +284,70 @@ func TestForwardedViewerSeesItsInstanceGo(t *testing.T) {
 	case <-v.Done():
 	case <-time.After(testutil.WaitMedium):
 		t.Fatal("revoking the machine did not end the waiting viewer")
+	}
+}
+
+// TestPastesThroughTheForward: the input limit holds on the forwarding hop
+// too. At instance b, a viewer of a daemon linked to a pastes exactly
+// wire.MaxInput bytes, and they reach the program whole. A paste one byte
+// over is refused at b with both sizes and never reaches a. Once the
+// program stops reading, the paste that the machine cannot hand to it is
+// refused by the daemon, and the refusal reaches the viewer at b. Through
+// all of it the viewer's socket and the machine's link stay up.
+func TestPastesThroughTheForward(t *testing.T) {
+	r := newForwardRig(t, nil)
+	script := fmt.Sprintf("stty raw -echo && printf 'READ''Y\\r\\n' && head -c %d | sha256sum && exec sleep 600", wire.MaxInput)
+	id, err := r.d.Start(daemon.Spec{Argv: []string{"sh", "-c", script}, Cols: 100, Rows: 10,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LC_ALL=C"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitDaemon(id, "READY")
+	v := r.viewerOnB(id, false, false)
+	refusals := func() (out []wire.Control) {
+		for _, c := range v.Stats().Controls {
+			if c.Type == wire.TypeRefused {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	paste := bytes.Repeat([]byte("pasted through the forward\r"), wire.MaxInput/27+1)
+
+	if err := v.Type(paste[:wire.MaxInput+1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Wait(testutil.WaitMedium, func() bool { return len(refusals()) == 1 }); err != nil {
+		t.Fatalf("a paste over the limit at b was not refused: %v", err)
+	}
+	if c := refusals()[0]; c.Bytes != wire.MaxInput+1 || !strings.Contains(c.Reason, fmt.Sprint(wire.MaxInput)) {
+		t.Fatalf("the refusal at b %+v does not give the paste's size and the limit", c)
+	}
+
+	whole := paste[:wire.MaxInput]
+	if err := v.Type(whole); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(whole)
+	r.waitDaemon(id, hex.EncodeToString(sum[:])) // the refused paste's first byte would have changed it
+
+	// sleep reads nothing: the first paste fills what the machine holds
+	// for it, the second is refused there and the viewer at b is told.
+	for range 2 {
+		if err := v.Type(whole); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := v.Wait(testutil.WaitMedium, func() bool { return len(refusals()) == 2 }); err != nil {
+		t.Fatalf("the daemon's refusal never reached the viewer at b: %v (%+v)", err, refusals())
+	}
+	if c := refusals()[1]; c.Bytes != wire.MaxInput || !strings.Contains(c.Reason, "not reading") {
+		t.Fatalf("the daemon's refusal at b: %+v", c)
+	}
+	if err := v.Stats().Err; err != nil {
+		t.Fatalf("the viewer's socket at b closed: %v", err)
+	}
+	if r.link.WentDown() {
+		t.Fatal("the machine's link went down")
 	}
 }

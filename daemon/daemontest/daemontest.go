@@ -92,3 +92,19 @@ func (l *Link) Release() {
 		}
 	}
 }
+
+// WentDown reports whether the link has gone down since it was released
+// (or since the last WentDown): the daemon dials again by itself, so a test
+// that must not lose the link asks here.
+func (l *Link) WentDown() bool {
+	for {
+		select {
+		case up := <-l.up:
+			if !up {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
