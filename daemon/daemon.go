@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -104,13 +105,14 @@ type Daemon struct {
 	entries map[uint32]*entry
 	nextIdx uint32
 	closed  bool
-	linked  bool // a link is up: new sessions are announced at once
-	// tellRefused: the link's server takes "refused" (wire.FeatureRefused).
-	tellRefused bool
-	gone        []uint32      // forgotten sessions the link has still to report
-	wake        chan struct{} // capacity 1: the link writer has work
-	passed      chan struct{} // capacity 1: the link writer sent all it had
-	wg          sync.WaitGroup
+	linked  bool          // a link is up: new sessions are announced at once
+	gone    []uint32      // forgotten sessions the link has still to report
+	wake    chan struct{} // capacity 1: the link writer has work
+	passed  chan struct{} // capacity 1: the link writer sent all it had
+	wg      sync.WaitGroup
+	// tellRefused: the server of the link up (or last up) takes "refused"
+	// (wire.FeatureRefused); set before the link's sessions go online.
+	tellRefused atomic.Bool
 }
 
 // New checks the options and returns a Daemon with no sessions.
@@ -195,7 +197,7 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	e := newEntry(d, d.nextIdx, spec)
 	d.entries[e.index] = e
 	if d.linked {
-		e.link(true, d.tellRefused)
+		e.link(true)
 	}
 	d.mu.Unlock()
 	sess, err := terminal.Start(terminal.Options{
@@ -360,17 +362,17 @@ func (d *Daemon) takeGone() []uint32 {
 
 // setLinked marks every session online or offline with the link, under
 // d.mu so that a session started meanwhile is not missed.
-func (d *Daemon) setLinked(up, tellRefused bool) {
+func (d *Daemon) setLinked(up bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.linked, d.tellRefused = up, up && tellRefused
+	d.linked = up
 	select { // a flush waiting on this link's writer stops waiting
 	case d.passed <- struct{}{}:
 	default:
 	}
 	d.gone = nil // a new link announces only the sessions still held
 	for _, e := range d.entries {
-		e.link(up, d.tellRefused)
+		e.link(up)
 	}
 }
 

@@ -19,11 +19,8 @@ type entry struct {
 	sess *terminal.Session
 	// online is true while a link is up and has announced this session;
 	// output is queued only then.
-	online bool
-	// tellRefused is true while the link's server takes "refused" (it
-	// named wire.FeatureRefused when the link opened).
-	tellRefused bool
-	announce    bool // the server has not been told of this session yet
+	online   bool
+	announce bool // the server has not been told of this session yet
 	// resync asks for a snapshot in place of discarded output: batches
 	// before the snapshot's offset are then skipped. redraw asks for one
 	// without discarding anything (the server asked, or the size changed).
@@ -107,13 +104,11 @@ func (e *entry) output(b terminal.Batch) {
 }
 
 // link marks the entry online on a new link: the server is told of it and
-// gets a snapshot before any output. tellRefused says whether the link's
-// server takes "refused".
-func (e *entry) link(up, tellRefused bool) {
+// gets a snapshot before any output.
+func (e *entry) link(up bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.online, e.announce, e.resync, e.redraw = up, up, up, false
-	e.tellRefused = up && tellRefused
 	e.queue, e.queueBytes, e.exitPending, e.refused = nil, 0, false, 0
 }
 
@@ -274,7 +269,7 @@ func (e *entry) input(data []byte) {
 	e.mu.Lock()
 	first := err != nil && !e.inputRefused
 	e.inputRefused = err != nil
-	if full && e.online && e.tellRefused {
+	if full && e.online && e.d.tellRefused.Load() {
 		e.refused += int64(len(data))
 	}
 	e.mu.Unlock()

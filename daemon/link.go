@@ -83,7 +83,8 @@ func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 // "refused"; an older one does not, and its person is not told (the
 // daemon's log still is).
 func (d *Daemon) run(ctx context.Context, conn *websocket.Conn, tellRefused bool) {
-	d.setLinked(true, tellRefused)
+	d.tellRefused.Store(tellRefused)
+	d.setLinked(true)
 	if d.opts.Connected != nil {
 		d.opts.Connected(true)
 	}
@@ -109,7 +110,7 @@ func (d *Daemon) run(ctx context.Context, conn *websocket.Conn, tellRefused bool
 		d.opts.Logger.Error("the server link's reader is stuck; linking again without it")
 	}
 	t.Stop()
-	d.setLinked(false, false)
+	d.setLinked(false)
 	if d.opts.Connected != nil {
 		d.opts.Connected(false)
 	}
