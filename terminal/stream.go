@@ -82,7 +82,12 @@ func collectingParams(st parser.State) bool {
 // reset drops whatever sequence the parser was reading, held digits too.
 func (s *streamState) reset() {
 	s.p.Reset()
-	s.held, s.digits = false, 0
+	s.forgetParams()
+}
+
+// forgetParams drops what was kept of the sequence's parameters.
+func (s *streamState) forgetParams() {
+	s.held, s.digits, s.param, s.clamped = false, 0, 0, 0
 }
 
 // release feeds the held parameter's clamped value to the parser.
@@ -182,7 +187,7 @@ func (s *streamState) char(u []byte, each func(byte, parser.Action)) {
 // controls — x/ansi's own transitions for them outside strings. x/ansi
 // had printed them (and the terminal executed only IND, NEL and HTS).
 func (s *streamState) c1(c byte, each func(byte, parser.Action)) {
-	s.held, s.digits, s.param, s.clamped = false, 0, 0, 0 // every C1 leaves the sequence being read
+	s.forgetParams() // every C1 leaves the sequence being read
 	if s.ignore != notIgnoring {
 		s.ignore = notIgnoring
 		s.reset()
@@ -354,7 +359,7 @@ func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 		s.need = 0
 		action := s.p.Advance(b)
 		if st := s.p.State(); (st == parser.CsiEntryState || st == parser.DcsEntryState) && !collectingParams(before) {
-			s.param, s.clamped = 0, 0 // a new sequence's parameters
+			s.forgetParams() // a new sequence's parameters
 		}
 		if s.p.State() == parser.OscStringState {
 			s.strLen, s.fixes = 0, s.fixes[:0]
