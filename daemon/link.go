@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/tabbridge/tabbridge/relay/wire"
 )
@@ -74,7 +75,7 @@ func (d *Daemon) connect(ctx context.Context) (up time.Duration, err error) {
 	}
 	d.opts.Logger.Info("linked to server", "url", d.wsURL)
 	start := time.Now()
-	d.run(ctx, conn, wire.HasFeature(resp.Header.Get(wire.FeaturesHeader), wire.FeatureRefused))
+	d.run(ctx, conn, httpguts.HeaderValuesContainsToken(resp.Header.Values(wire.FeaturesHeader), wire.FeatureRefused))
 	return time.Since(start), errors.New("the link closed")
 }
 

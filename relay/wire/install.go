@@ -1,7 +1,5 @@
 package wire
 
-import "strings"
-
 // InstallHeader carries the daemon's install id on its dial of /ws/daemon,
 // beside the machine token in Authorization. `tabbridge daemon enroll`
 // writes a random one into the token file; the server binds a machine to
@@ -34,19 +32,9 @@ func ValidInstallID(id string) bool {
 // FeaturesHeader is the server's answer, on the 101 of /ws/daemon, naming
 // the daemon → server messages added after the first protocol that it
 // takes, separated by commas. A daemon sends such a message only to a
-// server that names it: a server older than the message closes the link on
-// a control type it does not know.
+// server that names it (httpguts.HeaderValuesContainsToken): a server older
+// than the message closes the link on a control type it does not know.
 const FeaturesHeader = "X-Tabbridge-Features"
 
 // FeatureRefused names the daemon's "refused" control (TypeRefused).
 const FeatureRefused = "refused"
-
-// HasFeature reports whether a FeaturesHeader value names feature.
-func HasFeature(header, feature string) bool {
-	for f := range strings.SplitSeq(header, ",") {
-		if strings.TrimSpace(f) == feature {
-			return true
-		}
-	}
-	return false
-}
