@@ -29,6 +29,8 @@ func FuzzEmulatorRedraw(f *testing.F) {
 		// DECALN with extended attributes; tab stops at column 0; a wide character at the margin without autowrap
 		"\x1b]8;;http://x/\x07\x1b[4:3;58;5;2m\x1b#8\x1b[0g\x1bH\x1b[3g\x1b[1G\x1bH\x1b[9G\x1b[2Z\tx",
 		"\x1b[?7l" + strings.Repeat("z", 18) + "日本x\xff\x10\x04" + strings.Repeat("y", 16) + "日\x80本\u0301q",
+		// OSC strings as xterm.js reads them: identifiers that are not digits or wrap, no payload
+		"\x1b]2;a\x07\x1b]2x;t\x07\x1b]18446744073709551618;u\x07\x1b]2\x07\x1b]8;id=1\x07a\x1b]8\x07\x1b]1;\xe2\x9c\xb3\x1b\\b",
 	} {
 		f.Add([]byte(s))
 	}

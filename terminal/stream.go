@@ -13,8 +13,8 @@ import (
 const c1ST = 0x9C
 
 // stPlaceholder replaces a 0x9C that continues a UTF-8 character inside a
-// control string. Any byte the string states collect would do; the emulator
-// puts 0x9C back before its OSC handlers read the data.
+// control string. Any byte the string states collect would do; the
+// emulator's OSC reader (osc.go) is given the byte itself.
 const stPlaceholder = 0x9D
 
 // streamState is the escape parser the screen model runs over a byte stream, with
@@ -28,10 +28,9 @@ type streamState struct {
 	p *ansi.Parser
 	// need counts UTF-8 continuation bytes still expected inside a string.
 	need int
-	// strLen counts bytes collected by the current OSC string.
-	strLen int
-	// fixes holds the offsets in the current OSC string of rewritten bytes.
-	fixes []int
+	// osc reads the current OSC string as xterm.js does (osc.go); nil
+	// for the cutter, which only follows states.
+	osc *oscReader
 	// u8 holds the bytes of a UTF-8 character not yet complete, u8len
 	// how many it has (0 when none is held): see feed.
 	u8         [4]byte
@@ -83,6 +82,9 @@ func collectingParams(st parser.State) bool {
 func (s *streamState) reset() {
 	s.p.Reset()
 	s.forgetParams()
+	if s.osc != nil {
+		s.osc.release()
+	}
 }
 
 // forgetParams drops what was kept of the sequence's parameters.
@@ -361,15 +363,19 @@ func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 		if st := s.p.State(); (st == parser.CsiEntryState || st == parser.DcsEntryState) && !collectingParams(before) {
 			s.forgetParams() // a new sequence's parameters
 		}
-		if s.p.State() == parser.OscStringState {
-			s.strLen, s.fixes = 0, s.fixes[:0]
+		if s.osc != nil && s.p.State() == parser.OscStringState {
+			s.osc.start()
 		}
 		return b, action
 	}
 	out := s.stringByte(b)
-	action := s.p.Advance(out)
-	if before == parser.OscStringState && s.p.State() == parser.OscStringState && out >= 0x20 {
-		s.strLen++
+	action := s.p.Advance(out) // an OSC's end runs the emulator's handler, which reads s.osc
+	if s.osc != nil && before == parser.OscStringState {
+		if s.p.State() != parser.OscStringState {
+			s.osc.release()
+		} else if b >= 0x20 {
+			s.osc.put(b) // the byte itself, not the placeholder
+		}
 	}
 	return out, action
 }
@@ -380,9 +386,6 @@ func (s *streamState) stringByte(b byte) byte {
 	if s.need > 0 && b >= 0x80 && b <= 0xBF {
 		s.need--
 		if b == c1ST {
-			if s.p.State() == parser.OscStringState {
-				s.fixes = append(s.fixes, s.strLen)
-			}
 			return stPlaceholder
 		}
 		return b

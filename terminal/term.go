@@ -166,7 +166,7 @@ func newTerm(w, h int) *term {
 		links: []linkRef{{}}, modes: defaultModes(), stream: newStreamState(), blinkOption: viewerCursorBlink,
 		replies: make(chan []byte, replyQueue),
 	}
-	t.stream.p.SetDataSize(64 << 10)
+	t.stream.osc = &oscReader{} // x/ansi's data buffer (1 byte) is not read
 	t.stream.p.SetHandler(ansi.Handler{
 		Print: t.printRune, Execute: t.execute, HandleCsi: t.csi, HandleEsc: t.esc,
 		HandleOsc: t.osc, HandleDcs: func(ansi.Cmd, ansi.Params, []byte) { t.precW = 0 },

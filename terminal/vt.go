@@ -1,7 +1,6 @@
 package terminal
 
 import (
-	"bytes"
 	"sort"
 	"strings"
 
@@ -706,38 +705,33 @@ func (t *term) alignmentPattern() {
 	t.setCursor(0, 0)
 }
 
-func (t *term) osc(cmd int, data []byte) {
+// oscHandlers are the OSC strings the model acts on, by identifier: those
+// xterm.js acts on in a way a viewer sees or a program can ask about.
+var oscHandlers = map[int]func(t *term, id int, arg string){
+	0:   func(t *term, _ int, arg string) { t.title, t.icon = arg, arg },
+	1:   func(t *term, _ int, arg string) { t.icon = arg },
+	2:   func(t *term, _ int, arg string) { t.title = arg },
+	4:   func(t *term, _ int, arg string) { t.setColors(arg) },
+	8:   func(t *term, _ int, arg string) { t.setHyperlink(arg) },
+	10:  (*term).specialColors,
+	11:  (*term).specialColors,
+	12:  (*term).specialColors,
+	104: func(t *term, _ int, arg string) { t.restoreColors(arg) },
+	110: forgetColor,
+	111: forgetColor,
+	112: forgetColor,
+}
+
+// forgetColor is OSC 110, 111 and 112: the default foreground, background or
+// cursor colour back to the viewer's theme.
+func forgetColor(t *term, id int, _ string) { delete(t.palette, colorFG+id-110) }
+
+// osc runs at an OSC string's end. x/ansi's identifier and data are not
+// used: the string is read as xterm.js reads it (streamState.osc, osc.go).
+func (t *term) osc(int, []byte) {
 	t.precW = 0
-	for _, off := range t.stream.fixes {
-		if off < len(data) && data[off] == stPlaceholder {
-			data[off] = c1ST
-		}
-	}
-	_, arg, ok := bytes.Cut(data, []byte{';'})
-	switch cmd {
-	case 104: // with or without entries
-		t.restoreColors(string(arg))
-		return
-	case 110, 111, 112:
-		delete(t.palette, colorFG+cmd-110)
-		return
-	}
-	if !ok {
-		return
-	}
-	switch cmd {
-	case 0:
-		t.title, t.icon = string(arg), string(arg)
-	case 1:
-		t.icon = string(arg)
-	case 2:
-		t.title = string(arg)
-	case 8:
-		t.setHyperlink(string(arg))
-	case 4:
-		t.setColors(string(arg))
-	case 10, 11, 12:
-		t.specialColors(cmd, string(arg))
+	if id, data, ok := t.stream.osc.end(); ok {
+		oscHandlers[id](t, id, string(data))
 	}
 }
 

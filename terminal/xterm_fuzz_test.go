@@ -39,7 +39,12 @@ var safeTokens = []token{
 	func(r *rand.Rand, _, _ int) string {
 		return []string{"\x1b[?25l", "\x1b[?25h", "\x1b[?2004h", "\x1b[?1h"}[r.IntN(4)]
 	},
-	func(r *rand.Rand, _, _ int) string { return fmt.Sprintf("\x1b]0;title %d\x07", r.IntN(100)) },
+	func(r *rand.Rand, _, _ int) string {
+		// titles, and OSC strings xterm.js reads otherwise than x/ansi: an
+		// identifier that is not digits or none, no payload, leading zeros
+		return fmt.Sprintf([]string{"\x1b]0;title %d\x07", "\x1b]2\x07%.0d", "\x1b]2x;t%d\x07", "\x1b];t%d\x07",
+			"\x1b]002;z%d\x1b\\", "\x1b]1;icon %d\x07"}[r.IntN(6)], r.IntN(100))
+	},
 	func(r *rand.Rand, _, _ int) string { return []string{"\x1b[?1049h", "\x1b[?1049l"}[r.IntN(2)] },
 	func(r *rand.Rand, _, w int) string { return fmt.Sprintf("\x1b[1;%dr", 2+r.IntN(w-1)) },
 	func(r *rand.Rand, _, _ int) string { return "\x1b[r" },

@@ -360,6 +360,8 @@ var knownXtermDiffs = map[string]string{}
 // (xtermCase.Links), each with why; their URIs and ids are compared.
 var linksSplit = map[string]string{
 	"decrc charset link wrap": "the pen's link, at a pending wrap where a DECRC put the saved charset in use",
+	// minimal: OSC 8 ;;http://a/ BEL, 20 × "x" on 20 columns, CSI ?1049h
+	"all stream 86": "a link left open at a pending wrap the alternate screen saved: the main screen's last cell is written again to reach the wrap, which opens the link anew",
 }
 
 // compareWithXterm checks every stream's attach payload against xterm fed
