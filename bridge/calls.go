@@ -39,7 +39,7 @@ func (h *Hub) Invoke(ctx context.Context, userID string, inv sitetools.Invocatio
 		return nil, sitetools.ErrOffline
 	}
 	frame, err := encodeCall(callMsg{Type: TypeCall, ID: inv.ID, Site: inv.Site, Tool: inv.Tool, Arguments: inv.Arguments,
-		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli()})
+		DocumentID: doc, URL: inv.LastURL, Deadline: inv.Deadline.UnixMilli(), Gate: inv.Gate})
 	if err != nil {
 		return nil, err
 	}

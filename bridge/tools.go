@@ -188,6 +188,7 @@ type callMsg struct {
 	DocumentID string          `json:"documentId,omitempty"`
 	URL        string          `json:"url,omitempty"`
 	Deadline   int64           `json:"deadline"`
+	Gate       string          `json:"gate,omitempty"`
 }
 
 type cancelMsg struct {

@@ -138,8 +138,16 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 	}
 	if dec.Source == approvals.SourceAsked {
 		// The person may have unshared or moved the site while the call
-		// waited for them: it runs only if this workspace still has it.
+		// waited for them: it runs only if this workspace still has it. The
+		// page may have registered the tool again meanwhile: the arguments
+		// the person approved must still fit the schema it has now.
 		if site, d, err = o.find(ctx, a, req.Site, req.Tool); err != nil {
+			return nil, err
+		}
+		if err := o.validate(d, site.Origin, req.Arguments); err != nil {
+			return nil, err
+		}
+		if err := o.runnable(a, site.Origin, d); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +155,7 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 		<-ctx.Done() // ends soon, as a cancel or as gone (WithHangup)
 		return nil, ctx.Err()
 	}
-	out, err := o.invoke(ctx, a, site, d, req.Arguments)
+	out, err := o.invoke(ctx, a, site, d, req.Arguments, dec.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -266,11 +274,11 @@ func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
 	return agentErr("denied", "The person denied this call of %s on %s; it was not run. Do not repeat the same call: plan around it, or ask the person what they want instead.", tool, origin)
 }
 
-func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args json.RawMessage) (json.RawMessage, error) {
+func (o *Ops) invoke(ctx context.Context, a Agent, site Site, d Descriptor, args json.RawMessage, gate approvals.Source) (json.RawMessage, error) {
 	deadline := time.Now().Add(o.opts.CallTimeout)
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	inv := Invocation{ID: store.NewID(), Site: site.Origin, Tool: d.Name, Arguments: args, LastURL: d.URL, Deadline: deadline}
+	inv := Invocation{ID: store.NewID(), Site: site.Origin, Tool: d.Name, Arguments: args, LastURL: d.URL, Deadline: deadline, Gate: string(gate)}
 	if inv.LastURL == "" {
 		inv.LastURL = site.LastURL
 	}
@@ -299,6 +307,10 @@ func (o *Ops) invokeError(err error, origin, tool string) error {
 	case errors.As(err, &tl):
 		return agentErr("result_too_large", "%s on %s returned %d bytes; results are limited to %d bytes and are never truncated. Ask for less (narrower arguments) and call again.",
 			tool, origin, tl.Size, MaxResultBytes)
+	case errors.As(err, &pe) && pe.Code == "tool_changed":
+		// The page that would run it offers the tool otherwise than the
+		// server checked it (now a write, or consequential): nothing ran.
+		return agentErr("tool_changed", "%s on %s was not run: %s", tool, origin, pe.Message)
 	case errors.As(err, &pe) && (pe.Code == "tool_not_registered" || pe.Code == "site_not_open"):
 		// The extension found no page offering the tool: nothing ran.
 		return agentErr("tool_not_offered", "%s on %s did not run: %s Call listSiteTools to see what the site offers now.", tool, origin, pe.Message)

@@ -97,6 +97,11 @@ type Invocation struct {
 	LastURL string
 	// Deadline is when the browser must have answered.
 	Deadline time.Time
+	// Gate is why the call may run, the approval's source: "read-only"
+	// (nobody was asked) or "grant" (a standing grant, which never covers a
+	// consequential tool) bind the extension to a document whose tool still
+	// qualifies; "asked" is the person's answer to this very call.
+	Gate string
 }
 
 // Invoker runs invocations in a person's browsers (the bridge's hub).

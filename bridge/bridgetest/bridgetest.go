@@ -54,6 +54,7 @@ type Message struct {
 	Deadline   int64           `json:"deadline"`
 	CallID     string          `json:"callId"`
 	Reason     string          `json:"reason"`
+	Gate       string          `json:"gate"`
 	// tools.accepted
 	Accepted []string `json:"accepted"`
 	Refused  []struct {
