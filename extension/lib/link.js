@@ -375,7 +375,7 @@ export class ServerLink {
     let outcome;
     try {
       outcome = await this.pages.call({
-        callId: m.callId, origin: m.site, tool: m.tool, args: m.args, url: m.url,
+        callId: m.callId, origin: m.site, tool: m.tool, args: m.args, url: m.url, gate: m.gate,
         timeoutMs: callTimeout(m.deadline, this.now(), this.clockOffset), signal: ctl.signal,
         onDispatch: (documentId) => this.calls.get(m.callId) === ctl && this.dispatching.set(m.callId, documentId),
       });

@@ -2,11 +2,16 @@
 // document offers which tools (kept in chrome.storage.session, since Chrome may stop the worker at
 // any time), and the calls in flight, each tied to the one document it was sent to.
 //
-// A call goes to the most recently used document of its origin offering the tool; with none
-// open, the tool's own page (the address the server says last offered it, else the site's last
+// A call goes to the most recently used document of its origin offering the tool in a version the
+// call's gate allows (tabs.js): a call the server let run without asking the person (the tool was
+// read-only, or a standing grant covered it) runs only where the tool is still read-only, or still
+// not consequential. If the open documents offer the tool only otherwise, or a reopened page does,
+// nothing runs: the call fails with tool_changed. With no open document offering the tool, the
+// tool's own page (the address the server says last offered it, else the site's last
 // address) is reopened in a background tab and the call waits until that page's tools settle:
 // the page has loaded and announced nothing new for SETTLE_MS. If it offers the tool by then the
-// call runs; if not, the call fails at once with what the page does offer.
+// call runs (if the gate allows that version); if not, the call fails at once with what the page
+// does offer.
 //
 // A declarative tool whose form navigated (executeTool resolved null) is followed: once the
 // tab's new page has loaded, its first <script type="application/ld+json"> is the result. A document's port closing fails only that
@@ -14,7 +19,7 @@
 
 import './messages.js';
 import { announce, emptyRecord, forget, forgetTab, touchTab, documentsOf } from './documents.js';
-import { chooseDocument, offers } from './tabs.js';
+import { allows, candidates, chooseDocument, offers, toolOf } from './tabs.js';
 import { originOf } from './protocol.js';
 
 const M = globalThis.TabbridgeMessages;
@@ -33,6 +38,7 @@ export const SETTLE_MS = 3000;
 export const codes = Object.freeze({
   noSite: 'site_not_open', // no document offers the tool, and no address to reopen or Chrome could not open it
   noTool: 'tool_not_registered', // a reopened page did not register the tool in time
+  toolChanged: 'tool_changed', // the pages offer the tool only in a version the call's gate does not allow (a write, or consequential)
   pageGone: 'page_gone', // the document unloaded or went into the back/forward cache mid-call
   timeout: 'timeout',
   cancelled: 'cancelled',
@@ -397,15 +403,22 @@ export class Pages {
   // call runs tool with args in the best document of origin and resolves with {ok, result} or
   // {ok: false, code, error}; it never rejects. Aborting signal cancels it in the page. url is
   // where to reopen the site when the worker knows no address of its own (the server's last
-  // address); onDispatch(documentId) is told the document the call is sent to.
-  async call({ callId = crypto.randomUUID(), origin, tool, args, timeoutMs = DEFAULT_TIMEOUT_MS, signal, url, onDispatch }) {
+  // address); gate is why the server let the call run (protocol.js), which limits the documents
+  // that may run it; onDispatch(documentId) is told the document the call is sent to.
+  async call({ callId = crypto.randomUUID(), origin, tool, args, timeoutMs = DEFAULT_TIMEOUT_MS, signal, url, gate = '', onDispatch }) {
     const fallbackUrl = typeof url === 'string' && url !== '' && originOf(url) === origin ? url : undefined;
     const deadline = this.now() + timeoutMs;
     for (let tries = 0; tries < 8; tries++) {
       if (signal?.aborted) return fail(codes.cancelled, 'The call was cancelled.');
       if (this.now() >= deadline) return fail(codes.timeout, `No answer within ${timeoutMs} ms.`);
-      let doc = chooseDocument(this.rec, origin, tool);
+      let doc = chooseDocument(this.rec, origin, tool, gate);
       if (!doc) {
+        // Open pages offering the tool only in a version the gate does not allow: nothing reopens.
+        const other = candidates(this.rec, origin, tool);
+        if (other.length > 0) {
+          const n = new Set(other.map((d) => d.tabId)).size;
+          return toolChanged(`The open tab${n > 1 ? 's' : ''} of ${origin} now offer${n > 1 ? '' : 's'}`, tool, gate, other.map((d) => toolOf(d, tool)));
+        }
         // Open pages of the site that do not offer the tool: if one is the tool's own page (or
         // the server named no page), the tool is gone from it; otherwise its page is reopened.
         const open = Object.values(this.rec.docs).filter((d) => d.origin === origin);
@@ -422,8 +435,12 @@ export class Pages {
         if (reopened.offers) return fail(codes.noTool, `${where} was reopened in a background tab, and once its tools settled it no longer offers "${tool}"; it offers: ${reopened.offers.join(', ') || 'no tools'}. Nothing was run.`);
         doc = reopened.doc;
         if (!doc) return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') : fail(codes.noTool, `${where} was reopened in a background tab but did not register the tool "${tool}" before the deadline. Nothing was run.`);
+        if (!allows(toolOf(doc, tool), gate)) return toolChanged(`${where} was reopened in a background tab, and it now offers`, tool, gate, [toolOf(doc, tool)]);
       }
       const port = this.ports.get(doc.documentId)?.port ?? await this.portFor(doc, deadline, signal);
+      // A document that reconnected announced again meanwhile: it may offer the tool otherwise now.
+      const current = port && this.rec.docs[doc.documentId] && toolOf(this.rec.docs[doc.documentId], tool);
+      if (current && !allows(current, gate)) continue;
       if (port) {
         // The call goes on the port first and the server hears where it went just after, in the
         // same task: the page starts on it while the worker writes call.dispatched, and no port
@@ -483,6 +500,17 @@ export class Pages {
     this.settle(callId, c.documentId, outcome);
     return true;
   }
+}
+
+// toolChanged fails a call the server let run without asking the person (gate read-only or
+// grant) because the pages that would run it now offer the tool as versions the gate does not
+// allow; where begins the sentence ("The open tab of https://shop.example now offers").
+function toolChanged(where, tool, gate, versions) {
+  const consequential = versions.filter((t) => t.annotations?.consequentialHint === true).length;
+  const as = [consequential < versions.length && 'a tool that changes something', consequential > 0 && 'a consequential tool'].filter(Boolean).join(' or ');
+  const why = gate === 'grant' ? 'because of a standing grant when it checked the call, and a grant never covers a consequential tool' : 'because the tool was read-only when it checked the call';
+  const needs = consequential === versions.length ? "the person's approval every time it runs" : "the person's approval";
+  return fail(codes.toolChanged, `${where} "${tool}" as ${as}, but the server let this call run without asking the person ${why}. Nothing was run. Call getSiteToolDefinition to see the tool as it is now, then call again with a taskId, since it now needs ${needs}.`);
 }
 
 // dialogSays names a page's dialog for the agent: an alert() dialog saying "…".

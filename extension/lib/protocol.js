@@ -25,6 +25,9 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 const isString = (v, max) => typeof v === 'string' && v.length <= max;
 const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
 const toolName = /^[A-Za-z0-9_.-]{1,128}$/;
+// GATES are the values of a call's gate, why the server let it run: read-only and grant ran
+// without asking the person, asked was approved by them; '' (or none) is an older server's call.
+const GATES = Object.freeze(['', 'read-only', 'grant', 'asked']);
 const refuse = (reason) => ({ ok: false, reason });
 const accept = (msg) => ({ ok: true, msg });
 
@@ -105,7 +108,12 @@ export function checkServerMessage(m) {
       if (!Number.isFinite(m.deadline)) return refuseCall('call: no deadline');
       const url = originOf(m.url) === site ? m.url : '';
       const documentId = typeof m.documentId === 'string' && idPattern.test(m.documentId) ? m.documentId : '';
-      return accept({ type: 'call', callId: m.id, site, tool: m.tool, args: m.arguments, url, documentId, deadline: m.deadline });
+      // gate is why the server let the call run; it limits which documents may run it (tabs.js).
+      // One this worker does not know may allow less than any it knows, so the call is refused
+      // rather than run in whichever document offers the tool.
+      const gate = m.gate === undefined ? '' : m.gate;
+      if (!GATES.includes(gate)) return refuseCall('call: gate is not "read-only", "grant" or "asked"');
+      return accept({ type: 'call', callId: m.id, site, tool: m.tool, args: m.arguments, url, documentId, deadline: m.deadline, gate });
     }
     case 'call.cancel':
       if (!isString(m.callId, 64) || m.callId === '') return refuse('call.cancel: no callId');

@@ -163,6 +163,22 @@ test('a call is dispatched and answered; a cancel aborts it and sends nothing', 
   link.teardown();
 });
 
+test("a call's gate reaches Pages; a call with a gate the extension does not know is answered, not run", async (t) => {
+  const pages = fakePages();
+  const link = new ServerLink({ pages, log: quiet });
+  t.after(() => link.teardown());
+  const ws = await connected(link, [site]);
+  const call = { type: 'call', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: Date.now() + 60000 };
+  ws.receive({ ...call, id: 'c1', gate: 'read-only' });
+  ws.receive({ ...call, id: 'c2' });
+  assert.deepEqual(pages.calls.map((c) => c.gate), ['read-only', '']);
+  ws.receive({ ...call, id: 'c3', gate: 'sometimes' });
+  assert.equal(pages.calls.length, 2, 'never sent to a page');
+  const refused = ws.sent.at(-1);
+  assert.deepEqual([refused.type, refused.callId, refused.ok, refused.error.code], ['call.result', 'c3', false, 'refused']);
+  assert.match(refused.error.message, /gate is not "read-only", "grant" or "asked"/);
+});
+
 test("a running call's document is told before that document is gone, so the server fails the call", async (t) => {
   const pages = fakePages();
   const link = new ServerLink({ pages, log: quiet });

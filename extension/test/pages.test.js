@@ -338,3 +338,136 @@ test('a remembered document that never answers the reconnect ends the call at it
     throw new Error('Could not establish connection. Receiving end does not exist.');
   };
 });
+
+// The gate: why the server let a call run. A call it let run without asking the person runs only
+// in a document whose tool is still what the server checked (read-only; or, on a grant, not
+// consequential); where the open pages offer it only otherwise, nothing runs.
+const searchAs = (annotations, kind = 'imperative') => ({ name: 'search', description: 'd', inputSchema: { type: 'object' }, annotations, kind });
+const write = searchAs({ readOnlyHint: false });
+const readOnly = searchAs({ readOnlyHint: true });
+const consequential = searchAs({ readOnlyHint: true, consequentialHint: true });
+
+// openTab attaches a document of the site offering tools, its tab last used at used.
+async function openTab(pages, tabId, tools, used) {
+  const port = fakePort(tabId, `doc-${tabId}`, origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/t${tabId}`, title: 'Shop', tools });
+  await flush();
+  pages.rec.tabUsed[tabId] = used;
+  return port;
+}
+
+// runs starts a call and answers it from whichever port it reaches, naming the tab it ran in.
+async function runs(pages, ports, c) {
+  const call = pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000, ...c });
+  await flush();
+  const port = ports.find((p) => p.posted.at(-1)?.type === 'call' && !p.answered?.has(p.posted.at(-1).callId));
+  if (!port) return call;
+  const { callId } = port.posted.at(-1);
+  (port.answered ??= new Set()).add(callId);
+  port.onMessage.fire({ type: 'result', callId, ok: true, result: port.sender.tab.id });
+  return call;
+}
+
+test('a read-only call skips a tab whose tool is now a write or consequential; asked and no gate run anywhere', async () => {
+  session.clear();
+  created.length = 0;
+  const pages = new Pages({ log: quiet });
+  const ports = [await openTab(pages, 21, [write], 30), await openTab(pages, 22, [readOnly], 10), await openTab(pages, 23, [consequential], 20)];
+  assert.deepEqual(await runs(pages, ports, { gate: 'read-only' }), { ok: true, result: 22 }, 'the one tab still read-only, though used least recently');
+  assert.deepEqual(await runs(pages, ports, { gate: 'grant' }), { ok: true, result: 21 }, 'a grant covers the write, not the consequential one');
+  assert.deepEqual(await runs(pages, ports, { gate: 'asked' }), { ok: true, result: 21 }, 'the person approved it: the most recently used tab');
+  assert.deepEqual(await runs(pages, ports, {}), { ok: true, result: 21 }, 'an older server: as before');
+  pages.rec.tabUsed[23] = 40;
+  assert.deepEqual(await runs(pages, ports, { gate: 'grant' }), { ok: true, result: 21 }, 'a consequential version is skipped even when most recent');
+  assert.deepEqual(await runs(pages, ports, { gate: '' }), { ok: true, result: 23 });
+  assert.equal(created.length, 0);
+});
+
+test('a call the open tabs offer only otherwise than the server let run fails tool_changed, nothing run or reopened', async () => {
+  session.clear();
+  created.length = 0;
+  const pages = new Pages({ log: quiet });
+  pages.rec.addresses[origin] = { url: `${origin}/cart`, title: 'Shop', at: 1 };
+  const ports = [await openTab(pages, 31, [write], 2)];
+  let o = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000, gate: 'read-only' });
+  assert.deepEqual(o, { ok: false, code: 'tool_changed', error: 'The open tab of https://shop.example now offers "search" as a tool that changes something, but the server let this call run without asking the person because the tool was read-only when it checked the call. Nothing was run. Call getSiteToolDefinition to see the tool as it is now, then call again with a taskId, since it now needs the person\'s approval.' });
+  ports.push(await openTab(pages, 32, [consequential], 1));
+  o = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000, gate: 'read-only' });
+  assert.equal(o.error, 'The open tabs of https://shop.example now offer "search" as a tool that changes something or a consequential tool, but the server let this call run without asking the person because the tool was read-only when it checked the call. Nothing was run. Call getSiteToolDefinition to see the tool as it is now, then call again with a taskId, since it now needs the person\'s approval.');
+  // A declarative form is never read-only.
+  ports.push(await openTab(pages, 33, [searchAs({ readOnlyHint: true }, 'declarative')], 3));
+  assert.equal((await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000, gate: 'read-only' })).code, codes.toolChanged);
+
+  ports[0].onDisconnect.fire();
+  ports[2].onDisconnect.fire();
+  await flush();
+  o = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000, gate: 'grant' });
+  assert.deepEqual(o, { ok: false, code: 'tool_changed', error: 'The open tab of https://shop.example now offers "search" as a consequential tool, but the server let this call run without asking the person because of a standing grant when it checked the call, and a grant never covers a consequential tool. Nothing was run. Call getSiteToolDefinition to see the tool as it is now, then call again with a taskId, since it now needs the person\'s approval every time it runs.' });
+  for (const p of ports) assert.deepEqual(p.posted, [], 'nothing was sent to any page');
+  assert.equal(created.length, 0, 'nothing was reopened');
+  assert.deepEqual(await runs(pages, ports, { gate: 'asked' }), { ok: true, result: 32 }, 'the person approved it as it is');
+});
+
+test('a reopened page offering the tool as a write fails a read-only call with tool_changed', async () => {
+  session.clear();
+  created.length = 0;
+  tabStatus = 'loading';
+  let next = 50;
+  createTab = async () => ({ id: ++next });
+  const pages = closedSite();
+  const reopenAs = async (tools, gate) => {
+    const call = pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000, gate });
+    await flush();
+    const port = fakePort(next, `doc-${next}`, origin);
+    port.posted = [];
+    port.postMessage = (m) => port.posted.push(m);
+    pages.attach(port, Promise.resolve());
+    port.onMessage.fire({ type: 'announce', url: `${origin}/cart`, title: 'Shop', tools });
+    await flush();
+    const sent = port.posted.at(-1);
+    if (sent) port.onMessage.fire({ type: 'result', callId: sent.callId, ok: true, result: 'ran' });
+    const o = await call;
+    port.onDisconnect.fire(); // the tab is closed again
+    await flush();
+    return { o, posted: port.posted };
+  };
+  let r = await reopenAs([write], 'read-only');
+  assert.deepEqual(r.o, { ok: false, code: 'tool_changed', error: 'https://shop.example/cart was reopened in a background tab, and it now offers "search" as a tool that changes something, but the server let this call run without asking the person because the tool was read-only when it checked the call. Nothing was run. Call getSiteToolDefinition to see the tool as it is now, then call again with a taskId, since it now needs the person\'s approval.' });
+  assert.deepEqual(r.posted, [], 'nothing was sent to the page');
+  r = await reopenAs([consequential], 'grant');
+  assert.equal(r.o.code, codes.toolChanged);
+  assert.match(r.o.error, /^https:\/\/shop\.example\/cart was reopened in a background tab, and it now offers "search" as a consequential tool, but .* because of a standing grant/);
+  assert.deepEqual(r.posted, []);
+  assert.deepEqual((await reopenAs([readOnly], 'read-only')).o, { ok: true, result: 'ran' });
+  assert.deepEqual((await reopenAs([write], 'asked')).o, { ok: true, result: 'ran' });
+  assert.deepEqual((await reopenAs([consequential], undefined)).o, { ok: true, result: 'ran' });
+  assert.equal(created.length, 5);
+});
+
+// After a worker restart a remembered document reconnects and announces again before the call is
+// sent: if its tool changed meanwhile, the call is not sent to it.
+test('a remembered document that reconnects with the tool now a write gets no read-only call', async () => {
+  session.clear();
+  const pages = new Pages({ log: quiet });
+  pages.rec.docs['doc-60'] = { documentId: 'doc-60', tabId: 60, origin, url: `${origin}/`, title: 'Shop', tools: [readOnly], announcedAt: 1 };
+  let port;
+  sendMessage = async (tabId, msg, opts) => {
+    assert.deepEqual([tabId, msg.type, opts.documentId], [60, 'connect', 'doc-60']);
+    port = fakePort(60, 'doc-60', origin);
+    port.posted = [];
+    port.postMessage = (m) => port.posted.push(m);
+    pages.attach(port, Promise.resolve());
+    port.onMessage.fire({ type: 'announce', url: `${origin}/`, title: 'Shop', tools: [write] });
+    return { ok: true };
+  };
+  const o = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 60000, gate: 'read-only' });
+  assert.equal(o.code, codes.toolChanged);
+  assert.match(o.error, /^The open tab of https:\/\/shop\.example now offers "search" as a tool that changes something/);
+  assert.deepEqual(port.posted, []);
+  sendMessage = async () => {
+    throw new Error('Could not establish connection. Receiving end does not exist.');
+  };
+});

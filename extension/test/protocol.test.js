@@ -41,7 +41,7 @@ test("the welcome's limits are the server's; one missing or not a sensible numbe
 
 test('a call must name an origin, a tool, object arguments and a deadline', () => {
   const good = { type: 'call', id: '01a2', site: 'https://shop.example', tool: 'search', arguments: { q: 'tea' }, documentId: 'ABC', url: 'https://shop.example/cart', deadline: 1e12 };
-  assert.deepEqual(checkServerMessage(good).msg, { type: 'call', callId: '01a2', site: 'https://shop.example', tool: 'search', args: { q: 'tea' }, url: 'https://shop.example/cart', documentId: 'ABC', deadline: 1e12 });
+  assert.deepEqual(checkServerMessage(good).msg, { type: 'call', callId: '01a2', site: 'https://shop.example', tool: 'search', args: { q: 'tea' }, url: 'https://shop.example/cart', documentId: 'ABC', deadline: 1e12, gate: '' });
   for (const bad of [
     { id: '' }, { site: 'https://shop.example/path' }, { site: 'file:///etc' }, { tool: 'no spaces' },
     { arguments: [1] }, { arguments: null }, { deadline: 'soon' }, { id: 'x'.repeat(65) },
@@ -50,6 +50,21 @@ test('a call must name an origin, a tool, object arguments and a deadline', () =
   }
   // A url on another origin is not used to reopen the site.
   assert.equal(checkServerMessage({ ...good, url: 'https://evil.example/' }).msg.url, '');
+});
+
+// gate says why the server let the call run; the worker runs it only where the tool still fits
+// (lib/tabs.js). A gate it does not know is refused, and answered, rather than run by name.
+test("a call's gate is read-only, grant, asked or none; any other is refused with the call's id", () => {
+  const call = { type: 'call', id: 'c7', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: 1e12 };
+  for (const gate of ['read-only', 'grant', 'asked', '']) {
+    assert.equal(checkServerMessage({ ...call, gate }).msg.gate, gate);
+  }
+  assert.equal(checkServerMessage(call).msg.gate, '', 'an older server sends none');
+  for (const gate of ['always', 'READ-ONLY', 'read-only ', 1, true, null, {}, ['asked']]) {
+    const r = checkServerMessage({ ...call, gate });
+    assert.deepEqual(r, { ok: false, reason: 'call: gate is not "read-only", "grant" or "asked"', callId: 'c7' }, JSON.stringify(gate));
+  }
+  assert.deepEqual(parseFrame(JSON.stringify({ ...call, gate: 'trusted' })).callId, 'c7');
 });
 
 test('cancel, approvals and errors are checked; unknown types are refused', () => {
