@@ -32,6 +32,9 @@ func newWorld(t *testing.T, db *store.DB, window time.Duration) *world {
 	o, _ := db.CreateUser(ctx, "b@example.com", "B", "hash")
 	w, _ := db.CreateWorkspace(ctx, u.ID, "W")
 	task, _ := db.CreateTask(ctx, store.NewTask{WorkspaceID: w.ID, Title: "T", CreatedBy: u.ID})
+	if _, _, err := db.ShareSite(ctx, u.ID, w.ID, "https://shop.example"); err != nil { // a grant needs the site shared
+		t.Fatal(err)
+	}
 	done, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	wd := &world{db: db, owner: u.ID, other: o.ID, ws: w.ID, task: task.ID, events: make(chan approvals.Event, 100), done: done}

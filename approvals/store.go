@@ -134,10 +134,21 @@ func (g *Gate) RevokeGrant(ctx context.Context, ownerID, grantID string) error {
 	return nil
 }
 
+// grant makes the grant an "Always allow" answer asked for, only while the site is still shared
+// with the request's workspace, in one statement. The answer settles the request first, and the
+// person may stop sharing the site (or move it) in between: that revokes the workspace's grants,
+// and a grant made just after it would come back to life if they shared the site again. On
+// PostgreSQL the statement also locks the share row, so an unshare's delete (or a move's update)
+// waits for it, and the revocation that follows sees the grant. SQLite runs one writer at a time.
 func (g *Gate) grant(ctx context.Context, r Request, by string) error {
-	gr := &Grant{ID: store.NewID(), UserID: r.UserID, WorkspaceID: r.WorkspaceID, Site: r.Site, Tool: r.Tool,
-		CreatedBy: by, RequestID: r.ID, CreatedAt: store.Now()}
-	err := g.opts.DB.WithContext(ctx).Create(gr).Error
+	lock := ""
+	if g.opts.DB.Postgres {
+		lock = " FOR SHARE"
+	}
+	err := g.opts.DB.WithContext(ctx).Exec(`INSERT INTO grants (id, user_id, workspace_id, site, tool, created_by, request_id, created_at)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (
+			SELECT 1 FROM shared_sites WHERE user_id = ? AND workspace_id = ? AND origin = ?`+lock+`)`,
+		store.NewID(), r.UserID, r.WorkspaceID, r.Site, r.Tool, by, r.ID, store.Now(), r.UserID, r.WorkspaceID, r.Site).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return nil // already always allowed
 	}
