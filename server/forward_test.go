@@ -101,7 +101,7 @@ func TestCallForwardedToTheInstanceHoldingTheBrowser(t *testing.T) {
 	ch, cancel := callAsync(w.agent, "callSiteTool", search("tea"))
 	defer cancel()
 	m, err := w.brB.Expect("call", testutil.WaitShort)
-	if err != nil || m.DocumentID != "d1" {
+	if err != nil || m.DocumentID != "d1" || m.Gate != "read-only" { // the gate decided on A reaches B's browser
 		t.Fatalf("call on B: %+v %v", m, err)
 	}
 	w.brB.Dispatched(m.ID, "d1")
