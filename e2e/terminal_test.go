@@ -328,8 +328,11 @@ func TestTerminalQueriesAnsweredOnce(t *testing.T) {
 	screen := get(t, ctx, "screen", chromedp.Evaluate[string](screenJS))
 	before, _, _ := strings.Cut(screen, "got 7a")
 	// Each reply starts with CSI (1b5b), whether the program read the two
-	// in one read or two.
+	// in one read or two; the status string's with DCS (1b50).
 	if n := strings.Count(before, "1b5b"); n != 2 {
 		t.Fatalf("the program read %d replies, want one cursor report and one device attributes reply:\n%s", n, screen)
+	}
+	if n := strings.Count(before, "1b50"); n != 1 {
+		t.Fatalf("the program read %d DECRQSS replies, want one (the daemon's; the viewer's xterm.js is silenced):\n%s", n, screen)
 	}
 }

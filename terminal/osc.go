@@ -78,14 +78,7 @@ func (o *oscReader) put(b byte) {
 		if o.over || !o.keep {
 			return
 		}
-		// A UTF-16 code unit per character, two for one past U+FFFF (a
-		// four-byte UTF-8 character); continuation bytes add none.
-		switch {
-		case b < 0x80 || b&0xE0 == 0xC0 || b&0xF0 == 0xE0:
-			o.units++
-		case b&0xF8 == 0xF0:
-			o.units += 2
-		}
+		o.units += utf16Units(b)
 		if o.units > oscPayloadLimit {
 			o.over, o.data = true, nil
 			return
@@ -102,6 +95,19 @@ func (o *oscReader) end() (id int, payload []byte, ok bool) {
 		return -1, nil, false
 	}
 	return o.id, o.data, true
+}
+
+// utf16Units is what byte b of valid UTF-8 adds to the text's length as a
+// JavaScript string counts it: a code unit per character, two for one past
+// U+FFFF (a four-byte character); continuation bytes add none.
+func utf16Units(b byte) int {
+	switch {
+	case b < 0x80 || b&0xE0 == 0xC0 || b&0xF0 == 0xE0:
+		return 1
+	case b&0xF8 == 0xF0:
+		return 2
+	}
+	return 0
 }
 
 // release gives back a payload buffer grown past oscKeepCap.

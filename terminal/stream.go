@@ -31,6 +31,11 @@ type streamState struct {
 	// osc reads the current OSC string as xterm.js does (osc.go); nil
 	// for the cutter, which only follows states.
 	osc *oscReader
+	// dcsHead holds the first bytes of the current DCS string's data,
+	// dcsN how many bytes it has in all and dcsUnits its length in UTF-16
+	// code units: what DECRQSS is answered from (vt.go, dcs).
+	dcsHead        [4]byte
+	dcsN, dcsUnits int
 	// u8 holds the bytes of a UTF-8 character not yet complete, u8len
 	// how many it has (0 when none is held): see feed.
 	u8         [4]byte
@@ -363,19 +368,30 @@ func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 		if st := s.p.State(); (st == parser.CsiEntryState || st == parser.DcsEntryState) && !collectingParams(before) {
 			s.forgetParams() // a new sequence's parameters
 		}
-		if s.osc != nil && s.p.State() == parser.OscStringState {
+		switch st := s.p.State(); {
+		case st == parser.OscStringState && s.osc != nil:
 			s.osc.start()
+		case st == parser.DcsStringState:
+			s.dcsN, s.dcsUnits = 0, 0
 		}
 		return b, action
 	}
 	out := s.stringByte(b)
 	action := s.p.Advance(out) // an OSC's end runs the emulator's handler, which reads s.osc
-	if s.osc != nil && before == parser.OscStringState {
+	switch {
+	case s.osc != nil && before == parser.OscStringState:
 		if s.p.State() != parser.OscStringState {
 			s.osc.release()
 		} else if b >= 0x20 {
 			s.osc.put(b) // the byte itself, not the placeholder
 		}
+	case before == parser.DcsStringState && s.p.State() == parser.DcsStringState && b >= 0x20 && b != 0x7F:
+		// xterm.js puts into a DCS string every character but C0 controls and DEL
+		if s.dcsN < len(s.dcsHead) {
+			s.dcsHead[s.dcsN] = b
+		}
+		s.dcsN++
+		s.dcsUnits += utf16Units(b)
 	}
 	return out, action
 }

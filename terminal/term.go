@@ -169,7 +169,7 @@ func newTerm(w, h int) *term {
 	t.stream.osc = &oscReader{} // x/ansi's data buffer (1 byte) is not read
 	t.stream.p.SetHandler(ansi.Handler{
 		Print: t.printRune, Execute: t.execute, HandleCsi: t.csi, HandleEsc: t.esc,
-		HandleOsc: t.osc, HandleDcs: func(ansi.Cmd, ansi.Params, []byte) { t.precW = 0 },
+		HandleOsc: t.osc, HandleDcs: t.dcs,
 	})
 	t.stream.exec = t.execute
 	t.onByte = func(_ byte, a parser.Action) {

@@ -735,6 +735,46 @@ func (t *term) osc(int, []byte) {
 	}
 }
 
+// dcs runs at a DCS string's end. The one xterm.js acts on is DECRQSS
+// (DCS $ q Pt ST), which it answers as its requestStatusString does: the
+// protection attribute, a conformance level it does not have, the scroll
+// region, an SGR it does not report ("0m"), and the cursor style its options
+// give (DECSCUSR does not change them; mode 12 changes the blink). Anything
+// else is "not valid". A payload over xterm.js's limit gets no answer.
+func (t *term) dcs(cmd ansi.Cmd, _ ansi.Params, _ []byte) {
+	t.precW = 0
+	s := t.stream
+	if cmd.Prefix() != 0 || cmd.Intermediate() != '$' || cmd.Final() != 'q' || s.dcsUnits > oscPayloadLimit {
+		return
+	}
+	req := ""
+	if s.dcsN <= len(s.dcsHead) {
+		req = string(s.dcsHead[:s.dcsN])
+	}
+	switch req {
+	case `"q`:
+		p := 0
+		if t.pen.flags&flagProtected != 0 {
+			p = 1
+		}
+		t.reply("\x1bP1$r%d\"q\x1b\\", p)
+	case `"p`:
+		t.reply("\x1bP1$r61;1\"p\x1b\\")
+	case "r":
+		t.reply("\x1bP1$r%d;%dr\x1b\\", t.buf.top+1, t.buf.bottom+1)
+	case "m":
+		t.reply("\x1bP1$r0m\x1b\\")
+	case " q":
+		style := 2 // the viewer's cursorStyle option, "block"
+		if t.blinkOption {
+			style--
+		}
+		t.reply("\x1bP1$r%d q\x1b\\", style)
+	default:
+		t.reply("\x1bP0$r\x1b\\")
+	}
+}
+
 func (t *term) setHyperlink(arg string) {
 	params, uri, ok := strings.Cut(arg, ";")
 	if !ok {

@@ -101,7 +101,7 @@ func main() {
 		}
 		fmt.Fprintf(w, "got %x\r\n", buf[:n])
 		if os.Args[1] == "queries" && buf[0] == 'q' {
-			w.WriteString("\x1b[6n\x1b[c")
+			w.WriteString("\x1b[6n\x1b[c\x1bP$q q\x1b\\") // cursor report, device attributes, cursor style (DECRQSS)
 		}
 		w.Flush()
 	}
