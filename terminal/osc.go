@@ -1,5 +1,7 @@
 package terminal
 
+import "strconv"
+
 // oscReader reads an OSC string's identifier and payload as xterm.js's
 // OscParser and OscHandler do, so the model acts on exactly the OSC strings
 // the viewers' xterm.js acts on:
@@ -115,4 +117,21 @@ func (o *oscReader) release() {
 	if cap(o.data) > oscKeepCap {
 		o.data = nil
 	}
+}
+
+// resume appends the string read so far as the identifier and payload that
+// make xterm.js's OscParser read it alike: an aborted string, or one over
+// the limit, as an identifier that aborts (nothing runs at its end).
+func (o *oscReader) resume(p []byte) []byte {
+	switch {
+	case o.state == oscAbort || o.over:
+		return append(p, 'x')
+	case o.id >= 0:
+		p = strconv.AppendInt(p, int64(o.id), 10)
+	}
+	if o.state == oscPayload {
+		p = append(p, ';')
+		p = append(p, o.data...)
+	}
+	return p
 }

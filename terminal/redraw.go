@@ -93,7 +93,7 @@ func (t *term) redraw() []byte {
 	if !t.modes.syncOutput {
 		b.WriteString("\x1b[?2026l")
 	}
-	return b.Bytes()
+	return t.stream.resume(b.Bytes()) // inside a sequence the output after the snapshot goes on with
 }
 
 // placeCursor puts the cursor where buf has it. Origin mode with the

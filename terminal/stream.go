@@ -36,6 +36,15 @@ type streamState struct {
 	// code units: what DECRQSS is answered from (vt.go, dcs).
 	dcsHead        [4]byte
 	dcsN, dcsUnits int
+	// seq is the sequence being read, from its introducer (written as
+	// ESC and a 7-bit final even when it came as a C1 control) through its
+	// header (parameters, intermediates, a DCS's final), at most seqMax
+	// bytes: what puts a fresh parser where this one is (resume).
+	seq []byte
+	// inters counts the intermediate bytes (0x20–0x2F) of the sequence
+	// being read. x/ansi keeps only the last; xterm.js's handlers are
+	// keyed by all of them, and none has two.
+	inters int
 	// u8 holds the bytes of a UTF-8 character not yet complete, u8len
 	// how many it has (0 when none is held): see feed.
 	u8         [4]byte
@@ -87,6 +96,7 @@ func collectingParams(st parser.State) bool {
 func (s *streamState) reset() {
 	s.p.Reset()
 	s.forgetParams()
+	s.seq = s.seq[:0]
 	if s.osc != nil {
 		s.osc.release()
 	}
@@ -278,6 +288,7 @@ func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool
 		if b >= '0' && b <= '9' {
 			s.digits = min(s.digits*10+int64(b-'0'), maxParam)
 			s.held = true
+			s.seqAdd(b)
 			return b, parser.ParamAction, true
 		}
 		// A C0 control executed inside the sequence leaves the parameter
@@ -301,10 +312,12 @@ func (s *streamState) advance(b byte) (out byte, action parser.Action, keep bool
 		// intermediate: xterm.js drops the sequence (x/ansi dispatched
 		// the first and printed what followed the second)
 		s.ignore = ignoreCSI
+		s.seqAdd(b)
 		return b, parser.IgnoreAction, true
 	case before == parser.DcsParamState && b >= 0x3C && b <= 0x3F,
 		before == parser.DcsIntermediateState && b >= 0x30 && b <= 0x3F:
 		s.ignore = ignoreDCS
+		s.seqAdd(b)
 		return b, parser.IgnoreAction, true
 	case before == parser.DcsEntryState && b == ansi.ESC:
 		s.reset() // xterm.js starts an escape sequence; x/ansi passed it through as data
@@ -365,6 +378,7 @@ func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 	if !inString(before) {
 		s.need = 0
 		action := s.p.Advance(b)
+		s.track(before, b)
 		if st := s.p.State(); (st == parser.CsiEntryState || st == parser.DcsEntryState) && !collectingParams(before) {
 			s.forgetParams() // a new sequence's parameters
 		}
@@ -378,6 +392,12 @@ func (s *streamState) advanceKept(b byte) (byte, parser.Action) {
 	}
 	out := s.stringByte(b)
 	action := s.p.Advance(out) // an OSC's end runs the emulator's handler, which reads s.osc
+	if s.p.State() != before {
+		s.track(before, b) // the string ended: ground, or ESC starting another
+		if (b == ansi.CAN || b == ansi.SUB) && s.exec != nil {
+			s.exec(b) // xterm.js executes them wherever they come, which ends a join
+		}
+	}
 	switch {
 	case s.osc != nil && before == parser.OscStringState:
 		if s.p.State() != parser.OscStringState {
@@ -422,4 +442,55 @@ func (s *streamState) stringByte(b byte) byte {
 // ground reports whether the parser is between sequences and characters.
 func (s *streamState) ground() bool {
 	return s.p.State() == parser.GroundState
+}
+
+// seqMax bounds seq: no sequence a program means has a longer header, and a
+// longer one (thousands of parameters) is resumed from its first seqMax bytes.
+const seqMax = 256
+
+// seqAdd adds header byte b to the sequence being read.
+func (s *streamState) seqAdd(b byte) {
+	if len(s.seq) < seqMax {
+		s.seq = append(s.seq, b)
+	}
+}
+
+// track keeps seq after byte b took the parser from state before: empty
+// between sequences, begun afresh by ESC or a C1 introducer, and added to
+// while a header is read (a string's payload is not a header).
+func (s *streamState) track(before parser.State, b byte) {
+	switch st := s.p.State(); {
+	case st == parser.GroundState || st == parser.Utf8State:
+		s.seq = s.seq[:0]
+	case b == ansi.ESC:
+		s.seq, s.inters = append(s.seq[:0], ansi.ESC), 0
+	case b >= 0x80 && b <= 0x9F: // a C1 control, as ESC and its 7-bit final
+		s.seq, s.inters = append(s.seq[:0], ansi.ESC, b-0x40), 0
+	case inString(before):
+	default:
+		s.seqAdd(b)
+		if b >= 0x20 && b <= 0x2F {
+			s.inters++
+		}
+	}
+}
+
+// resume appends to p what puts a fresh parser (a viewer's xterm.js after a
+// redraw) inside the sequence this one is reading, if any, so that the output
+// after a snapshot taken there reads alike on both: the rest of a long OSC
+// 52 copy or inline image is then swallowed, not printed as text. A snapshot
+// is taken between batches, and batches are cut only between sequences,
+// except when 64 KiB pass with no such point (Coalescer).
+func (s *streamState) resume(p []byte) []byte {
+	switch s.p.State() {
+	case parser.GroundState, parser.Utf8State:
+	case parser.OscStringState:
+		p = append(p, ansi.ESC, ']')
+		if s.osc != nil {
+			p = s.osc.resume(p)
+		}
+	default:
+		p = append(p, s.seq...)
+	}
+	return append(p, s.u8[:s.u8n]...) // a character cut short by the snapshot
 }

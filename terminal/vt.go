@@ -98,6 +98,9 @@ func (x *xparams) or1(i int) int {
 func (t *term) csi(cmd ansi.Cmd, p ansi.Params) {
 	prec := t.precW // REP repeats what was printed just before it
 	t.precW = 0
+	if t.stream.inters > 1 {
+		return // no sequence of xterm.js's has two intermediates (x/ansi kept the last)
+	}
 	t.params.load(p, t.stream.clamped)
 	x := &t.params
 	b := t.buf
@@ -634,6 +637,9 @@ func (t *term) softReset() {
 
 func (t *term) esc(cmd ansi.Cmd) {
 	t.precW = 0
+	if t.stream.inters > 1 {
+		return // ESC * + A designates nothing in xterm.js (x/ansi kept the last intermediate)
+	}
 	inter, final := cmd.Intermediate(), cmd.Final()
 	switch inter {
 	case 0:
@@ -744,7 +750,7 @@ func (t *term) osc(int, []byte) {
 func (t *term) dcs(cmd ansi.Cmd, _ ansi.Params, _ []byte) {
 	t.precW = 0
 	s := t.stream
-	if cmd.Prefix() != 0 || cmd.Intermediate() != '$' || cmd.Final() != 'q' || s.dcsUnits > oscPayloadLimit {
+	if cmd.Prefix() != 0 || cmd.Intermediate() != '$' || s.inters > 1 || cmd.Final() != 'q' || s.dcsUnits > oscPayloadLimit {
 		return
 	}
 	req := ""

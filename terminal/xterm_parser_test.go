@@ -225,3 +225,26 @@ func TestHugeParameterAcrossWrites(t *testing.T) {
 		}
 	}
 }
+
+// sequenceEndStreams end sequences as xterm.js does where x/ansi did
+// otherwise: a CAN or SUB that aborts a string is executed, so a combining
+// mark after it does not join the character before the string; an escape
+// or control sequence with two intermediates matches no handler (x/ansi kept
+// the last, so ESC * + A designated a character set).
+var sequenceEndStreams = map[string]string{
+	"sub ends a dcs":        "n\x1bPd\x1a\u0301",
+	"can ends a dcs":        "n\x1bPd\x18\u0301",
+	"sub ends an osc":       "n\x1b]0;x\x1a\u0301",
+	"sub ends an apc":       "n\x1b_x\x1a\u0301",
+	"c1 dcs ended by sub":   "n\u0090d\x1a\u0301",
+	"st ends a dcs":         "n\x1bPd\x1b\\\u0301",
+	"sub in a csi":          "n\x1b[1\x1a\u0301",
+	"esc two intermediates": "\x1b*+A\x0e\x1b\"+C\x1b!)Z\x0f@#",
+	"csi two intermediates": "ab\x1b[2 $@cd\x1b[1\"$q",
+	"dcs two intermediates": "\x1bP+$qr\x1b\\x",
+}
+
+// TestSequenceEndsMatchXterm checks sequenceEndStreams against xterm.js.
+func TestSequenceEndsMatchXterm(t *testing.T) {
+	compareWritesWithXterm(t, sequenceEndStreams)
+}
