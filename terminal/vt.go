@@ -682,7 +682,10 @@ func (t *term) esc(cmd ansi.Cmd) {
 		}
 		cs := final
 		if _, ok := xtermCharsets[cs]; !ok {
-			cs = 0
+			if cs != 'B' {
+				return // a set xterm.js does not know has no handler: the designation stays
+			}
+			cs = 0 // ASCII
 		}
 		t.setCharset(g, cs)
 	case '#':

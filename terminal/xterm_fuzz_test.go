@@ -134,32 +134,79 @@ func TestRedrawMatchesXtermGenerated(t *testing.T) {
 	}
 }
 
-// TestRedrawMatchesXtermOnRandomBytes compares streams of bytes drawn at
-// random from escape-heavy pieces (introducers, parameters, intermediates,
-// finals, C0 and C1 controls as bytes and as UTF-8, invalid bytes, wide and
-// combining characters) with xterm.js: 1,500 of them, or
-// TABBRIDGE_XTERM_FUZZ when larger. Most end inside a sequence, which the
-// redraw must leave the viewer inside as well (streamState.resume). When it
-// was written 275 of 1,500 differed: 271 so, four by x/ansi's reading of
-// two intermediates and a join that CAN or SUB ending a string left open.
+// randomPieces are what random streams are drawn from: introducers,
+// parameters, intermediates, finals, C0 and C1 controls as bytes and as
+// UTF-8, invalid bytes, wide, combining and joining characters.
+var randomPieces = []string{"\x1b", "[", "]", "P", "_", "^", "X", ";", ":", "?", ">", "<", "=", "!", "\"", "$", " ", "#", "%", "(", ")", "*", "+",
+	"0", "1", "2", "3", "4", "5", "7", "8", "9", "m", "H", "J", "K", "q", "p", "r", "s", "u", "t", "h", "l", "c", "n", "x", "b", "@",
+	"A", "B", "C", "D", "E", "L", "M", "S", "T", "Z", "`", "d", "f", "g", "a", "\\", "G", "I", "k", "w", "y", "z", "W", "Y", "N", "O",
+	"\x07", "\x08", "\x09", "\x0a", "\x0d", "\x18", "\x1a", "\x7f", "\x0e", "\x0f", "\x1b\\", "é", "日", "😀", "\u0301", "\u200d", "\ufe0f",
+	"\u009c", "\u009b", "\u0090", "\u009d", "\x9c", "\x90", "\xff", "\xe2\x9c", "\x1b[", "\x1b]", "\x1bP", "\x1b(", "\x1b#"}
+
+// randomPieceRuns makes n runs of 20 to 169 pieces from seed.
+func randomPieceRuns(seed uint64, n int) [][]string {
+	r := rand.New(rand.NewPCG(seed, 9))
+	out := make([][]string, n)
+	for i := range out {
+		for range 20 + r.IntN(150) {
+			out[i] = append(out[i], randomPieces[r.IntN(len(randomPieces))])
+		}
+	}
+	return out
+}
+
+// TestRedrawMatchesXtermOnRandomBytes compares random streams of pieces
+// (randomPieces) with xterm.js through the attach payload and a probe
+// written after it: 1,500 of them, or TABBRIDGE_XTERM_FUZZ when larger.
+// Most end inside a sequence, which the redraw must leave the viewer inside
+// as well (streamState.resume). When it was written 275 of 1,500 differed:
+// 271 so, four by x/ansi's reading of two intermediates and a join that CAN
+// or SUB ending a string left open.
 func TestRedrawMatchesXtermOnRandomBytes(t *testing.T) {
-	pieces := []string{"\x1b", "[", "]", "P", "_", "^", "X", ";", ":", "?", ">", "<", "=", "!", "\"", "$", " ", "#", "%", "(", ")", "*", "+",
-		"0", "1", "2", "3", "4", "5", "7", "8", "9", "m", "H", "J", "K", "q", "p", "r", "s", "u", "t", "h", "l", "c", "n", "x", "b", "@",
-		"A", "B", "C", "D", "E", "L", "M", "S", "T", "Z", "`", "d", "f", "g", "a", "\\",
-		"\x07", "\x08", "\x09", "\x0a", "\x0d", "\x18", "\x1a", "\x7f", "\x0e", "\x0f", "\x1b\\", "é", "日", "😀", "\u0301",
-		"\u009c", "\u009b", "\u0090", "\u009d", "\x9c", "\x90", "\xff", "\xe2\x9c"}
-	n := max(fuzzBudget(), 1500)
-	r := rand.New(rand.NewPCG(7, 9))
+	runs := randomPieceRuns(7, max(fuzzBudget(), 1500))
+	n := len(runs)
 	streams, names := make([][]byte, n), make([]string, n)
 	cs, rs := make([]int, n), make([]int, n)
-	for i := range streams {
-		var b []byte
-		for range 20 + r.IntN(120) {
-			b = append(b, pieces[r.IntN(len(pieces))]...)
-		}
-		streams[i], names[i], cs[i], rs[i] = b, fmt.Sprintf("random stream %d", i), 20, 6
+	for i, run := range runs {
+		streams[i], names[i], cs[i], rs[i] = []byte(strings.Join(run, "")), fmt.Sprintf("random stream %d", i), 20, 6
 	}
 	if failed := compareWithXterm(t, names, cs, rs, streams); failed > 0 {
 		t.Errorf("%d of %d random streams differ from xterm.js", failed, n)
+	}
+}
+
+// TestModelMatchesXtermOnRandomWrites writes random streams of pieces in
+// random writes, a sixth of them after a resize to 5–24 × 2–9, and compares
+// the model itself with xterm.js after every write (and a fresh viewer's
+// attach payload): 1,500 streams, or TABBRIDGE_XTERM_FUZZ when larger.
+// Writes are split between pieces, so never inside a character: xterm.js's
+// UTF-8 decoder loses a character split after a continuation byte whose low
+// six bits are zero (E2 80 | 8D, a zero-width joiner, vanishes), which the
+// model does not copy, since batches are cut only between characters but
+// inside strings (docs/DECISIONS.md). When it was written 37 of 1,500
+// differed (and 34 of the 1,500 redraws above, once "ESC (" was among the
+// pieces): a character set xterm.js does not know (ESC ( u) left the
+// designation as it was there and set ASCII in the model.
+func TestModelMatchesXtermOnRandomWrites(t *testing.T) {
+	runs := randomPieceRuns(11, max(fuzzBudget(), 1500))
+	r := rand.New(rand.NewPCG(3, 11))
+	var names []string
+	var cs, rs []int
+	var steps [][]xtermStep
+	for i, parts := range runs {
+		var st []xtermStep
+		for len(parts) > 0 {
+			k := 1 + r.IntN(len(parts))
+			s := xtermStep{Data: []byte(strings.Join(parts[:k], ""))}
+			if r.IntN(6) == 0 {
+				s.Cols, s.Rows = 5+r.IntN(20), 2+r.IntN(8)
+			}
+			st, parts = append(st, s), parts[k:]
+		}
+		names, cs, rs = append(names, fmt.Sprintf("random writes %d", i)), append(cs, 20), append(rs, 6)
+		steps = append(steps, st)
+	}
+	if failed := compareSteppedWithXterm(t, names, cs, rs, steps); failed > 0 {
+		t.Errorf("%d of %d random streams differ from xterm.js", failed, len(runs))
 	}
 }

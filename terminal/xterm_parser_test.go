@@ -242,6 +242,7 @@ var sequenceEndStreams = map[string]string{
 	"esc two intermediates": "\x1b*+A\x0e\x1b\"+C\x1b!)Z\x0f@#",
 	"csi two intermediates": "ab\x1b[2 $@cd\x1b[1\"$q",
 	"dcs two intermediates": "\x1bP+$qr\x1b\\x",
+	"unknown set kept":      "\x1b(K[\x1b([[\x1b(u[\x1b)=\x0e\x1b)h[\x1b)B[\x0f\x1b(B[",
 }
 
 // TestSequenceEndsMatchXterm checks sequenceEndStreams against xterm.js.
