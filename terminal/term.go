@@ -677,7 +677,9 @@ func (t *term) fullReset() {
 	t.normal.fillViewport(cell{width: 1})
 	t.buf = t.normal
 	t.charsets, t.gl, t.cs = [4]byte{}, 0, 0
+	eol := t.modes.convertEol // LNM is xterm.js's convertEol option, which no reset touches
 	t.modes = defaultModes()
+	t.modes.convertEol = eol
 	t.styles, t.lastOK = newStyleTable(), false
 	t.links, t.linkIndex = []linkRef{{}}, map[linkRef]uint16{}
 }

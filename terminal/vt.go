@@ -628,7 +628,11 @@ func (t *term) softReset() {
 	b := t.buf
 	b.top, b.bottom = 0, t.rows-1
 	t.pen = pen{}
-	t.modes = defaultModes()
+	// xterm.js's soft reset resets its core modes; mouse tracking is its
+	// mouse service's and LNM its convertEol option: both are kept
+	m := defaultModes()
+	m.mouse, m.mouseEnc, m.convertEol = t.modes.mouse, t.modes.mouseEnc, t.modes.convertEol
+	t.modes = m
 	t.charsets, t.gl, t.cs = [4]byte{}, 0, 0
 	b.savedX, b.savedY = 0, b.ybase()
 	b.savedPen = pen{}
@@ -700,8 +704,9 @@ func (t *term) esc(cmd ansi.Cmd) {
 // attributes (xterm.js copies fg and bg into a fresh cell: no hyperlink,
 // no underline style or colour).
 func (t *term) alignmentPattern() {
-	p := cellPen(t.pen)
+	p := t.pen // its extended attributes go before cellPen reads them: the cell's are fresh
 	p.ul, p.ulColor, p.link = 0, 0, 0
+	p = cellPen(p)
 	c := cell{r: 'E', width: 1, style: t.styleOf(normalPen(p))}
 	t.setCursor(0, 0)
 	for y := 0; y < t.rows; y++ {

@@ -249,3 +249,21 @@ var sequenceEndStreams = map[string]string{
 func TestSequenceEndsMatchXterm(t *testing.T) {
 	compareWritesWithXterm(t, sequenceEndStreams)
 }
+
+// softResetStreams are DECSTR (CSI ! p) after modes it keeps in xterm.js:
+// mouse tracking and its encoding (xterm.js's mouse service, not its core
+// modes) and LNM (its convertEol option). The model reset all three.
+var softResetStreams = map[string]string{
+	"mouse tracking":  "\x1b[?1000h\x1b[!p",
+	"mouse encoding":  "\x1b[?1003h\x1b[?1006h\x1b[!p",
+	"lnm":             "ab\x1b[20h\x1b[!p\ncd\x1b[20l\x1b[!p\nef",
+	"focus is reset":  "\x1b[?1004h\x1b[?2004h\x1b[?1h\x1b[!p",
+	"ris resets mice": "\x1b[?1003h\x1b[?1006h\x1bc",
+	"ris keeps lnm":   "2\x1b[20h\x1bca\nb",
+	"decaln, link":    "\x1b]8;;/\x07\x1b7\x1b[4m\x1b8\x1b#8",
+}
+
+// TestSoftResetMatchesXterm checks softResetStreams against xterm.js.
+func TestSoftResetMatchesXterm(t *testing.T) {
+	compareWritesWithXterm(t, softResetStreams)
+}
