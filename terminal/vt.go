@@ -709,12 +709,19 @@ func (t *term) alignmentPattern() {
 	p = cellPen(p)
 	c := cell{r: 'E', width: 1, style: t.styleOf(normalPen(p))}
 	t.setCursor(0, 0)
+	b := t.buf
 	for y := 0; y < t.rows; y++ {
-		if t.buf.y+y < t.rows {
-			l := t.buf.row(t.buf.y + y)
-			l.fill(c)
-			l.wrapped = false
+		// rows from the cursor (the region's top under origin mode) on, as
+		// many as the screen has: past the last line, xterm.js's circular
+		// list of lines finds nothing while it has room, and wraps to its
+		// oldest lines once full, as the alternate screen always is
+		i := b.ybase() + b.y + y
+		if i >= b.n && b.n < b.max {
+			continue
 		}
+		l := b.at(i % b.n)
+		l.fill(c)
+		l.wrapped = false
 	}
 	t.setCursor(0, 0)
 }

@@ -250,10 +250,12 @@ func TestSequenceEndsMatchXterm(t *testing.T) {
 	compareWritesWithXterm(t, sequenceEndStreams)
 }
 
-// softResetStreams are DECSTR (CSI ! p) after modes it keeps in xterm.js:
+// resetStreams are DECSTR (CSI ! p) after modes it keeps in xterm.js:
 // mouse tracking and its encoding (xterm.js's mouse service, not its core
-// modes) and LNM (its convertEol option). The model reset all three.
-var softResetStreams = map[string]string{
+// modes) and LNM (its convertEol option), which the model reset; RIS, which
+// keeps LNM too; and DECALN, whose cells have fresh extended attributes and
+// whose rows under origin mode run past the screen's last line.
+var resetStreams = map[string]string{
 	"mouse tracking":  "\x1b[?1000h\x1b[!p",
 	"mouse encoding":  "\x1b[?1003h\x1b[?1006h\x1b[!p",
 	"lnm":             "ab\x1b[20h\x1b[!p\ncd\x1b[20l\x1b[!p\nef",
@@ -261,9 +263,16 @@ var softResetStreams = map[string]string{
 	"ris resets mice": "\x1b[?1003h\x1b[?1006h\x1bc",
 	"ris keeps lnm":   "2\x1b[20h\x1bca\nb",
 	"decaln, link":    "\x1b]8;;/\x07\x1b7\x1b[4m\x1b8\x1b#8",
+	// DECALN under origin mode starts at the region's top and fills as many
+	// rows as the screen has: past the last line xterm.js's list of lines
+	// wraps to its first on the alternate screen (always full)
+	"decaln, origin, alt":    "\x1b[?1049h\x1b[?6h\x1b[3r\x1b#8",
+	"decaln, origin, normal": "\x1b[?6h\x1b[3r\x1b#8",
+	// and on the normal screen once its history is full, to the oldest lines
+	"decaln, origin, full history": strings.Repeat("x\r\n", 1010) + "\x1b[?6h\x1b[3r\x1b#8",
 }
 
-// TestSoftResetMatchesXterm checks softResetStreams against xterm.js.
-func TestSoftResetMatchesXterm(t *testing.T) {
-	compareWritesWithXterm(t, softResetStreams)
+// TestResetsAndAlignmentMatchXterm checks resetStreams against xterm.js.
+func TestResetsAndAlignmentMatchXterm(t *testing.T) {
+	compareWritesWithXterm(t, resetStreams)
 }
