@@ -90,12 +90,7 @@ func TestCallIsRecordedBeforeItReachesTheBrowser(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		w := newSiteWorld(t, k, nil, nil)
 		w.announce(t, "d1", time.Now())
-		ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
-		defer cancel()
-		m, err := w.br.Expect("call", testutil.WaitShort)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch, m := w.searchInBrowser(t)
 		if a := w.auditOf(t, "search"); len(a) != 1 || a[0].Outcome != "running" {
 			t.Fatalf("audit while the call is in the browser: %+v; want one running row", a)
 		}

@@ -108,12 +108,7 @@ func TestUnansweredCallsNeverCloseTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The slots are free again: the next call runs on the same socket.
-	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
-	defer cancel()
-	m, err := w.br.Expect("call", testutil.WaitShort)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, m := w.searchInBrowser(t)
 	if err := w.br.Result(m.ID, "green tea"); err != nil {
 		t.Fatal(err)
 	}

@@ -56,12 +56,7 @@ func TestTheCallSaysWhyItMayRun(t *testing.T) {
 func TestAToolThatChangedIsNotRun(t *testing.T) {
 	w := newSiteWorld(t, storetest.SQLite, nil, nil)
 	w.announce(t, "d1", time.Now())
-	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
-	defer cancel()
-	m, err := w.br.Expect("call", testutil.WaitShort)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, m := w.searchInBrowser(t)
 	why := `The open tab of https://shop.example now offers "search" as a tool that changes something. Nothing was run. Call getSiteToolDefinition to see the tool as it is now, then call again.`
 	w.br.Fail(m.ID, "tool_changed", why)
 	res := awaitCall(t, ch)
@@ -90,4 +85,18 @@ func TestApprovedArgumentsMeetTheSchemaTheToolHasNow(t *testing.T) {
 	res := awaitCall(t, ch)
 	// (an error before the browser answered anything: no call was sent)
 	wantError(t, res, "item", "coffee")
+}
+
+// searchInBrowser starts an agent's search for tea and returns where its
+// answer arrives and the call as the test browser got it; the agent gives
+// the call up when the test ends.
+func (w *siteWorld) searchInBrowser(t *testing.T) (chan callOut, *bridgetest.Message) {
+	t.Helper()
+	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": map[string]any{"q": "tea"}})
+	t.Cleanup(cancel)
+	m, err := w.br.Expect("call", testutil.WaitShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, m
 }

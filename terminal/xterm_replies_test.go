@@ -26,22 +26,7 @@ func TestRepliesMatchXterm(t *testing.T) {
 		"\x1b[?12l\x1b[?12h\x1b[?1049h\x1b[?1002h\x1b[?1006h\x1b[?2026h\x1b[?45h\x1b[?7l\x1b[?66h\x1bc" + q,
 		"\x1b[?12l\x1b[!p\x1b[?9h\x1b[?47h\x1b[?1004h" + q,
 	}
-	var cases []xtermCase
-	for _, s := range streams {
-		cases = append(cases, xtermCase{Cols: 20, Rows: 6, Streams: [][]byte{[]byte(s)}})
-	}
-	for i, d := range runXterm(t, cases) {
-		m := newTerm(20, 6)
-		m.write([]byte(streams[i]))
-		var got strings.Builder
-		for len(m.replies) > 0 {
-			got.Write(<-m.replies)
-		}
-		m.close()
-		if got.String() != d[0].Replies {
-			t.Errorf("stream %d %q:\n  replies %q\n  want    %q", i, streams[i][:min(len(streams[i]), 120)], got.String(), d[0].Replies)
-		}
-	}
+	compareRepliesWithXterm(t, streams)
 }
 
 // TestStatusStringRepliesMatchXterm checks DECRQSS (DCS $ q Pt ST), which
@@ -63,6 +48,13 @@ func TestStatusStringRepliesMatchXterm(t *testing.T) {
 		"\x1bP+q5463\x1b\\\x1bPq#0;2;0;0;0#0~~\x1b\\",                                         // XTGETTCAP and sixel: no answer
 		rq(strings.Repeat("r", oscPayloadLimit)) + rq(strings.Repeat("r", oscPayloadLimit+1)), // over xterm.js's limit: no answer
 	}
+	compareRepliesWithXterm(t, streams)
+}
+
+// compareRepliesWithXterm checks the model's replies to each stream, written
+// at once to a 20×6 terminal, against xterm.js's.
+func compareRepliesWithXterm(t *testing.T, streams []string) {
+	t.Helper()
 	var cases []xtermCase
 	for _, s := range streams {
 		cases = append(cases, xtermCase{Cols: 20, Rows: 6, Streams: [][]byte{[]byte(s)}})
