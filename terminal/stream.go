@@ -492,5 +492,8 @@ func (s *streamState) resume(p []byte) []byte {
 	default:
 		p = append(p, s.seq...)
 	}
-	return append(p, s.u8[:s.u8n]...) // a character cut short by the snapshot
+	if s.holding() {
+		p = append(p, s.u8[:s.u8n]...) // a character cut short by the snapshot
+	}
+	return p
 }
