@@ -26,6 +26,9 @@ func approvalShots(t *testing.T, ctx context.Context, env *servertest.Env, owner
 	}
 	owner.MustJSON("GET", "/api/auth/me", nil, 200, &me)
 	uid := me.User.ID
+	// The agent's calls reach the gate only for a site its workspace shares,
+	// and the "Always allow" below grants only while it does.
+	owner.MustJSON("POST", "/api/sites", map[string]string{"origin": "https://docs.example.com", "workspaceId": ws}, 201, nil)
 	agent := newGateCaller(t, env, approvals.Call{OwnerID: uid, WorkspaceID: ws, TaskID: taskID, Site: "https://docs.example.com"})
 	answered := ""
 	answerAll := func(a string) {

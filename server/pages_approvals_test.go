@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,15 @@ func newAsker(t *testing.T, env *servertest.Env, c *servertest.Client, id ids) *
 		User struct{ ID string } `json:"user"`
 	}
 	c.MustJSON("GET", "/api/auth/me", nil, 200, &me)
+	// A call reaches the gate only for a site its workspace shares, and an
+	// "Always allow" grants only while it does.
+	var sites struct {
+		Sites []struct{ Origin string } `json:"sites"`
+	}
+	c.MustJSON("GET", "/api/sites", nil, 200, &sites)
+	if !slices.ContainsFunc(sites.Sites, func(s struct{ Origin string }) bool { return s.Origin == site }) {
+		c.MustJSON("POST", "/api/sites", map[string]string{"origin": site, "workspaceId": id.workspace}, 201, nil)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &asker{t: t, env: env, uid: me.User.ID, id: id, events: openStream(t, env, c, nil), ctx: ctx}
 	if e := a.events.next(t, true); e.comment != "connected" {
@@ -470,8 +480,12 @@ func TestWithdrawnRequestsSayWhyOnThePages(t *testing.T) {
 	}
 	eventOf(t, a.events, "approval.withdrawn")
 
-	// The site stops being shared.
-	siteID := shareID(t, alice, site, id.workspace)
+	// The site stops being shared (newAsker shared it).
+	var shared struct {
+		Site struct{ ID string } `json:"site"`
+	}
+	alice.MustJSON("POST", "/api/sites", map[string]string{"origin": site, "workspaceId": id.workspace}, 200, &shared)
+	siteID := shared.Site.ID
 	_, unsharedDone := a.raise("publish", `{}`)
 	alice.MustJSON("DELETE", "/api/sites/"+siteID, nil, 204, nil)
 	if d := decision(t, unsharedDone); d.Withdrawn != approvals.WithdrawUnshared {
