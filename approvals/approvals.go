@@ -38,6 +38,9 @@ const (
 	SourceAsked     Source = "asked"     // the person answered
 	SourceExpired   Source = "expired"   // nobody answered in time
 	SourceWithdrawn Source = "withdrawn" // the call ended before an answer
+	// SourceRemembered: the person denied this same call (same task, site,
+	// tool and arguments) before, and has not let it be asked again.
+	SourceRemembered Source = "remembered"
 )
 
 // WithdrawReason says why a request was withdrawn, for the words the
@@ -284,15 +287,28 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 	if !store.TaskOpen(task.Status) {
 		return Decision{}, &TaskFinishedError{Status: task.Status}
 	}
+	args, err := canonical(call.Arguments)
+	if err != nil {
+		return Decision{}, err
+	}
+	// A remembered denial comes before a grant: the person said no to
+	// exactly this call, which an "Always allow" of the tool given for
+	// another call does not take back.
+	if d, err := g.rememberedDenial(ctx, call, args.hash); err != nil || d != nil {
+		if err != nil {
+			return Decision{}, err
+		}
+		return *d, nil
+	}
 	if call.Consequential {
-		return g.ask(ctx, call)
+		return g.ask(ctx, call, args)
 	}
 	if gr, err := g.liveGrant(ctx, call.WorkspaceID, call.Site, call.Tool); err != nil {
 		return Decision{}, err
 	} else if gr != nil {
 		return Decision{Allowed: true, Source: SourceGrant, DecidedBy: gr.CreatedBy, DecidedAt: gr.CreatedAt}, nil
 	}
-	return g.ask(ctx, call)
+	return g.ask(ctx, call, args)
 }
 
 // TaskFinishedError is a call in a completed or rejected task.
@@ -302,8 +318,8 @@ func (e *TaskFinishedError) Error() string { return "approvals: the task is " + 
 func (e *TaskFinishedError) Unwrap() error { return ErrTaskFinished }
 
 // ask joins or opens the request for call and waits for its end.
-func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
-	w, event, req, err := g.join(ctx, call)
+func (g *Gate) ask(ctx context.Context, call Call, args canonArgs) (Decision, error) {
+	w, event, req, err := g.join(ctx, call, args)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -336,13 +352,8 @@ func collapseKey(call Call, argsHash string) string {
 // join adds the caller to the in-flight request for call, opening one if
 // none exists; it returns the event to tell (approval.created, or
 // approval.updated for a joined one) and the request's copy.
-func (g *Gate) join(ctx context.Context, call Call) (*waiting, string, Request, error) {
-	canon, pretty, err := canonical(call.Arguments)
-	if err != nil {
-		return nil, "", Request{}, err
-	}
-	sum := sha256.Sum256(canon)
-	hash := hex.EncodeToString(sum[:])
+func (g *Gate) join(ctx context.Context, call Call, args canonArgs) (*waiting, string, Request, error) {
+	pretty, hash := args.pretty, args.hash
 	key := collapseKey(call, hash)
 	ksum := sha256.Sum256([]byte(key))
 	dbKey := hex.EncodeToString(ksum[:]) // the key holds NULs, which PostgreSQL's text refuses
@@ -905,9 +916,15 @@ func (g *Gate) ExpireOverdue(ctx context.Context, margin time.Duration) (int, er
 	return len(rows), nil
 }
 
-// canonical returns the arguments in canonical form (keys sorted, numbers
-// kept exactly) for comparing, and pretty-printed for the person to read.
-func canonical(args json.RawMessage) (canon []byte, pretty string, err error) {
+// canonArgs are a call's arguments as the gate compares and shows them.
+type canonArgs struct {
+	hash   string // SHA-256 of the canonical form (keys sorted, numbers kept exactly), hex
+	pretty string // pretty-printed, for the person to read
+}
+
+// canonical returns the arguments' canonical hash, for comparing calls,
+// and the arguments pretty-printed for the person to read.
+func canonical(args json.RawMessage) (canonArgs, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
@@ -915,17 +932,18 @@ func canonical(args json.RawMessage) (canon []byte, pretty string, err error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, "", fmt.Errorf("arguments: %w", err)
+		return canonArgs{}, fmt.Errorf("arguments: %w", err)
 	}
-	canon, err = json.Marshal(v)
+	canon, err := json.Marshal(v)
 	if err != nil {
-		return nil, "", fmt.Errorf("arguments: %w", err)
+		return canonArgs{}, fmt.Errorf("arguments: %w", err)
 	}
 	p, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return nil, "", fmt.Errorf("arguments: %w", err)
+		return canonArgs{}, fmt.Errorf("arguments: %w", err)
 	}
-	return canon, string(p), nil
+	sum := sha256.Sum256(canon)
+	return canonArgs{hash: hex.EncodeToString(sum[:]), pretty: string(p)}, nil
 }
 
 // InFlight is how many pending requests calls on this instance wait on.

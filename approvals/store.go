@@ -48,7 +48,15 @@ type Request struct {
 	// any instance meet on one request).
 	InstanceID  string  `json:"-"`
 	CollapseKey *string `json:"-"`
+	// ForgottenAt is when the person let a denied request's call be asked
+	// again; until then an identical call in its task is refused without
+	// asking (a remembered denial). Nil for other statuses.
+	ForgottenAt *time.Time `json:"forgottenAt,omitempty"`
 }
+
+// Remembered says whether the request is a denial that still refuses
+// identical calls in its task without asking.
+func (r Request) Remembered() bool { return r.Status == StatusDenied && r.ForgottenAt == nil }
 
 // TableName is approval_requests.
 func (Request) TableName() string { return "approval_requests" }
@@ -224,8 +232,9 @@ func (g *Gate) EndTask(ctx context.Context, ownerID, taskID string) error {
 // ForgetSite is called when the person stops sharing a site with
 // workspaceID ("" for every workspace), by unsharing it or moving it to
 // another workspace: the workspace's grants on it are revoked (sharing it
-// again starts from asking) and its requests waiting on it are withdrawn,
-// since no call of that workspace may run there now.
+// again starts from asking), its requests waiting on it are withdrawn,
+// since no call of that workspace may run there now, and its remembered
+// denials are forgotten.
 func (g *Gate) ForgetSite(ctx context.Context, ownerID, workspaceID, origin string) error {
 	q := g.opts.DB.WithContext(ctx).Model(&Grant{}).Where("user_id = ? AND site = ? AND revoked_at IS NULL", ownerID, origin)
 	if workspaceID != "" {
@@ -242,6 +251,12 @@ func (g *Gate) ForgetSite(ctx context.Context, ownerID, workspaceID, origin stri
 	}
 	if _, err := g.withdrawWhere(ctx, WithdrawUnshared, cond, args...); err != nil {
 		return err
+	}
+	// Its remembered denials go too: sharing it again starts from asking.
+	err := g.opts.DB.WithContext(ctx).Model(&Request{}).Where(cond+" AND status = ? AND forgotten_at IS NULL", append(args, StatusDenied)...).
+		Update("forgotten_at", store.Now()).Error
+	if err != nil {
+		return fmt.Errorf("forget site denials: %w", err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 func (s *Server) mountApprovals(me guard) {
 	me.Get("/approvals", s.getApprovals)
 	me.Post("/approvals/:id/answer", s.postAnswer)
+	me.Post("/approvals/:id/forget", s.postForgetDenial)
 	me.Get("/grants", s.getGrants)
 	me.Delete("/grants/:id", s.deleteGrant)
 	me.Get("/tasks/:id/approvals", s.getTaskApprovals)
@@ -59,6 +60,19 @@ func (s *Server) postAnswer(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"approval": r})
 }
 
+// postForgetDenial lets the call of a denied request be asked again.
+func (s *Server) postForgetDenial(c *fiber.Ctx) error {
+	r, err := s.gate.ForgetDenial(c.UserContext(), userID(c), c.Params("id"))
+	if err != nil {
+		return approvalError(err)
+	}
+	return c.JSON(fiber.Map{"approval": r})
+}
+
+// notRememberedNotice tells the person that a request they wanted asked
+// again is no longer a remembered denial.
+const notRememberedNotice = "That request is not a denial being remembered (it was already let go, or it was not denied); nothing changed."
+
 // agentGoneNotice tells the person that their answer came when no call
 // waited on the request any more.
 const agentGoneNotice = "The agent stopped waiting for this call (its connection closed), so nothing was run and the request is withdrawn. If the agent calls again, a new request appears."
@@ -75,6 +89,8 @@ func approvalError(err error) error {
 		return errorf(http.StatusConflict, codeAgentGone, agentGoneNotice)
 	case errors.Is(err, approvals.ErrMoreCalls):
 		return errorf(http.StatusConflict, codeMoreCalls, "More identical calls joined this request since it was shown, and Allow would run each of them; nothing was run yet. Look at the request again and answer it anew.")
+	case errors.Is(err, approvals.ErrNotRemembered):
+		return errorf(http.StatusConflict, codeNotRemembered, notRememberedNotice)
 	case errors.Is(err, approvals.ErrNotPending):
 		return errorf(http.StatusConflict, codeNotPending, "This request was already answered, expired, or withdrawn by its caller; nothing waits on it now.")
 	}

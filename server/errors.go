@@ -54,6 +54,7 @@ const (
 	codeNoStandingGrant      = "no_standing_grant"
 	codeNotFound             = "not_found"
 	codeNotPending           = "not_pending"
+	codeNotRemembered        = "not_remembered"
 	codeOriginNotAllowed     = "origin_not_allowed"
 	codeOwnerExists          = "owner_exists"
 	codeOwnerOnly            = "owner_only"

@@ -25,6 +25,7 @@ import (
 func (s *Server) mountApprovalPages(me guard) {
 	me.Get("/", s.pageInbox)
 	me.Post("/approvals/:id/answer", s.postPageAnswer)
+	me.Post("/approvals/:id/forget", s.postPageForgetDenial)
 	me.Get("/grants", s.pageGrants)
 	me.Post("/grants/:id/revoke", s.postPageRevokeGrant)
 	me.Get("/audit", s.pageAudit)
@@ -209,6 +210,25 @@ func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 		} else {
 			v.Data["Notice"] = s.endedNotice(c, c.Params("id"))
 		}
+		return s.render(c, http.StatusConflict, backPage(back), v)
+	}
+	if err != nil {
+		return approvalError(err)
+	}
+	return c.Redirect(back, http.StatusSeeOther)
+}
+
+// postPageForgetDenial lets a denied call be asked again: the task page's
+// button under a remembered denial.
+func (s *Server) postPageForgetDenial(c *fiber.Ctx) error {
+	back := answerBack(c.FormValue("back"))
+	_, err := s.gate.ForgetDenial(c.UserContext(), userID(c), c.Params("id"))
+	if errors.Is(err, approvals.ErrNotRemembered) {
+		v, verr := s.backView(c, back)
+		if verr != nil {
+			return verr
+		}
+		v.Data["Notice"] = notRememberedNotice
 		return s.render(c, http.StatusConflict, backPage(back), v)
 	}
 	if err != nil {

@@ -223,6 +223,11 @@ func (n *names) Decision(e store.AuditEntry) string {
 		return "Expired unanswered"
 	case "withdrawn":
 		return "Withdrawn"
+	case "remembered":
+		if e.DecidedBy != "" {
+			return "Denied before by " + n.Person(e.DecidedBy) + " — not asked again"
+		}
+		return "Denied before — not asked again"
 	case "", "none":
 		return "None"
 	}

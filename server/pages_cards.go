@@ -172,6 +172,9 @@ const (
 func (c requestCard) Outcome() string {
 	head := requestLabel(c.Request)
 	if c.Status != approvals.StatusAllowed {
+		if c.Status == approvals.StatusDenied && c.Remembered() {
+			return head + " — the agent was told no; if it repeats this call in its task, it is told no again without asking you"
+		}
 		if c.Status == approvals.StatusDenied {
 			return head + " — the agent was told no"
 		}

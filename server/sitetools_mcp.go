@@ -127,7 +127,8 @@ func (s *Server) addSiteTools(srv *mcp.Server) {
 		Description: "Run one tool of a shared website inside the person's own signed-in Chrome tab and return the page's result. " +
 			"Arguments are checked against the tool's input schema first. Read-only tools run at once; any other tool needs taskId " +
 			"and waits for the person to approve it (Allow once, Always allow, or Deny) — this can take minutes, and progress " +
-			"notifications are sent meanwhile. A denial or an unanswered request comes back as a result saying so. Calls time out after 60 s in the page.",
+			"notifications are sent meanwhile. A denial or an unanswered request comes back as a result saying so; a call the person denied " +
+			"is refused without asking them again in the same task. Calls time out after 60 s in the page.",
 	}, s.mcpCallSiteTool)
 }
 

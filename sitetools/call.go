@@ -127,7 +127,7 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 	dec, err := o.opts.Gate.Decide(ctx, approvals.Call{OwnerID: a.OwnerID, WorkspaceID: a.WorkspaceID, TokenID: a.TokenID, TaskID: req.TaskID,
 		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.ReadOnly(), Consequential: d.Annotations.ConsequentialHint})
 	entry.Decision, entry.DecidedBy = string(dec.Source), dec.DecidedBy
-	if dec.Source == approvals.SourceAsked {
+	if dec.Source == approvals.SourceAsked || dec.Source == approvals.SourceRemembered {
 		entry.RequestID = dec.RequestID
 	}
 	if err != nil {
@@ -270,6 +270,9 @@ func (o *Ops) refusal(dec approvals.Decision, origin, tool string) error {
 			return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered because the Tabbridge server is shutting down (usually to restart), so it was not run. Call again in a moment.", tool, origin)
 		}
 		return agentErr("approval_withdrawn", "The approval request for %s on %s was withdrawn before anyone answered, so it was not run. Call again if it is still needed.", tool, origin)
+	case approvals.SourceRemembered:
+		return agentErr("denied", "The person already denied this same call of %s on %s in this task (same arguments, at %s), so they were not asked again and it was not run. Do not repeat it: plan around the denial, or ask the person what they want instead; they can let it be asked again from the task's page in Tabbridge.",
+			tool, origin, dec.DecidedAt.UTC().Format(time.RFC3339))
 	}
 	return agentErr("denied", "The person denied this call of %s on %s; it was not run. Do not repeat the same call: plan around it, or ask the person what they want instead.", tool, origin)
 }
