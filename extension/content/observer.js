@@ -99,6 +99,8 @@
   const MAX_DEPTH = 64;
   const MAX_ERROR = 4096; // the bridge's maxErrorChars
   const later = typeof setTimeout === 'function' ? setTimeout : null;
+  const MO = typeof MutationObserver === 'function' ? MutationObserver : null;
+  const observeNodes = MO ? MO.prototype.observe : null;
 
   const proto = getProto(mc);
   const owner = proto && typeof proto.registerTool === 'function' ? proto : mc;
@@ -358,7 +360,9 @@
     return copy === NOT_DATA ? null : copy;
   }
 
+  let announced = false; // the page's tools were sent at least once
   function announce() {
+    announced = true;
     const list = nullArray();
     const names = keys(tools);
     for (let i = 0; i < names.length; i++) list[list.length] = tools[names[i]].desc;
@@ -679,16 +683,14 @@
   // listener), and whether respondWith was called.
   const submits = create(null);
   const preventedOf = typeof Event === 'function' ? Object.getOwnPropertyDescriptor(Event.prototype, 'defaultPrevented').get : null;
-  if (targetOf && preventedOf) {
-    apply(addListener, win, ['submit', (ev) => {
-      try {
-        const form = apply(targetOf, ev, []);
-        const name = form ? apply(getAttr, form, ['toolname']) : null;
-        if (typeof name === 'string' && submits[name] && submits[name].ev === null) submits[name].ev = ev;
-      } catch {
-        // Not a form of ours.
-      }
-    }, { __proto__: null, capture: true }]);
+  function onSubmit(ev) {
+    try {
+      const form = apply(targetOf, ev, []);
+      const name = form ? apply(getAttr, form, ['toolname']) : null;
+      if (typeof name === 'string' && submits[name] && submits[name].ev === null) submits[name].ev = ev;
+    } catch {
+      // Not a form of ours.
+    }
   }
 
   // handledInScript says whether the form of a call was submitted and the page prevented its
@@ -943,8 +945,29 @@
     if (later) later(otherRegistry, 3000);
   }, { __proto__: null, once: true }]);
 
-  apply(addListener, win, [nonce, onEvent]);
-  apply(addListener, win, ['pagehide', leaving]);
+  // listen adds the observer's listeners on the window; adding one still there does nothing.
+  // document.open() (or document.write() after load) erases them, the bridge's too, while the
+  // page stays the same document with its tools registered: every call would then wait for its
+  // deadline unheard, and the page's later tools would never be announced (measured on Chromium
+  // 156). The document's childList change is seen by a mutation observer the page has no
+  // reference to; in that microtask, after the bridge's (made first) has listened again, the
+  // listeners are added again and the page's tools sent again if any were.
+  function listen() {
+    apply(addListener, win, [nonce, onEvent]);
+    apply(addListener, win, ['pagehide', leaving]);
+    if (targetOf && preventedOf) apply(addListener, win, ['submit', onSubmit, { __proto__: null, capture: true }]);
+  }
+  listen();
+  if (MO && observeNodes) {
+    try {
+      apply(observeNodes, new MO(() => {
+        listen();
+        if (announced) announce();
+      }), [doc, { __proto__: null, childList: true }]);
+    } catch {
+      // No mutation observer: a page that opens itself again is not heard from after.
+    }
+  }
   if (nativeGetTools && nativeExecuteTool) {
     try {
       apply(addListener, mc, ['toolchange', refresh]);
