@@ -21,7 +21,7 @@ func TestExtensionPageOpenedAgain(t *testing.T) {
 
 	u := site + "/rewritten.html"
 	tab := b.Tab(t, u)
-	d := waitDocument(t, b, worker, u, "before")
+	d := waitDocument(t, b, worker, u, "before", "rewriteNow")
 	if o := callTool(t, b, worker, site, "before", `{}`); !o.OK || o.Result["text"] != "As loaded" {
 		t.Fatalf("before, as loaded = %+v", o)
 	}
@@ -40,6 +40,14 @@ func TestExtensionPageOpenedAgain(t *testing.T) {
 	t.Logf("a call after the rewrite took %v", time.Since(start).Round(time.Millisecond))
 	if o := callTool(t, b, worker, site, "after", `{}`); !o.OK || o.Result["after"] != true {
 		t.Fatalf("after = %+v", o)
+	}
+
+	// A call whose own execute rewrites the page: its answer, sent just after, is heard.
+	if o := callTool(t, b, worker, site, "rewriteNow", `{"text": "Written by a call"}`); !o.OK || o.Result["rewrote"] != "Written by a call" {
+		t.Fatalf("rewriteNow = %+v", o)
+	}
+	if o := callTool(t, b, worker, site, "before", `{}`); !o.OK || o.Result["text"] != "Written by a call" {
+		t.Fatalf("before, after a call rewrote the page = %+v", o)
 	}
 
 	// The document's freeze and resume listeners were erased too: Chrome freezing the tab must
