@@ -100,6 +100,9 @@
   const MAX_ERROR = 4096; // the bridge's maxErrorChars
   const later = typeof setTimeout === 'function' ? setTimeout : null;
   const MO = typeof MutationObserver === 'function' ? MutationObserver : null;
+  const persistedDesc = typeof PageTransitionEvent === 'function' ? ownDesc(PageTransitionEvent.prototype, 'persisted') : undefined;
+  const persistedOf = persistedDesc && typeof persistedDesc.get === 'function' ? persistedDesc.get : null;
+  const CACHED = "The page was put in the back/forward cache (its tab went to another page) while the call was running, so the call was stopped: the page's execute was told to abort. It may have done part of its work: check the page's state before calling again.";
   const observeNodes = MO ? MO.prototype.observe : null;
 
   const proto = getProto(mc);
@@ -916,11 +919,30 @@
   // observer's own state is read here; no page code runs. A pagehide the page dispatched itself
   // is not the page leaving: isTrusted is an own property of every event that no script can
   // redefine ([LegacyUnforgeable]), so reading it runs no page code either.
+  //
+  // A page going into the back/forward cache (persisted) is not gone: shown again, it goes on
+  // where it was, and a call's execute would finish its work then, long after the worker failed
+  // the call (its port closes now) and nobody hears the answer. So its other calls are aborted
+  // here, as the worker cancels the calls of a tab Chrome freezes: the page's execute hears its
+  // signal now, before the page is frozen in the cache, and can stop. Their answer goes too, in
+  // case the port is still open. persisted is read with the getter saved at start.
   function leaving(ev) {
     if (!ev.isTrusted) return;
+    let cached = false;
+    try {
+      cached = persistedOf !== null && apply(persistedOf, ev, []) === true;
+    } catch {
+      // Not a PageTransitionEvent: a page leaving for good.
+    }
     const ids = keys(calls);
     for (let i = 0; i < ids.length; i++) {
-      if (calls[ids[i]].form) finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
+      const c = calls[ids[i]];
+      if (c.form) {
+        finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
+      } else if (cached) {
+        apply(abortCtl, c.ctl, [new DOMEx(CACHED, 'AbortError')]);
+        finish(ids[i], { __proto__: null, ok: false, error: CACHED });
+      }
     }
   }
 

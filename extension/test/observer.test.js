@@ -39,6 +39,7 @@ function page({ warn, mutations } = {}) {
   win.erase = () => added.splice(0).forEach(([type, fn, opts]) => EventTarget.prototype.removeEventListener.call(win, type, fn, opts));
   const mutated = []; // the callbacks of the mutation observers made, when mutations is set
   const ctx = vm.createContext({ EventTarget: Window, CustomEvent, AbortController, AbortSignal, DOMException, queueMicrotask, console: warn ? { warn } : console });
+  vm.runInContext('this.PageTransitionEvent = class PageTransitionEvent { constructor(type, persisted) { this.type = type; this.isTrusted = true; this._p = persisted; } get persisted() { return this._p; } }', ctx);
   if (mutations) {
     ctx.MutationObserver = class MutationObserver {
       constructor(fn) {
@@ -66,7 +67,10 @@ function page({ warn, mutations } = {}) {
   });
   vm.runInContext(source, ctx);
   const toPage = (m) => win.dispatchEvent(new CustomEvent('n0nce', { detail: JSON.stringify({ from: 'bridge', ...m }) }));
-  return { ctx, attrs, sent, details, toPage, win, mutated };
+  // listener returns the observer's listener of type on the window, to call with an event of the
+  // test's making (one that says it is trusted, as only the browser's can).
+  const listener = (type) => added.find(([t]) => t === type)?.[1];
+  return { ctx, attrs, sent, details, toPage, win, mutated, listener };
 }
 
 const settle = () => new Promise((r) => setImmediate(r));
@@ -549,4 +553,44 @@ test('a page without tools is not announced when its document changes', async ()
   mutated[0]([]);
   await settle();
   assert.deepEqual(sent, []);
+});
+
+// A page going into the back/forward cache goes on where it was when it is shown again: a call
+// still running would finish its work then, unheard. Its signal fires as the page is cached, and
+// its answer says so; a page leaving for good is not told (it runs nothing again).
+test('a page put in the back/forward cache aborts its running calls; one leaving for good does not', async () => {
+  for (const persisted of [true, false]) {
+    const { ctx, sent, toPage, listener } = page();
+    const heard = [];
+    await ctx.document.modelContext.registerTool({
+      name: 'slow',
+      description: 'd',
+      execute: (args, { signal }) => new Promise((resolve, reject) => {
+        signal.addEventListener('abort', () => {
+          heard.push(signal.reason.message);
+          reject(signal.reason);
+        });
+      }),
+    });
+    await settle();
+    toPage({ type: 'call', callId: 'c1', tool: 'slow', args: {} });
+    await settle();
+    // The page patched persisted's getter: the observer reads the browser's own.
+    vm.runInContext("Object.defineProperty(PageTransitionEvent.prototype, 'persisted', { get() { return false; } })", ctx);
+    const ev = new ctx.PageTransitionEvent('pagehide', persisted);
+    Object.defineProperty(ev, '_p', { value: persisted });
+    listener('pagehide')(ev);
+    await settle();
+    const results = sent.filter((m) => m.type === 'result');
+    if (persisted) {
+      assert.equal(heard.length, 1);
+      assert.match(heard[0], /back\/forward cache/);
+      assert.equal(results.length, 1);
+      assert.equal(results[0].ok, false);
+      assert.match(results[0].error, /back\/forward cache.*told to abort.*check the page's state/);
+    } else {
+      assert.deepEqual(heard, []);
+      assert.deepEqual(results, []);
+    }
+  }
 });
