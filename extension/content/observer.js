@@ -924,7 +924,8 @@
   // where it was, and a call's execute would finish its work then, long after the worker failed
   // the call (its port closes now) and nobody hears the answer. So its other calls are aborted
   // here, as the worker cancels the calls of a tab Chrome freezes: the page's execute hears its
-  // signal now, before the page is frozen in the cache, and can stop. Their answer goes too, in
+  // signal now, before the page is frozen in the cache, and can stop (its abort listeners run
+  // here: this is the page's own pagehide, not an event of the channel). Their answer goes too, in
   // case the port is still open. persisted is read with the getter saved at start.
   function leaving(ev) {
     if (!ev.isTrusted) return;
@@ -937,6 +938,7 @@
     const ids = keys(calls);
     for (let i = 0; i < ids.length; i++) {
       const c = calls[ids[i]];
+      if (!c) continue; // ended meanwhile by the page's own abort listener of another call
       if (c.form) {
         finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
       } else if (cached) {
