@@ -102,7 +102,7 @@
   const MO = typeof MutationObserver === 'function' ? MutationObserver : null;
   const persistedDesc = typeof PageTransitionEvent === 'function' ? ownDesc(PageTransitionEvent.prototype, 'persisted') : undefined;
   const persistedOf = persistedDesc && typeof persistedDesc.get === 'function' ? persistedDesc.get : null;
-  const CACHED = "The page was put in the back/forward cache (its tab went to another page) while the call was running, so the call was stopped: the page's execute was told to abort. It may have done part of its work: check the page's state before calling again.";
+  const CACHED = 'The page was put in the back/forward cache while the call was running: the call was given up.';
   const observeNodes = MO ? MO.prototype.observe : null;
 
   const proto = getProto(mc);
@@ -925,8 +925,8 @@
   // the call (its port closes now) and nobody hears the answer. So its other calls are aborted
   // here, as the worker cancels the calls of a tab Chrome freezes: the page's execute hears its
   // signal now, before the page is frozen in the cache, and can stop (its abort listeners run
-  // here: this is the page's own pagehide, not an event of the channel). Their answer goes too, in
-  // case the port is still open. persisted is read with the getter saved at start.
+  // here: this is the page's own pagehide, not an event of the channel). No answer is sent: the
+  // port's close ends the call in the worker. persisted is read with the getter saved at start.
   function leaving(ev) {
     if (!ev.isTrusted) return;
     let cached = false;
@@ -942,8 +942,12 @@
       if (c.form) {
         finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
       } else if (cached) {
+        // Ended without an answer: the port's close tells the worker (page_gone), as for any
+        // page left mid-call; an answer sent now could overtake it.
+        c.done = true;
+        delete calls[ids[i]];
+        delete c.reg.calls[ids[i]];
         apply(abortCtl, c.ctl, [new DOMEx(CACHED, 'AbortError')]);
-        finish(ids[i], { __proto__: null, ok: false, error: CACHED });
       }
     }
   }

@@ -556,8 +556,8 @@ test('a page without tools is not announced when its document changes', async ()
 });
 
 // A page going into the back/forward cache goes on where it was when it is shown again: a call
-// still running would finish its work then, unheard. Its signal fires as the page is cached, and
-// its answer says so; a page leaving for good is not told (it runs nothing again).
+// still running would finish its work then, unheard. Its signal fires as the page is cached; a
+// page leaving for good is not told (it runs nothing again).
 test('a page put in the back/forward cache aborts its running calls; one leaving for good does not', async () => {
   for (const persisted of [true, false]) {
     const { ctx, sent, toPage, listener } = page();
@@ -581,13 +581,12 @@ test('a page put in the back/forward cache aborts its running calls; one leaving
     Object.defineProperty(ev, '_p', { value: persisted });
     listener('pagehide')(ev);
     await settle();
+    // No answer either way: the port's close ends the call in the worker (page_gone), and an
+    // answer sent now could overtake it.
     const results = sent.filter((m) => m.type === 'result');
     if (persisted) {
-      assert.equal(heard.length, 1);
-      assert.match(heard[0], /back\/forward cache/);
-      assert.equal(results.length, 1);
-      assert.equal(results[0].ok, false);
-      assert.match(results[0].error, /back\/forward cache.*told to abort.*check the page's state/);
+      assert.deepEqual(heard, ['The page was put in the back/forward cache while the call was running: the call was given up.']);
+      assert.deepEqual(results, []);
     } else {
       assert.deepEqual(heard, []);
       assert.deepEqual(results, []);
