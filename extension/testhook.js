@@ -35,6 +35,18 @@ link.send = (msg) => {
   return sent;
 };
 
+// The worker's reads of a tab (chrome.scripting.executeScript: the page a form went to) can be held
+// until the test releases them, as when the worker is slow to get to one: the read then runs in
+// whatever the tab shows by then.
+let held = null; // {waiting, open, released} while reads are held
+const executeScript = chrome.scripting.executeScript;
+chrome.scripting.executeScript = (...args) => {
+  const run = () => Reflect.apply(executeScript, chrome.scripting, args);
+  if (held === null) return run();
+  held.waiting++;
+  return held.released.then(run);
+};
+
 const testCalls = new Map();
 self.__tabbridgeTest = {
   ready: () => ready,
@@ -52,6 +64,16 @@ self.__tabbridgeTest = {
   documents: () => Object.values(pages.rec.docs),
   traffic: (documentId) => ({ ...traffic[documentId] }),
   detection: () => detection.status(),
+  holdReads() {
+    let open;
+    const released = new Promise((resolve) => (open = resolve));
+    held = { waiting: 0, open, released };
+  },
+  heldReads: () => held?.waiting ?? 0,
+  releaseReads() {
+    held?.open();
+    held = null;
+  },
   link,
   showApprovals,
   notices,

@@ -206,17 +206,15 @@
     post(r.msg);
   }
 
-  window.addEventListener(nonce, fromPage);
-
   // A persisted pageshow is a restore from the back/forward cache: the old port was closed.
-  window.addEventListener('pageshow', (ev) => {
+  function onPageshow(ev) {
     if (!ev.isTrusted) return;
     caching = false;
     if (ev.persisted && tools !== null) {
       port = null;
       announce();
     }
-  });
+  }
 
   // Chrome freezes background tabs to save power (DevTools can too): a frozen page runs nothing,
   // this script included, so a call sent to it would wait unanswered until the tab is shown. The
@@ -230,11 +228,11 @@
   // as it leaves goes after it anyway). One going into the cache does not: Chrome is closing its
   // port, the worker forgets the document when it closes, and the restore announces afresh.
   let caching = false;
-  window.addEventListener('pagehide', (ev) => {
+  function onPagehide(ev) {
     if (!ev.isTrusted) return;
     caching = ev.persisted;
     if (port !== null) flush();
-  });
+  }
   function tell(msg) {
     if (tools === null || port === null || caching) return;
     flush();
@@ -244,8 +242,25 @@
       port = null;
     }
   }
-  document.addEventListener('freeze', (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: true }));
-  document.addEventListener('resume', (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: false }));
+  const onFreeze = (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: true });
+  const onResume = (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: false });
+
+  // document.open() erases every listener on the window and the document, this world's too (and
+  // document.write() after the page loaded opens it): the page stays the same document, with the
+  // same port and its tools still registered, but nothing it sent would be heard and every call
+  // would wait for its deadline (measured on Chromium 156). Its childList change of the document
+  // is seen here, before any other task, and the listeners are added again; adding one still
+  // there does nothing. The observer, whose mutation observer was made after this one, then
+  // sends the page's tools again.
+  function listen() {
+    window.addEventListener(nonce, fromPage);
+    window.addEventListener('pageshow', onPageshow);
+    window.addEventListener('pagehide', onPagehide);
+    document.addEventListener('freeze', onFreeze);
+    document.addEventListener('resume', onResume);
+  }
+  listen();
+  new MutationObserver(listen).observe(document, { childList: true });
 
   // The worker, started afresh, has no ports; it asks a document it remembers to reconnect.
   chrome.runtime.onMessage.addListener((msg, sender, reply) => {

@@ -99,6 +99,11 @@
   const MAX_DEPTH = 64;
   const MAX_ERROR = 4096; // the bridge's maxErrorChars
   const later = typeof setTimeout === 'function' ? setTimeout : null;
+  const MO = typeof MutationObserver === 'function' ? MutationObserver : null;
+  const persistedDesc = typeof PageTransitionEvent === 'function' ? ownDesc(PageTransitionEvent.prototype, 'persisted') : undefined;
+  const persistedOf = persistedDesc && typeof persistedDesc.get === 'function' ? persistedDesc.get : null;
+  const CACHED = 'The page was put in the back/forward cache while the call was running: the call was given up.';
+  const observeNodes = MO ? MO.prototype.observe : null;
 
   const proto = getProto(mc);
   const owner = proto && typeof proto.registerTool === 'function' ? proto : mc;
@@ -358,7 +363,9 @@
     return copy === NOT_DATA ? null : copy;
   }
 
+  let announced = false; // the page's tools were sent at least once
   function announce() {
+    announced = true;
     const list = nullArray();
     const names = keys(tools);
     for (let i = 0; i < names.length; i++) list[list.length] = tools[names[i]].desc;
@@ -679,16 +686,14 @@
   // listener), and whether respondWith was called.
   const submits = create(null);
   const preventedOf = typeof Event === 'function' ? Object.getOwnPropertyDescriptor(Event.prototype, 'defaultPrevented').get : null;
-  if (targetOf && preventedOf) {
-    apply(addListener, win, ['submit', (ev) => {
-      try {
-        const form = apply(targetOf, ev, []);
-        const name = form ? apply(getAttr, form, ['toolname']) : null;
-        if (typeof name === 'string' && submits[name] && submits[name].ev === null) submits[name].ev = ev;
-      } catch {
-        // Not a form of ours.
-      }
-    }, { __proto__: null, capture: true }]);
+  function onSubmit(ev) {
+    try {
+      const form = apply(targetOf, ev, []);
+      const name = form ? apply(getAttr, form, ['toolname']) : null;
+      if (typeof name === 'string' && submits[name] && submits[name].ev === null) submits[name].ev = ev;
+    } catch {
+      // Not a form of ours.
+    }
   }
 
   // handledInScript says whether the form of a call was submitted and the page prevented its
@@ -914,11 +919,36 @@
   // observer's own state is read here; no page code runs. A pagehide the page dispatched itself
   // is not the page leaving: isTrusted is an own property of every event that no script can
   // redefine ([LegacyUnforgeable]), so reading it runs no page code either.
+  //
+  // A page going into the back/forward cache (persisted) is not gone: shown again, it goes on
+  // where it was, and a call's execute would finish its work then, long after the worker failed
+  // the call (its port closes now) and nobody hears the answer. So its other calls are aborted
+  // here, as the worker cancels the calls of a tab Chrome freezes: the page's execute hears its
+  // signal now, before the page is frozen in the cache, and can stop (its abort listeners run
+  // here: this is the page's own pagehide, not an event of the channel). No answer is sent: the
+  // port's close ends the call in the worker. persisted is read with the getter saved at start.
   function leaving(ev) {
     if (!ev.isTrusted) return;
+    let cached = false;
+    try {
+      cached = persistedOf !== null && apply(persistedOf, ev, []) === true;
+    } catch {
+      // Not a PageTransitionEvent: a page leaving for good.
+    }
     const ids = keys(calls);
     for (let i = 0; i < ids.length; i++) {
-      if (calls[ids[i]].form) finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
+      const c = calls[ids[i]];
+      if (!c) continue; // ended meanwhile by the page's own abort listener of another call
+      if (c.form) {
+        finish(ids[i], { __proto__: null, ok: true, result: null, navigating: true });
+      } else if (cached) {
+        // Ended without an answer: the port's close tells the worker (page_gone), as for any
+        // page left mid-call; an answer sent now could overtake it.
+        c.done = true;
+        delete calls[ids[i]];
+        delete c.reg.calls[ids[i]];
+        apply(abortCtl, c.ctl, [new DOMEx(CACHED, 'AbortError')]);
+      }
     }
   }
 
@@ -943,8 +973,29 @@
     if (later) later(otherRegistry, 3000);
   }, { __proto__: null, once: true }]);
 
-  apply(addListener, win, [nonce, onEvent]);
-  apply(addListener, win, ['pagehide', leaving]);
+  // listen adds the observer's listeners on the window; adding one still there does nothing.
+  // document.open() (or document.write() after load) erases them, the bridge's too, while the
+  // page stays the same document with its tools registered: every call would then wait for its
+  // deadline unheard, and the page's later tools would never be announced (measured on Chromium
+  // 156). The document's childList change is seen by a mutation observer the page has no
+  // reference to; in that microtask, after the bridge's (made first) has listened again, the
+  // listeners are added again and the page's tools sent again if any were.
+  function listen() {
+    apply(addListener, win, [nonce, onEvent]);
+    apply(addListener, win, ['pagehide', leaving]);
+    if (targetOf && preventedOf) apply(addListener, win, ['submit', onSubmit, { __proto__: null, capture: true }]);
+  }
+  listen();
+  if (MO && observeNodes) {
+    try {
+      apply(observeNodes, new MO(() => {
+        listen();
+        if (announced) announce();
+      }), [doc, { __proto__: null, childList: true }]);
+    } catch {
+      // No mutation observer: a page that opens itself again is not heard from after.
+    }
+  }
   if (nativeGetTools && nativeExecuteTool) {
     try {
       apply(addListener, mc, ['toolchange', refresh]);

@@ -377,15 +377,19 @@ export class Pages {
     } catch {
       return fail(codes.toolError, 'The form navigated, and the tab no longer shows a page the extension can read.');
     }
-    if (url.origin !== origin) {
-      return { ok: true, result: { navigated: true, url: url.origin, note: `The form navigated to another site (${url.origin}); its page is not read.` } };
-    }
+    if (url.origin !== origin) return elsewhere(url.origin);
+    // The tab is read by its id, so whatever document it shows when the script runs is read: the
+    // page the form went to may have moved on meanwhile (a redirect to a payment provider, or the
+    // page's own script sending the tab to another site where the person is signed in). The read
+    // itself checks the origin, in the same document and the same task as it reads.
     let read;
     try {
-      [{ result: read }] = await chrome.scripting.executeScript({ target: { tabId }, func: readJsonLd });
+      [{ result: read }] = await chrome.scripting.executeScript({ target: { tabId }, func: readJsonLd, args: [origin] });
     } catch (e) {
       return fail(codes.toolError, `The form navigated to ${url.href}, but that page could not be read: ${e?.message ?? e}.`);
     }
+    if (!read || typeof read !== 'object') return fail(codes.toolError, `The form navigated to ${url.href}, but that page went away before it could be read.`);
+    if (typeof read.elsewhere === 'string') return elsewhere(read.elsewhere);
     const out = { navigated: true, url: read.url, title: read.title };
     if (read.jsonLd === null) {
       out.note = 'The page the form went to has no <script type="application/ld+json">, so no structured result.';
@@ -518,9 +522,18 @@ function dialogSays({ kind, text }) {
   return `${kind === 'alert' ? 'an' : 'a'} ${kind}() dialog${text ? ` saying ${JSON.stringify(text)}` : ''}`;
 }
 
+// elsewhere is the answer of a form that went to a page of another origin than the site's: that
+// page is never read (the site was shared, not the other one), and the agent is told where it went.
+function elsewhere(origin) {
+  return { ok: true, result: { navigated: true, url: origin, note: `The form navigated to another site (${origin}); its page is not read.` } };
+}
+
 // readJsonLd runs in the page a form navigated to (chrome.scripting, the isolated world): its
-// address, title and first application/ld+json script's text.
-function readJsonLd() {
+// address, title and first application/ld+json script's text, only if the document is of origin
+// (the site's); else only the origin it is of. It is one synchronous function in that document,
+// so no navigation can come between the check and the read.
+function readJsonLd(origin) {
+  if (location.origin !== origin) return { elsewhere: location.origin };
   const s = document.querySelector('script[type="application/ld+json"]');
   return { url: location.href, title: document.title, jsonLd: s ? s.textContent : null };
 }

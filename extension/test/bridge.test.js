@@ -45,6 +45,7 @@ function bridge() {
   }
   const ctx = vm.createContext({
     window: win, CustomEvent, crypto, TextEncoder, JSON, console, MessageChannel, location: { href: 'https://shop.example/' },
+    MutationObserver: class { observe() {} }, // document.open() is tried in real Chromium (e2e)
     performance: { now: () => clock },
     setTimeout: (fn, ms) => {
       const t = { at: clock + Math.max(0, ms ?? 0), fn };

@@ -9,7 +9,7 @@ import '../lib/messages.js';
 
 const source = readFileSync(new URL('../content/observer.js', import.meta.url), 'utf8');
 
-function page({ warn } = {}) {
+function page({ warn, mutations } = {}) {
   const attrs = { 'data-tabbridge-nonce': 'n0nce' };
   // Its promises are the page's own (of the vm context), as a browser's are of the page's realm.
   class ModelContext {
@@ -18,7 +18,13 @@ function page({ warn } = {}) {
     }
   }
   // Like a browser's window, it sets window.event while its listeners run.
+  // What the page's scripts add to it is recorded, so that a test can erase it as document.open() does.
+  const added = [];
   class Window extends EventTarget {
+    addEventListener(type, fn, opts) {
+      added.push([type, fn, opts]);
+      return super.addEventListener(type, fn, opts);
+    }
     dispatchEvent(e) {
       const before = this.event;
       this.event = e;
@@ -30,7 +36,20 @@ function page({ warn } = {}) {
     }
   }
   const win = new Window();
+  win.erase = () => added.splice(0).forEach(([type, fn, opts]) => EventTarget.prototype.removeEventListener.call(win, type, fn, opts));
+  const mutated = []; // the callbacks of the mutation observers made, when mutations is set
   const ctx = vm.createContext({ EventTarget: Window, CustomEvent, AbortController, AbortSignal, DOMException, queueMicrotask, console: warn ? { warn } : console });
+  vm.runInContext('this.PageTransitionEvent = class PageTransitionEvent { constructor(type, persisted) { this.type = type; this.isTrusted = true; this._p = persisted; } get persisted() { return this._p; } }', ctx);
+  if (mutations) {
+    ctx.MutationObserver = class MutationObserver {
+      constructor(fn) {
+        this.fn = fn;
+      }
+      observe(target, options) {
+        if (target === ctx.document && options.childList) mutated.push(this.fn);
+      }
+    };
+  }
   vm.runInContext('this.Element = class Element {}', ctx);
   ctx.Element.prototype.getAttribute = function (n) { return attrs[n] ?? null; };
   ctx.Element.prototype.removeAttribute = function (n) { delete attrs[n]; };
@@ -39,7 +58,7 @@ function page({ warn } = {}) {
   ctx.window = win;
   const sent = [];
   const details = []; // what the bridge reads: each message's JSON text
-  win.addEventListener('n0nce', (e) => {
+  EventTarget.prototype.addEventListener.call(win, 'n0nce', (e) => {
     const m = JSON.parse(e.detail);
     if (m.from === 'observer') {
       sent.push(m);
@@ -48,7 +67,10 @@ function page({ warn } = {}) {
   });
   vm.runInContext(source, ctx);
   const toPage = (m) => win.dispatchEvent(new CustomEvent('n0nce', { detail: JSON.stringify({ from: 'bridge', ...m }) }));
-  return { ctx, attrs, sent, details, toPage };
+  // listener returns the observer's listener of type on the window, to call with an event of the
+  // test's making (one that says it is trusted, as only the browser's can).
+  const listener = (type) => added.find(([t]) => t === type)?.[1];
+  return { ctx, attrs, sent, details, toPage, win, mutated, listener };
 }
 
 const settle = () => new Promise((r) => setImmediate(r));
@@ -210,7 +232,7 @@ function formPage() {
   ctx.window = win;
   const sent = [];
   const details = []; // what the bridge reads: each message's JSON text
-  win.addEventListener('n0nce', (e) => {
+  EventTarget.prototype.addEventListener.call(win, 'n0nce', (e) => {
     const m = JSON.parse(e.detail);
     if (m.from === 'observer') {
       sent.push(m);
@@ -494,4 +516,80 @@ test("a pagehide the page dispatches itself does not end its form calls as navig
   p.toPage({ type: 'cancel', callId: 'c1', reason: 'done' });
   await settle();
   assert.deepEqual(p.sent.at(-1), { type: 'result', callId: 'c1', ok: false, error: 'done', from: 'observer' });
+});
+
+// document.open() erases every listener on the window (the observer's too) and keeps the same
+// document: the observer hears the document's childList change and listens again, and sends the
+// page's tools again, so the tools registered meanwhile are announced and calls are heard.
+test('a page that opens its document again is heard again, and its tools sent again', async () => {
+  const { ctx, sent, toPage, win, mutated } = page({ mutations: true });
+  assert.equal(mutated.length, 1, 'the observer watches the document');
+  const mc = ctx.document.modelContext;
+  await mc.registerTool({ name: 'a', description: 'a', execute: () => 'a' });
+  await settle();
+  win.erase(); // document.open()
+  await mc.registerTool({ name: 'b', description: 'b', execute: () => 'b' });
+  await settle();
+  toPage({ type: 'call', callId: 'lost', tool: 'a', args: {} });
+  await settle();
+  assert.equal(sent.filter((m) => m.callId === 'lost').length, 0, 'unheard while its listener is erased');
+  const before = sent.length;
+  mutated[0]([]); // the document's childList change
+  await settle();
+  assert.deepEqual(sent.slice(before).map((m) => m.type), ['tools']);
+  assert.deepEqual(lastTools(sent), ['a', 'b']);
+  toPage({ type: 'call', callId: 'c2', tool: 'b', args: {} });
+  await settle();
+  assert.deepEqual(sent.at(-1), { type: 'result', callId: 'c2', ok: true, result: 'b', from: 'observer' });
+  // Heard once, though the change is seen again with the listener still there.
+  mutated[0]([]);
+  toPage({ type: 'call', callId: 'c3', tool: 'a', args: {} });
+  await settle();
+  assert.equal(sent.filter((m) => m.callId === 'c3').length, 1);
+});
+
+test('a page without tools is not announced when its document changes', async () => {
+  const { sent, mutated } = page({ mutations: true });
+  mutated[0]([]);
+  await settle();
+  assert.deepEqual(sent, []);
+});
+
+// A page going into the back/forward cache goes on where it was when it is shown again: a call
+// still running would finish its work then, unheard. Its signal fires as the page is cached; a
+// page leaving for good is not told (it runs nothing again).
+test('a page put in the back/forward cache aborts its running calls; one leaving for good does not', async () => {
+  for (const persisted of [true, false]) {
+    const { ctx, sent, toPage, listener } = page();
+    const heard = [];
+    await ctx.document.modelContext.registerTool({
+      name: 'slow',
+      description: 'd',
+      execute: (args, { signal }) => new Promise((resolve, reject) => {
+        signal.addEventListener('abort', () => {
+          heard.push(signal.reason.message);
+          reject(signal.reason);
+        });
+      }),
+    });
+    await settle();
+    toPage({ type: 'call', callId: 'c1', tool: 'slow', args: {} });
+    await settle();
+    // The page patched persisted's getter: the observer reads the browser's own.
+    vm.runInContext("Object.defineProperty(PageTransitionEvent.prototype, 'persisted', { get() { return false; } })", ctx);
+    const ev = new ctx.PageTransitionEvent('pagehide', persisted);
+    Object.defineProperty(ev, '_p', { value: persisted });
+    listener('pagehide')(ev);
+    await settle();
+    // No answer either way: the port's close ends the call in the worker (page_gone), and an
+    // answer sent now could overtake it.
+    const results = sent.filter((m) => m.type === 'result');
+    if (persisted) {
+      assert.deepEqual(heard, ['The page was put in the back/forward cache while the call was running: the call was given up.']);
+      assert.deepEqual(results, []);
+    } else {
+      assert.deepEqual(heard, []);
+      assert.deepEqual(results, []);
+    }
+  }
 });

@@ -252,6 +252,62 @@ test('a navigating form is followed to the page it went to', async () => {
   assert.deepEqual(r.outcome.result, { navigated: true, url: 'https://pay.example', note: 'The form navigated to another site (https://pay.example); its page is not read.' });
 });
 
+// The tab is read by its id, so the read reaches whatever document the tab shows when the script
+// runs, not the one whose address was checked: the site's page the form went to may send the tab
+// on at once (to a payment provider, or, written to, to another site where the person is signed
+// in). The real injected function runs here against the document the tab shows by then.
+test('a navigating form whose page moved on to another site before the read is not read there', async () => {
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(9, 'doc-9', origin);
+  pages.attach(port, Promise.resolve());
+  const form = { name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true };
+  // shows is the document in tab 9 when the script runs: its address and its JSON-LD.
+  const inDocument = (shows) => async ({ target, func, args }) => {
+    assert.equal(target.tabId, 9);
+    const saved = { location: globalThis.location, document: globalThis.document };
+    globalThis.location = new URL(shows.url);
+    globalThis.document = { title: shows.title, querySelector: () => ({ textContent: shows.jsonLd }) };
+    try {
+      return [{ result: func(...(args ?? [])) }];
+    } finally {
+      Object.assign(globalThis, saved);
+    }
+  };
+  const run = async (shows) => {
+    port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [form] });
+    await flush();
+    readPage = inDocument(shows);
+    const call = pages.call({ callId: 'call-9', origin, tool: 'orderForm', args: { item: 'tea' }, timeoutMs: 60000 });
+    await flush();
+    port.onMessage.fire({ type: 'result', callId: 'call-9', ok: true, result: null, navigating: true });
+    await flush();
+    // Loaded on the site's own origin, as the tab said when it finished loading.
+    chrome.tabs.onUpdated.fire(9, { status: 'complete' }, { id: 9, url: `${origin}/ordered?item=tea` });
+    return call;
+  };
+  const moved = await run({ url: 'https://bank.example/account', title: 'Your account', jsonLd: '{"@type":"BankAccount","accountId":"DE89 3704"}' });
+  assert.deepEqual(moved, { ok: true, result: { navigated: true, url: 'https://bank.example', note: 'The form navigated to another site (https://bank.example); its page is not read.' } });
+  assert.doesNotMatch(JSON.stringify(moved), /DE89|Your account/);
+
+  // Still on the site: read as before.
+  const stayed = await run({ url: `${origin}/ordered?item=tea`, title: 'Ordered', jsonLd: '{"@type":"Order","orderedItem":"tea"}' });
+  assert.deepEqual(stayed, { ok: true, result: { navigated: true, url: `${origin}/ordered?item=tea`, title: 'Ordered', result: { '@type': 'Order', orderedItem: 'tea' } } });
+
+  // The document went away while the script ran (Chrome gives no result): said, never thrown.
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [form] });
+  await flush();
+  readPage = async () => [{ result: undefined }];
+  const call = pages.call({ callId: 'call-10', origin, tool: 'orderForm', args: { item: 'tea' }, timeoutMs: 60000 });
+  await flush();
+  port.onMessage.fire({ type: 'result', callId: 'call-10', ok: true, result: null, navigating: true });
+  await flush();
+  chrome.tabs.onUpdated.fire(9, { status: 'complete' }, { id: 9, url: `${origin}/ordered?item=tea` });
+  const gone = await call;
+  assert.equal(gone.ok, false);
+  assert.equal(gone.code, codes.toolError);
+  assert.match(gone.error, /went away before it could be read/);
+});
+
 test('a page address keeps a hash route and drops an anchor, as the server counts pages', () => {
   assert.equal(pageAddress('https://a.example/notes.html#top'), 'https://a.example/notes.html');
   assert.equal(pageAddress('https://a.example/app?x=1#/cart'), 'https://a.example/app?x=1#/cart');
