@@ -28,6 +28,15 @@
   let port = null;
   let tools = null; // the page's last tool list, checked; null until it registers one
 
+  // A page Chrome prerenders (speculation rules, or the address bar guessing where the person
+  // goes) runs its scripts, and registers its tools, before anyone sees it. A port it opened
+  // then would come from a main frame whose frameId is not 0 (Chrome gives prerendered pages
+  // other frame ids), which the worker refuses as a subframe's, and the page, once shown, would
+  // have no port and its tools would never be announced. So nothing is sent while the document
+  // is prerendering; its activation (prerenderingchange) announces what it has by then, on a
+  // port whose sender is the tab's shown page.
+  let prerendering = document.prerendering === true;
+
   function toPage(msg) {
     msg.from = 'bridge';
     window.dispatchEvent(new CustomEvent(nonce, { detail: JSON.stringify(msg) }));
@@ -38,7 +47,7 @@
   // old port close, has failed that document's calls already (a result the observer sends as the
   // page is cached has no call left to answer).
   function post(msg) {
-    if (port === null && caching) return;
+    if (port === null && (caching || prerendering)) return;
     try {
       connect().postMessage(msg);
     } catch {
@@ -94,7 +103,7 @@
 
   // announce sends the page's tools now, on a new port if there is none.
   function announce() {
-    if (tools === null) return;
+    if (tools === null || prerendering) return; // stale stays set: the activation announces
     if (port === null) {
       connect();
       return;
@@ -242,6 +251,11 @@
       port = null;
     }
   }
+  function onPrerenderingChange(ev) {
+    if (!ev.isTrusted || !prerendering) return;
+    prerendering = false;
+    announce();
+  }
   const onFreeze = (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: true });
   const onResume = (ev) => ev.isTrusted && tell({ type: 'frozen', frozen: false });
 
@@ -258,6 +272,7 @@
     window.addEventListener('pagehide', onPagehide);
     document.addEventListener('freeze', onFreeze);
     document.addEventListener('resume', onResume);
+    document.addEventListener('prerenderingchange', onPrerenderingChange);
   }
   listen();
   new MutationObserver(listen).observe(document, { childList: true });
@@ -266,7 +281,7 @@
   chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     if (sender.id !== chrome.runtime.id || sender.tab || !msg || msg.type !== 'connect') return false;
     announce();
-    reply({ ok: tools !== null });
+    reply({ ok: tools !== null && !prerendering });
     return false;
   });
 })();

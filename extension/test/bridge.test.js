@@ -9,7 +9,7 @@ import vm from 'node:vm';
 const messages = readFileSync(new URL('../lib/messages.js', import.meta.url), 'utf8');
 const source = readFileSync(new URL('../content/bridge.js', import.meta.url), 'utf8');
 
-function bridge() {
+function bridge({ prerendering = false } = {}) {
   const attrs = {};
   const posted = [];
   const listeners = () => {
@@ -27,12 +27,12 @@ function bridge() {
   const lifecycle = {};
   const hear = (target) => {
     const add = target.addEventListener.bind(target);
-    target.addEventListener = (type, fn, opts) => (/^(pageshow|pagehide|freeze|resume)$/.test(type) ? (lifecycle[type] = fn) : add(type, fn, opts));
+    target.addEventListener = (type, fn, opts) => (/^(pageshow|pagehide|freeze|resume|prerenderingchange)$/.test(type) ? (lifecycle[type] = fn) : add(type, fn, opts));
     return target;
   };
   const win = hear(new EventTarget());
   const doc = hear(new EventTarget());
-  Object.assign(doc, { title: 'Shop', documentElement: { setAttribute: (k, v) => (attrs[k] = v) } });
+  Object.assign(doc, { title: 'Shop', prerendering, documentElement: { setAttribute: (k, v) => (attrs[k] = v) } });
   let clock = 1000;
   let timers = [];
   // A MessageChannel whose messages are tasks the test runs (settled), as the browser would
@@ -210,4 +210,22 @@ test('a page going into the back/forward cache opens no new port, whatever it se
   b.fire('pageshow', { persisted: true });
   assert.equal(b.ports(), 2);
   assert.deepEqual(kinds(b.posted), ['announce:a', 'announce:b']);
+});
+
+test('a prerendered page opens no port until it is shown, then announces the tools it has by then', async () => {
+  const b = bridge({ prerendering: true });
+  b.fromObserver({ type: 'tools', tools: [tool('a')] });
+  await b.later(1000);
+  b.fromObserver({ type: 'tools', tools: [tool('a'), tool('b')] });
+  b.fromObserver({ type: 'dialog', kind: 'alert', text: 'hi' });
+  await b.later(1000);
+  assert.equal(b.ports(), 0, 'a port opened while prerendering comes from a frame the worker refuses');
+  assert.deepEqual(b.posted, []);
+  b.fire('prerenderingchange', { trusted: false }); // the page's own event is not its activation
+  await b.later(1000);
+  assert.equal(b.ports(), 0);
+  b.fire('prerenderingchange');
+  await settled();
+  assert.equal(b.ports(), 1);
+  assert.deepEqual(kinds(b.posted), ['announce:a,b']);
 });
