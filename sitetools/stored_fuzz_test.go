@@ -1,9 +1,9 @@
 package sitetools
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/url"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -60,8 +60,9 @@ func FuzzDecodeStoredTools(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// (compared as persist writes them: a schema's "&" is written \u0026, the same JSON)
 		again, err := decodeStoredTools(string(b), origin, last)
-		if err != nil || !reflect.DeepEqual(again, tools) {
+		if b2, _ := json.Marshal(again); err != nil || !bytes.Equal(b2, b) {
 			t.Fatalf("decodeStoredTools(%q) = %+v; written and read again: %+v, %v", raw, tools, again, err)
 		}
 	})
