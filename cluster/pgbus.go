@@ -316,29 +316,43 @@ func (p *Postgres) encode(ctx context.Context, m Message) (string, error) {
 }
 
 func (p *Postgres) decode(ctx context.Context, payload string, conn *pgx.Conn) (Message, error) {
+	m, ref, err := parsePayload(payload)
+	if err != nil || ref == "" {
+		return m, err
+	}
+	var data string
+	if err := conn.QueryRow(ctx, "SELECT payload FROM signal_payloads WHERE id = $1", ref).Scan(&data); err != nil {
+		return Message{}, fmt.Errorf("read large signal %s: %w", ref, err)
+	}
+	m.Data = []byte(data)
+	return m, nil
+}
+
+// parsePayload reads a notification's payload as encode writes it: the
+// message with its data, or with none and the id of the signal_payloads row
+// that holds it (ref). Anything else is an error quoting what is wrong.
+func parsePayload(payload string) (m Message, ref string, err error) {
 	parts := strings.SplitN(payload, sep, 4)
 	if len(parts) != 4 || parts[3] == "" {
-		return Message{}, fmt.Errorf("malformed signal %.40q", payload)
+		return Message{}, "", fmt.Errorf("malformed signal %.40q", payload)
 	}
 	nanos, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil {
-		return Message{}, fmt.Errorf("malformed signal time %q", parts[2])
+	if err != nil || strconv.FormatInt(nanos, 10) != parts[2] {
+		return Message{}, "", fmt.Errorf("malformed signal time %.40q", parts[2])
 	}
-	m := Message{From: parts[0], Topic: parts[1], Sent: time.Unix(0, nanos)}
+	m = Message{From: parts[0], Topic: parts[1], Sent: time.Unix(0, nanos)}
 	body := parts[3][1:]
 	switch parts[3][0] {
 	case 'i':
 		m.Data = []byte(body)
+		return m, "", nil
 	case 'r':
-		var data string
-		if err := conn.QueryRow(ctx, "SELECT payload FROM signal_payloads WHERE id = $1", body).Scan(&data); err != nil {
-			return Message{}, fmt.Errorf("read large signal %s: %w", body, err)
+		if u, err := uuid.Parse(body); err != nil || u.String() != body {
+			return Message{}, "", fmt.Errorf("malformed signal reference %.40q", body)
 		}
-		m.Data = []byte(data)
-	default:
-		return Message{}, fmt.Errorf("malformed signal kind %q", parts[3][0])
+		return m, body, nil
 	}
-	return m, nil
+	return Message{}, "", fmt.Errorf("malformed signal kind %q", parts[3][0])
 }
 
 func (p *Postgres) sweep() {

@@ -2,16 +2,20 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // StartRequest is what `tabbridge run` sends the local daemon: one JSON line.
@@ -116,22 +120,81 @@ func (d *Daemon) serveRequest(c net.Conn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	line, err := readLine(r)
 	reply := StartReply{}
-	var req StartRequest
-	switch {
-	case err != nil:
+	var spec Spec
+	if err == nil {
+		spec, err = decodeStartRequest(line)
+	}
+	if err == nil {
+		reply.ID, err = d.Start(spec)
+	}
+	if err != nil {
 		reply.Error = err.Error()
-	case json.Unmarshal(line, &req) != nil:
-		reply.Error = "the request is not one JSON object"
-	case len(req.Argv) == 0 || req.Argv[0] == "":
-		reply.Error = "no command to run"
-	default:
-		reply.ID, err = d.Start(Spec{Argv: req.Argv, Dir: req.Dir, Env: req.Env, Cols: req.Cols, Rows: req.Rows})
-		if err != nil {
-			reply.Error = err.Error()
-		}
 	}
 	b, _ := json.Marshal(reply)
 	c.Write(append(b, '\n'))
+}
+
+// decodeStartRequest reads one request line: exactly one JSON object of
+// StartRequest's fields, each of its type, with a command, within the
+// wire's limits (checkSpec). A size left out (or not positive) is 80x24.
+func decodeStartRequest(line []byte) (Spec, error) {
+	const shape = `send one line {"argv": ["<command>", "<arg>"…], "dir": "<directory>", "env": ["NAME=value"…], "cols": N, "rows": N}`
+	var req StartRequest
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typ) && typ.Field != "":
+			return Spec{}, fmt.Errorf("the request's %q is %s, not the right type; %s", typ.Field, typ.Value, shape)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return Spec{}, fmt.Errorf("the request has %s; %s", strings.TrimPrefix(err.Error(), "json: "), shape)
+		}
+		return Spec{}, fmt.Errorf("the request is not one JSON object (%v); %s", err, shape)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Spec{}, fmt.Errorf("the request has more than one JSON value; %s", shape)
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return Spec{}, errors.New("no command to run")
+	}
+	spec := Spec{Argv: req.Argv, Dir: req.Dir, Env: req.Env, Cols: req.Cols, Rows: req.Rows}
+	if spec.Cols <= 0 || spec.Rows <= 0 {
+		spec.Cols, spec.Rows = 80, 24
+	}
+	if err := checkSpec(spec); err != nil {
+		return Spec{}, err
+	}
+	return spec, nil
+}
+
+// encodeStartRequest is the request line for req. JSON carries only UTF-8
+// text: a word, directory or variable that is not would reach the daemon
+// with its bytes replaced (U+FFFD), so another command would run; it is
+// refused instead, naming it.
+func encodeStartRequest(req StartRequest) ([]byte, error) {
+	for i, a := range req.Argv {
+		if !utf8.ValidString(a) {
+			return nil, fmt.Errorf("word %d of the command (%q) is not UTF-8 text, which a session cannot carry; rename the file or run a script that names it", i+1, a)
+		}
+	}
+	if !utf8.ValidString(req.Dir) {
+		return nil, fmt.Errorf("the working directory %q is not UTF-8 text, which a session cannot carry; run from another directory", req.Dir)
+	}
+	for _, kv := range req.Env {
+		if !utf8.ValidString(kv) {
+			name, _, _ := strings.Cut(kv, "=")
+			return nil, fmt.Errorf("the environment variable %q is not UTF-8 text, which the daemon cannot be sent; unset it for this command (env -u %s tabbridge run …)", name, name)
+		}
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxControlLine {
+		return nil, fmt.Errorf("your environment and command are %d bytes (limit %d); unset large environment variables, or run a script that holds the command", len(b), maxControlLine)
+	}
+	return append(b, '\n'), nil
 }
 
 func readLine(r *bufio.Reader) ([]byte, error) {
@@ -159,14 +222,11 @@ func RequestStart(path string, req StartRequest) (string, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(15 * time.Second))
-	b, err := json.Marshal(req)
+	b, err := encodeStartRequest(req)
 	if err != nil {
 		return "", err
 	}
-	if len(b) > maxControlLine {
-		return "", fmt.Errorf("your environment and command are %d bytes (limit %d); unset large environment variables, or run a script that holds the command", len(b), maxControlLine)
-	}
-	if _, err := c.Write(append(b, '\n')); err != nil {
+	if _, err := c.Write(b); err != nil {
 		return "", fmt.Errorf("send request: %w", err)
 	}
 	line, err := readLine(bufio.NewReader(c))

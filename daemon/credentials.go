@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -58,6 +60,9 @@ func (c Credentials) Check() error {
 		return fmt.Errorf("the machine token must start with %s; copy it from the page shown when the machine was created in the web app", tokenPrefix)
 	case strings.ContainsAny(c.Token, " \t\r\n"):
 		return errors.New("the machine token has spaces in it; paste it exactly as the web app shows it")
+	case strings.ContainsFunc(c.Token, func(r rune) bool { return r < 0x21 || r > 0x7e }):
+		// it goes in an Authorization header, which takes no such character
+		return errors.New("the machine token has a character that is not printable ASCII in it; paste it exactly as the web app shows it")
 	case !wire.ValidInstallID(c.Install):
 		return fmt.Errorf("the install id must be %d to %d printable characters", wire.MinInstallID, wire.MaxInstallID)
 	}
@@ -117,11 +122,36 @@ func LoadCredentials(path string) (Credentials, error) {
 	if err := privateFile(path, info); err != nil {
 		return c, err
 	}
-	if err := json.NewDecoder(f).Decode(&c); err != nil {
-		return c, fmt.Errorf("read credentials %s: %w; enroll again", path, err)
+	if c, err = decodeCredentials(f); err != nil {
+		return c, fmt.Errorf("credentials %s: %w; enroll again", path, err)
+	}
+	return c, nil
+}
+
+// maxCredentials bounds the file: a server address, a token and an id.
+const maxCredentials = 64 << 10
+
+// decodeCredentials reads what SaveCredentials writes: one JSON object of
+// Credentials' fields, that Check takes.
+func decodeCredentials(r io.Reader) (Credentials, error) {
+	var c Credentials
+	b, err := io.ReadAll(io.LimitReader(r, maxCredentials+1))
+	if err != nil {
+		return c, fmt.Errorf("read: %w", err)
+	}
+	if len(b) > maxCredentials {
+		return c, fmt.Errorf("the file is over %d bytes, not what enroll writes", maxCredentials)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Credentials{}, fmt.Errorf("not the JSON enroll writes (%v)", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Credentials{}, errors.New("more than one JSON value, not what enroll writes")
 	}
 	if err := c.Check(); err != nil {
-		return c, fmt.Errorf("credentials %s: %w; enroll again", path, err)
+		return Credentials{}, err
 	}
 	return c, nil
 }

@@ -44,3 +44,26 @@ func TestCredentialsStayPrivate(t *testing.T) {
 		t.Errorf("install ids %q %q", a, b)
 	}
 }
+
+// TestCredentialsFileIsReadOneWay: a credentials file with a field enroll
+// does not write, a second value, or a token no Authorization header can
+// carry (the daemon then failed every dial with an error about headers) is
+// refused, saying to enroll again.
+func TestCredentialsFileIsReadOneWay(t *testing.T) {
+	dir := t.TempDir()
+	install := daemon.NewInstallID()
+	for name, body := range map[string]string{
+		"unknown field": `{"server":"https://tb.example","token":"tbm_a","install":"` + install + `","tokn":"tbm_b"}`,
+		"two values":    `{"server":"https://tb.example","token":"tbm_a","install":"` + install + `"} {"token":"tbm_b"}`,
+		"control byte":  `{"server":"https://tb.example","token":"tbm_a\u0001b","install":"` + install + `"}`,
+		"not ASCII":     `{"server":"https://tb.example","token":"tbm_é","install":"` + install + `"}`,
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := daemon.LoadCredentials(path); err == nil || !strings.Contains(err.Error(), "enroll again") {
+			t.Errorf("%s: LoadCredentials = %+v, %v; want it refused, saying to enroll again", name, c, err)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func (h *Hub) Missed(userID, mark string) bool {
 		return true
 	}
 	at, err := strconv.ParseUint(n, 10, 64)
-	if err != nil {
+	if err != nil || strconv.FormatUint(at, 10) != n { // only the spelling Mark gives
 		return true
 	}
 	h.mu.Lock()

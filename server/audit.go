@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"github.com/tabbridge/tabbridge/store"
 )
@@ -44,12 +45,30 @@ func (s *Server) getAuditStats(c *fiber.Ctx) error {
 	return c.JSON(st)
 }
 
+// auditCursor reads "before", the id of the last entry of the page before:
+// one that is not an entry's id is refused, not read as an empty page (the
+// end of the log, to a client paging through it).
+func auditCursor(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return "", badRequest(codeInvalidField, "Query parameter \"before\" must be an entry's id, as the last entry of the page before gives it.")
+	}
+	return id.String(), nil
+}
+
 // getAudit lists the person's audit log, newest first, filtered by the query
 // parameters workspace, site, tool, task and outcome; before and limit page.
 func (s *Server) getAudit(c *fiber.Ctx) error {
+	before, err := auditCursor(c.Query("before"))
+	if err != nil {
+		return err
+	}
 	f := store.AuditFilter{
 		WorkspaceID: c.Query("workspace"), Site: c.Query("site"), Tool: c.Query("tool"),
-		TaskID: c.Query("task"), Outcome: c.Query("outcome"), Before: c.Query("before"),
+		TaskID: c.Query("task"), Outcome: c.Query("outcome"), Before: before,
 	}
 	if l := c.Query("limit"); l != "" {
 		n, err := strconv.Atoi(l)

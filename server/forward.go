@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -260,9 +261,9 @@ func (e *invokeError) err() error {
 // ending (the caller cancelled, or went away) cancels it; its deadline is
 // the call's.
 func (s *Server) internalInvoke(w http.ResponseWriter, r *http.Request) {
-	var in invokeIn
-	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&in); err != nil || in.User == "" || in.Invocation.ID == "" {
-		writeInternalError(w, http.StatusBadRequest, codeInvalidJSON, "A forwarded call is {\"user\", \"invocation\"}.")
+	in, err := decodeInvokeIn(r.Body)
+	if err != nil {
+		writeInternalError(w, http.StatusBadRequest, codeInvalidJSON, "A forwarded call is {\"user\", \"invocation\"}: "+err.Error()+".")
 		return
 	}
 	inv := in.Invocation
@@ -301,11 +302,59 @@ func (s *Server) internalInvoke(w http.ResponseWriter, r *http.Request) {
 // internalTargets answers a site's per-tool targets on this instance.
 func (s *Server) internalTargets(w http.ResponseWriter, r *http.Request) {
 	var in targetsIn
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil {
-		writeInternalError(w, http.StatusBadRequest, codeInvalidJSON, "A targets request is {\"user\", \"origin\"}.")
+	err := decodeInternalBody(r.Body, 1<<20, &in)
+	if err == nil && (in.User == "" || in.Origin == "") {
+		err = errors.New("it has no user or no origin")
+	}
+	if err != nil {
+		writeInternalError(w, http.StatusBadRequest, codeInvalidJSON, "A targets request is {\"user\", \"origin\"}: "+err.Error()+".")
 		return
 	}
 	writeJSON(w, map[string]any{"targets": s.catalog.AllTargets(in.User, in.Origin)})
+}
+
+// maxInvokeBody bounds a forwarded call: the arguments, the targets and the
+// addresses, far under it.
+const maxInvokeBody = 8 << 20
+
+// decodeInternalBody reads the body of another instance's request: one JSON
+// value of at most limit bytes, into v. Members v does not name are
+// ignored, so an instance of a newer version can add some during a rolling
+// upgrade. The error says what is wrong.
+func decodeInternalBody(body io.Reader, limit int64, v any) error {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return fmt.Errorf("the body could not be read (%v)", err)
+	}
+	if int64(len(b)) > limit {
+		return fmt.Errorf("the body is over %d bytes", limit)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the body is not that JSON (%v)", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// decodeInvokeIn reads a forwarded call: it names the person, the call and
+// when the call ends.
+func decodeInvokeIn(body io.Reader) (invokeIn, error) {
+	var in invokeIn
+	if err := decodeInternalBody(body, maxInvokeBody, &in); err != nil {
+		return invokeIn{}, err
+	}
+	switch {
+	case in.User == "":
+		return invokeIn{}, errors.New("it has no user")
+	case in.Invocation.ID == "" || in.Invocation.Site == "" || in.Invocation.Tool == "":
+		return invokeIn{}, errors.New("its invocation has no ID, Site or Tool")
+	case in.Invocation.Deadline.IsZero():
+		return invokeIn{}, errors.New("its invocation has no Deadline (a call with none would end at once, as a timeout)")
+	}
+	return in, nil
 }
 
 func (s *Server) forwardRoutes() {

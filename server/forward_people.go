@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"errors"
 	"net/http"
 	"sort"
 	"sync"
@@ -116,8 +116,12 @@ func (s *Server) connectedEverywhere(ctx context.Context, uid string) []bridge.B
 // internalBrowsers answers the person's browsers connected here.
 func (s *Server) internalBrowsers(w http.ResponseWriter, r *http.Request) {
 	var in sitesSignal
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil || in.User == "" {
-		writeInternalError(w, http.StatusBadRequest, codeInvalidJSON, "A browsers request is {\"u\": user id}.")
+	err := decodeInternalBody(r.Body, 1<<16, &in)
+	if err == nil && in.User == "" {
+		err = errors.New("it has no user")
+	}
+	if err != nil {
+		writeInternalError(w, http.StatusBadRequest, codeInvalidJSON, "A browsers request is {\"u\": user id}: "+err.Error()+".")
 		return
 	}
 	writeJSON(w, map[string]any{"browsers": s.withDocuments(in.User, s.hub.Connected(in.User))})

@@ -68,8 +68,12 @@ func contains(list []string, v string) bool {
 // pageAudit shows the person's audit log, newest first, filtered by the
 // query (site, tool, task, outcome) and paged with before=<entry id>.
 func (s *Server) pageAudit(c *fiber.Ctx) error {
+	before, err := auditCursor(c.Query("before"))
+	if err != nil {
+		return err
+	}
 	f := store.AuditFilter{Site: c.Query("site"), Tool: c.Query("tool"), TaskID: c.Query("task"),
-		Outcome: c.Query("outcome"), Before: c.Query("before"), Limit: auditPageSize + 1}
+		Outcome: c.Query("outcome"), Before: before, Limit: auditPageSize + 1}
 	entries, err := s.opts.DB.AuditLog(c.UserContext(), userID(c), f)
 	if err != nil {
 		return err

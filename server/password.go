@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/argon2"
@@ -31,24 +32,89 @@ func hashPassword(pw string) string {
 
 var errBadHash = errors.New("server: malformed password hash")
 
+// Bounds on the parameters a stored hash may carry: room for the ones above
+// to rise, but never a hash that runs for minutes, takes gigabytes, panics
+// the argon2 package (no passes, no lanes) or matches every password (an
+// empty key). A stored hash is data read back, so it is checked as any other
+// input before it is run.
+const (
+	hashMaxMemory  = 1 << 20 // KiB: 1 GiB
+	hashMaxTime    = 16
+	hashMaxThreads = 16
+	hashMinSalt    = 8
+	hashMaxSalt    = 64
+	hashMinKey     = 16
+	hashMaxKey     = 64
+)
+
+// argonHash is a stored hash's parts.
+type argonHash struct {
+	memory, time uint32
+	threads      uint8
+	salt, key    []byte
+}
+
+// String is the PHC form hashPassword writes.
+func (h argonHash) String() string {
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, h.memory, h.time, h.threads,
+		base64.RawStdEncoding.EncodeToString(h.salt), base64.RawStdEncoding.EncodeToString(h.key))
+}
+
+// parseHash reads a hash in exactly the form hashPassword writes, with its
+// parameters within the bounds above; anything else is errBadHash with what
+// is wrong.
+func parseHash(hash string) (argonHash, error) {
+	var h argonHash
+	parts := strings.Split(hash, "$")
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" {
+		return h, fmt.Errorf("%w: not $argon2id$v=…$m=…,t=…,p=…$salt$key", errBadHash)
+	}
+	if parts[2] != fmt.Sprintf("v=%d", argon2.Version) {
+		return h, fmt.Errorf("%w: version %.20q, not v=%d", errBadHash, parts[2], argon2.Version)
+	}
+	params := strings.Split(parts[3], ",")
+	if len(params) != 3 {
+		return h, fmt.Errorf("%w: parameters %.40q, not m=…,t=…,p=…", errBadHash, parts[3])
+	}
+	m, err1 := hashParam(params[0], "m=", hashMaxMemory)
+	t, err2 := hashParam(params[1], "t=", hashMaxTime)
+	p, err3 := hashParam(params[2], "p=", hashMaxThreads)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return h, fmt.Errorf("%w: %w", errBadHash, err)
+	}
+	if m < 8*p { // argon2 needs 8 KiB per lane
+		return h, fmt.Errorf("%w: m=%d is under 8 KiB for each of p=%d lanes", errBadHash, m, p)
+	}
+	h.memory, h.time, h.threads = uint32(m), uint32(t), uint8(p)
+	var err error
+	if h.salt, err = base64.RawStdEncoding.Strict().DecodeString(parts[4]); err != nil || len(h.salt) < hashMinSalt || len(h.salt) > hashMaxSalt {
+		return h, fmt.Errorf("%w: the salt must be %d to %d bytes of unpadded base64", errBadHash, hashMinSalt, hashMaxSalt)
+	}
+	if h.key, err = base64.RawStdEncoding.Strict().DecodeString(parts[5]); err != nil || len(h.key) < hashMinKey || len(h.key) > hashMaxKey {
+		return h, fmt.Errorf("%w: the key must be %d to %d bytes of unpadded base64", errBadHash, hashMinKey, hashMaxKey)
+	}
+	return h, nil
+}
+
+// hashParam reads one "x=N" with 1 <= N <= max, in decimal without sign or
+// leading zeros.
+func hashParam(s, prefix string, max uint64) (uint64, error) {
+	v, ok := strings.CutPrefix(s, prefix)
+	n, err := strconv.ParseUint(v, 10, 32)
+	if !ok || err != nil || n < 1 || n > max || strconv.FormatUint(n, 10) != v {
+		return 0, fmt.Errorf("parameter %.20q must be %sN with N from 1 to %d", s, prefix, max)
+	}
+	return n, nil
+}
+
 // checkPassword reports whether pw matches a hash made by hashPassword.
 func checkPassword(hash, pw string) (bool, error) {
-	parts := strings.Split(hash, "$")
-	if len(parts) != 6 || parts[1] != "argon2id" {
-		return false, errBadHash
+	h, err := parseHash(hash)
+	if err != nil {
+		return false, err
 	}
-	var mem, t uint32
-	var p uint8
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &mem, &t, &p); err != nil {
-		return false, errBadHash
-	}
-	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
-	want, err2 := base64.RawStdEncoding.DecodeString(parts[5])
-	if err1 != nil || err2 != nil {
-		return false, errBadHash
-	}
-	got := argon2.IDKey([]byte(pw), salt, t, mem, p, uint32(len(want)))
-	return subtle.ConstantTimeCompare(got, want) == 1, nil
+	got := argon2.IDKey([]byte(pw), h.salt, h.time, h.memory, h.threads, uint32(len(h.key)))
+	return subtle.ConstantTimeCompare(got, h.key) == 1, nil
 }
 
 // dummyHash is checked against when an account does not exist, so sign-in

@@ -369,10 +369,10 @@ func pageResult(raw json.RawMessage) *mcp.CallToolResult {
 // mcpShaped reads a page's result that is already an MCP tool result — {content: [...],
 // isError, structuredContent}, as sites written for MCP-B return — and passes it on as one:
 // every content type MCP defines (text, image, audio, resource_link, resource), the error flag,
-// and structuredContent when it is an object. The page's _meta, on the result and on each item,
-// is dropped: _meta is where the server speaks (untrustedContent). A result with no content, an
-// item of an unknown type, or image data that is not base64 is not MCP-shaped, and is sent as
-// its JSON text instead.
+// and structuredContent when it is an object. The page's _meta, on the result, on each item and
+// on an embedded resource's contents, is dropped: _meta is where the server speaks
+// (untrustedContent). A result with no content, an item of an unknown type, or image data that
+// is not base64 is not MCP-shaped, and is sent as its JSON text instead.
 func mcpShaped(raw json.RawMessage) (*mcp.CallToolResult, bool) {
 	var probe struct {
 		Content []json.RawMessage `json:"content"`
@@ -390,6 +390,9 @@ func mcpShaped(raw json.RawMessage) (*mcp.CallToolResult, bool) {
 	}
 	for _, c := range out.Content {
 		setContentMeta(c, nil)
+		if r, ok := c.(*mcp.EmbeddedResource); ok && r.Resource != nil {
+			r.Resource.Meta = nil // an embedded resource's own _meta is the page's too
+		}
 	}
 	return out, true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -418,23 +419,53 @@ func (c *Catalog) knownSite(ctx context.Context, userID, origin string) (*knownS
 		return nil, fmt.Errorf("read site tools: %w", err)
 	}
 	k = &knownSite{lastURL: row.LastURL, lastTitle: row.LastTitle, stored: sha256.Sum256([]byte(row.Tools))}
-	if row.Tools != "" {
-		if err := json.Unmarshal([]byte(row.Tools), &k.tools); err != nil {
-			return nil, fmt.Errorf("decode site tools: %w", err)
-		}
-	}
-	for i := range k.tools {
-		if k.tools[i].URL == "" {
-			k.tools[i].URL = PageAddress(row.LastURL)
-		}
-		if k.tools[i].Kind == "" {
-			k.tools[i].Kind, k.tools[i].Autosubmit = KindImperative, true
-		}
+	if k.tools, err = decodeStoredTools(row.Tools, origin, row.LastURL); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	c.known[siteKey(userID, origin)] = k
 	c.mu.Unlock()
 	return k, nil
+}
+
+// decodeStoredTools reads a site row's tools back through the checks an
+// announcement passes (CheckDescriptor), since what a row holds is data read
+// back, written by this or an older version under other rules, or changed
+// by hand: a descriptor they refuse is not offered (as a page's would not
+// be), nor a second one of a name. A tool's address is kept only when it is
+// an http(s) address on the site's origin; else, or when the row is older
+// than addresses kept per tool, it is the site's last address. Only a row
+// whose tools are not a JSON list at all is an error.
+func decodeStoredTools(raw, origin, lastURL string) ([]Descriptor, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &items); err != nil {
+		return nil, fmt.Errorf("decode site tools of %s: the stored list is not a JSON array (%v)", origin, err)
+	}
+	tools := make([]Descriptor, 0, min(len(items), MaxToolsPerSite))
+	seen := map[string]bool{}
+	for _, item := range items {
+		if len(tools) == MaxToolsPerSite {
+			break
+		}
+		d, err := CheckDescriptor(item)
+		if err != nil || seen[d.Name] {
+			continue
+		}
+		seen[d.Name] = true
+		var at struct {
+			URL string `json:"url"`
+		}
+		_ = json.Unmarshal(item, &at) // an object: CheckDescriptor read it
+		d.URL = PageAddress(lastURL)
+		if u, err := url.Parse(at.URL); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Scheme+"://"+u.Host == origin && u.User == nil {
+			d.URL = PageAddress(at.URL)
+		}
+		tools = append(tools, d)
+	}
+	return tools, nil
 }
 
 // persist writes a site's known tools (up to MaxToolsPerSite descriptors,
