@@ -327,10 +327,12 @@ func (g *Gate) ask(ctx context.Context, call Call) (Decision, error) {
 	}
 }
 
-// collapseKey identifies identical calls: same task, site, tool and
-// arguments (compared in canonical form).
+// collapseKey identifies identical calls: same agent, task, site, tool and
+// arguments (compared in canonical form). The agent is part of it because
+// the card names who asked: another agent's identical call joining would
+// run on an answer given to the first one's name.
 func collapseKey(call Call, argsHash string) string {
-	return call.OwnerID + "\x00" + call.TaskID + "\x00" + call.Site + "\x00" + call.Tool + "\x00" + argsHash
+	return call.OwnerID + "\x00" + call.TokenID + "\x00" + call.TaskID + "\x00" + call.Site + "\x00" + call.Tool + "\x00" + argsHash
 }
 
 // join adds the caller to the in-flight request for call, opening one if

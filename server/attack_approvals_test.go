@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/url"
 	"testing"
 	"time"
@@ -45,5 +46,46 @@ func TestAllowRunsOnlyTheCallsTheCardCounted(t *testing.T) {
 		w.runInBrowser(t, "ok")
 		awaitCall(t, a)
 		awaitCall(t, second)
+	})
+}
+
+// TestIdenticalCallsOfTwoAgentsAskApart: identical calls collapsed into one request whoever made
+// them, and the card named only the agent that asked first. A second agent of the workspace (an
+// app the person connected and trusts less) that made the same call joined the first agent's
+// request: the person read "Asked by token “laptop”", allowed it, and the other app's call ran
+// too. Each agent's call now asks on its own card, and an answer runs only the calls of the agent
+// its card names.
+func TestIdenticalCallsOfTwoAgentsAskApart(t *testing.T) {
+	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
+		w := newSiteWorld(t, k, nil, nil)
+		w.announce(t, "d1", time.Now())
+		stranger := w.env.MCP(t, w.person.AgentToken(w.ws, "stranger"), nil)
+		mine, cancelMine := w.buy("tea")
+		defer cancelMine()
+		first := w.pending(t, 1)[0].ID
+		theirs, cancelTheirs := callAsync(stranger, "callSiteTool", map[string]any{"site": shop, "tool": "buy", "taskId": w.task, "arguments": map[string]any{"item": "tea", "qty": 1}})
+		defer cancelTheirs()
+		testutil.Eventually(t, testutil.WaitShort, func() bool {
+			var out struct{ Approvals []json.RawMessage }
+			w.person.MustJSON("GET", "/api/approvals", nil, 200, &out)
+			return len(out.Approvals) == 2 || server.Waiters(w.env.Server, first) == 2
+		}, "the second agent's call neither asked nor joined")
+		if n := server.Waiters(w.env.Server, first); n != 1 {
+			t.Fatalf("the second agent's call joined the first agent's request (%d calls wait on it)", n)
+		}
+		p := w.pending(t, 2)
+		b := newBrowser(t, w.env, w.person)
+		b.get("/").want(t, 200, "Asked by token “laptop”", "Asked by token “stranger”")
+
+		w.answer(t, p[0].ID, "once")
+		w.runInBrowser(t, "bought")
+		if res := awaitCall(t, mine); res.IsError || servertest.ResultText(res) != "bought" {
+			t.Fatalf("the call the person allowed: %q", servertest.ResultText(res))
+		}
+		if left := w.pending(t, 1); left[0].ID != p[1].ID {
+			t.Fatalf("still waiting: %+v, want the second agent's request", left)
+		}
+		w.answer(t, p[1].ID, "deny")
+		wantError(t, awaitCall(t, theirs), "denied")
 	})
 }
