@@ -607,12 +607,12 @@ func (g *Gate) finish(w *waiting, status string, d Decision, event, cond string)
 
 // settleRow moves a pending row to status, if it is pending (and matches
 // cond); it reports whether this call did.
-func (g *Gate) settleRow(id, status string, d Decision, cond string) (bool, error) {
+func (g *Gate) settleRow(id, status string, d Decision, cond string, args ...any) (bool, error) {
 	set := map[string]any{"status": status, "answer": string(d.Answer), "decided_by": d.DecidedBy, "decided_at": d.DecidedAt,
 		"withdrawn_reason": string(d.Withdrawn), "collapse_key": nil}
 	q := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", id, StatusPending)
 	if cond != "" {
-		q = q.Where(cond)
+		q = q.Where(cond, args...)
 	}
 	res := q.Updates(set)
 	return res.RowsAffected == 1, res.Error
@@ -735,9 +735,14 @@ func (g *Gate) AnswerFor(ctx context.Context, ownerID, requestID string, a Answe
 	if seen > 0 && a != Deny {
 		cond = fmt.Sprintf("waiters > 0 AND waiters <= %d", seen)
 	}
-	won, err := g.settleRow(requestID, status, d, cond)
+	// Only within the window: past it the card said "counts as denied", and the timer that
+	// expires the request may not have fired yet (or runs on another instance).
+	won, err := g.settleRow(requestID, status, d, cond+" AND expires_at > ?", now)
 	if err != nil {
 		return Request{}, fmt.Errorf("answer approval request: %w", err)
+	}
+	if !won && !req.ExpiresAt.After(now) {
+		return g.expireLate(req, now)
 	}
 	if !won && seen > 0 && a != Deny {
 		if now, err := g.row(requestID); err == nil && now.Status == StatusPending && now.Waiters > seen {
@@ -762,6 +767,21 @@ func (g *Gate) AnswerFor(ctx context.Context, ownerID, requestID string, a Answe
 		}
 	}
 	return ended, nil
+}
+
+// expireLate expires a request answered after its window, whose timer had
+// not fired yet, so the answer counts for nothing and every screen and
+// waiter learns it expired.
+func (g *Gate) expireLate(req Request, now time.Time) (Request, error) {
+	d := Decision{Source: SourceExpired, DecidedAt: now, RequestID: req.ID}
+	won, err := g.settleRow(req.ID, StatusExpired, d, "expires_at <= ?", now)
+	if err != nil {
+		return Request{}, fmt.Errorf("answer approval request: %w", err)
+	}
+	if won {
+		g.ended(req, StatusExpired, d, "approval.expired")
+	}
+	return Request{}, ErrNotPending
 }
 
 // ended follows a row this instance settled: the waiters here, the other
