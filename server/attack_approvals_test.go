@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,4 +89,29 @@ func TestIdenticalCallsOfTwoAgentsAskApart(t *testing.T) {
 		w.answer(t, p[1].ID, "deny")
 		wantError(t, awaitCall(t, theirs), "denied")
 	})
+}
+
+// TestACardSaysWhereAValueGoesOnPastBlankLines: an argument's value is shown as written, line
+// breaks kept, in a box that scrolls (16rem, 8.5rem in the popup). An agent that put sixty line
+// breaks between "tea" and the rest of the value had the card read "tea" with the rest out of
+// sight, below an empty-looking field. A run of more than two line breaks is now said on the
+// card ("⟨60 line breaks⟩"), so what follows is on the next line, and the raw JSON keeps "\n".
+func TestACardSaysWhereAValueGoesOnPastBlankLines(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	item := "tea" + strings.Repeat("\n", 30) + " \t" + strings.Repeat("\n", 30) + "and 100 more, shipped to mallory"
+	_, cancel := w.buy(item)
+	defer cancel()
+	w.pending(t, 1)
+	b := newBrowser(t, w.env, w.person)
+	inbox := b.get("/")
+	inbox.want(t, 200, "tea\n⟨60 line breaks⟩\nand 100 more, shipped to mallory", `tea\n\n\n`)
+	if strings.Contains(inbox.body, "tea\n\n\n") {
+		t.Fatal("the card still shows the blank lines themselves")
+	}
+	// Two line breaks (a paragraph) stay as they are.
+	_, cancel2 := w.buy("tea\n\nfrom the second shelf")
+	defer cancel2()
+	w.pending(t, 2)
+	b.get("/").want(t, 200, "tea\n\nfrom the second shelf")
 }
