@@ -115,3 +115,21 @@ func TestACardSaysWhereAValueGoesOnPastBlankLines(t *testing.T) {
 	w.pending(t, 2)
 	b.get("/").want(t, 200, "tea\n\nfrom the second shelf")
 }
+
+// TestACardMarksArgumentsTheToolDoesNotDeclare: a schema that does not forbid other properties
+// lets an agent add one whose name looks like a declared one — "іtem" with a Cyrillic і beside
+// "item". The card showed two rows that read "item", "tea" and "coffee", and the person could not
+// tell which one the page acts on. A name the tool's schema does not list is now marked on its
+// row; declared ones are not.
+func TestACardMarksArgumentsTheToolDoesNotDeclare(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	_, cancel := w.buyRaw(`{"item":"tea","qty":1,"іtem":"coffee"}`)
+	defer cancel()
+	w.pending(t, 1)
+	inbox := newBrowser(t, w.env, w.person).get("/")
+	inbox.want(t, 200, `іtem<span class="arg-undeclared">not a parameter buy declares</span>`)
+	if n := strings.Count(inbox.body, "arg-undeclared"); n != 1 {
+		t.Fatalf("%d rows marked, want only the undeclared one", n)
+	}
+}

@@ -32,6 +32,10 @@ type requestCard struct {
 // compact JSON).
 type argField struct {
 	Name, Title, Description, Value string
+	// Undeclared is a name the tool's schema does not list while it lists
+	// others: one that may only look like a parameter ("іtem", Cyrillic і,
+	// beside "item"), so the card says the tool does not declare it.
+	Undeclared bool
 }
 
 // schemaProps is the part of a tool's input schema a card reads.
@@ -108,6 +112,8 @@ func argFields(args string, schema json.RawMessage) []argField {
 				f.Title = p.Title
 			}
 			f.Description = p.Description
+		} else {
+			f.Undeclared = len(props.Properties) > 0
 		}
 		out = append(out, f)
 	}
