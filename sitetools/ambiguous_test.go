@@ -1,10 +1,12 @@
 package sitetools
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,4 +92,45 @@ func exactlyTheFloat(t *testing.T, text string) bool {
 	}
 	shortest, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'e', -1, 64))
 	return written.Cmp(shortest) == 0
+}
+
+// TestNumbersAsV8ReadsThem: the refusal's claim, "a browser reads it as X", is V8's own: node's
+// JSON.parse and String() of each number (random float64s written several ways, and the cases
+// above) give X exactly, and a number is kept exactly when V8's X has the text's value (math/big).
+func TestNumbersAsV8ReadsThem(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	texts := []string{"9007199254740993", "12345678901234567890123", "1.00000000000000001", "-0.1000000000000000055511151231257828",
+		"1.5e-320", "5e-324", "1e2", "0.10", "1e21", "1e-7", "123456789e-15", "-0.0", "0.30000000000000004", "4.35", "1E+300"}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		f := math.Float64frombits(r.Uint64())
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			continue
+		}
+		texts = append(texts, strconv.FormatFloat(f, 'e', -1, 64), strconv.FormatFloat(f, 'g', 17, 64), strconv.FormatFloat(f, 'e', 19, 64))
+	}
+	in, _ := json.Marshal(texts)
+	cmd := exec.Command("node", "-e", `let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.stringify(JSON.parse(s).map(t=>String(JSON.parse(t))))))`)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var v8 []string
+	if err := json.Unmarshal(out, &v8); err != nil || len(v8) != len(texts) {
+		t.Fatalf("node answered %d of %d: %v", len(v8), len(texts), err)
+	}
+	for i, text := range texts {
+		f, _ := strconv.ParseFloat(text, 64)
+		if got := browserReading(f); got != v8[i] {
+			t.Errorf("%s: browserReading %s, V8 reads %s", text, got, v8[i])
+		}
+		written, _ := new(big.Rat).SetString(text)
+		read, _ := new(big.Rat).SetString(v8[i])
+		if want := written.Cmp(read) == 0; keptByFloat([]byte(text)) != want {
+			t.Errorf("%s: keptByFloat %v, V8 reads %s", text, !want, v8[i])
+		}
+	}
 }

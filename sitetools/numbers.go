@@ -29,9 +29,12 @@ func keptByFloat(num []byte) bool {
 
 // browserReading writes f as JavaScript's Number.prototype.toString does, which is how a page
 // (and the agent's own JavaScript) would show the value it got: plain decimals from 1e-6 to
-// 1e21, exponent notation outside.
+// 1e21, exponent notation outside (TestNumbersAsV8ReadsThem compares it with V8's).
 func browserReading(f float64) string {
-	if a := max(f, -f); a == 0 || (a >= 1e-6 && a < 1e21) {
+	if f == 0 {
+		return "0" // -0 too, as String(-0) writes it
+	}
+	if a := max(f, -f); a >= 1e-6 && a < 1e21 {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	s := strconv.FormatFloat(f, 'e', -1, 64)
