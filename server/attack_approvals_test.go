@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +133,31 @@ func TestACardMarksArgumentsTheToolDoesNotDeclare(t *testing.T) {
 	inbox.want(t, 200, `іtem<span class="arg-undeclared">not a parameter buy declares</span>`)
 	if n := strings.Count(inbox.body, "arg-undeclared"); n != 1 {
 		t.Fatalf("%d rows marked, want only the undeclared one", n)
+	}
+}
+
+// TestACardShowsTheDeclaredArgumentsFirst: a card lists arguments in a box that scrolls (about
+// four rows in the popup). They were sorted by name, so an agent that added thirty properties
+// the tool does not declare, named "aaa1" to "aaa30", pushed every argument the page acts on out
+// of sight. The tool's own parameters now come first, in the order its schema lists them, and
+// the rest after them.
+func TestACardShowsTheDeclaredArgumentsFirst(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	args := `{"qty":1`
+	for i := 1; i <= 30; i++ {
+		args += fmt.Sprintf(`,"aaa%d":"nothing to see"`, i)
+	}
+	_, cancel := w.buyRaw(args + `,"item":"tea"}`)
+	defer cancel()
+	w.pending(t, 1)
+	body := newBrowser(t, w.env, w.person).get("/").body
+	rows := regexp.MustCompile(`<div class="arg"><dt>([^<]*)`).FindAllStringSubmatch(body, -1)
+	var names []string
+	for _, r := range rows {
+		names = append(names, r[1])
+	}
+	if len(names) != 32 || names[0] != "item" || names[1] != "qty" || names[2] != "aaa1" || names[31] != "aaa9" {
+		t.Fatalf("the card lists %v, want item and qty (the schema's order) first, then the rest by name", names)
 	}
 }
