@@ -33,6 +33,8 @@ func TestArgumentsReadOneWayOnly(t *testing.T) {
 		{`{"x":[-1E+309]}`, "arguments.x[0]", "Infinity or 0"},
 		{`{"amount":0.` + strings.Repeat("0", 400) + `1}`, "arguments.amount", "Infinity or 0"},
 		{`{"amount":1` + strings.Repeat("0", 400) + `}`, "arguments.amount", "Infinity or 0"},
+		{`{"item":"tea","__proto__":{"to":"mallory"}}`, "arguments", `named "__proto__", which JavaScript reads two ways`},
+		{`{"items":[{"n":1},{"\u005f_proto__":{}}]}`, "arguments.items[1]", `"__proto__"`},
 		{`{"to":{"account":9007199254740993}}`, "arguments.to.account", "a browser reads it as 9007199254740992"},
 		{`{"big":12345678901234567890123}`, "arguments.big", "reads it as 1.2345678901234568e+22"},
 		{`{"amount":1.00000000000000001}`, "arguments.amount", "reads it as 1:"},
@@ -44,7 +46,7 @@ func TestArgumentsReadOneWayOnly(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{
-		`{"amount":5,"note":"{\"amount\":1,\"amount\":2}","tags":["a","a"],"m":{"amount":1}}`, // the same name in another object, or inside a string
+		`{"amount":5,"note":"{\"amount\":1,\"amount\":2}","tags":["a","a","__proto__"],"m":{"amount":1},"proto":"__proto__"}`, // the same name in another object, or inside a string
 		`{"amount":1e300,"small":5e-324,"zero":0e5000,"neg":-0.0,"big":9007199254740992,"e":1E2,"f":0.10,"g":1.5000000000000000000000,"h":1.5e-320}`,
 		`{"e":{},"a":[],"n":[[{}],{"x":{"y":[1,{"z":2}]}}],"s":"\\\"{,"}`,
 		`{}`, ``, `null`,
@@ -132,5 +134,22 @@ func TestNumbersAsV8ReadsThem(t *testing.T) {
 		if want := written.Cmp(read) == 0; keptByFloat([]byte(text)) != want {
 			t.Errorf("%s: keptByFloat %v, V8 reads %s", text, !want, v8[i])
 		}
+	}
+}
+
+// TestProtoIsReadTwoWaysByV8: the reason "__proto__" is refused, from V8 itself: JSON.parse
+// makes it an own property (the card's row), and Object.assign, as a page copying its input
+// onto defaults would, makes its value the prototype, so "to" inside it reads as an argument.
+func TestProtoIsReadTwoWaysByV8(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	out, err := exec.Command("node", "-e", `const a = JSON.parse('{"item":"tea","__proto__":{"to":"mallory"}}');
+		console.log(Object.hasOwn(a, "__proto__"), a.to, Object.assign({}, a).to)`).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "true undefined mallory" {
+		t.Fatalf("V8 reads it as %q", got)
 	}
 }
