@@ -151,7 +151,9 @@ func TestACardShowsTheDeclaredArgumentsFirst(t *testing.T) {
 	_, cancel := w.buyRaw(args + `,"item":"tea"}`)
 	defer cancel()
 	w.pending(t, 1)
-	body := newBrowser(t, w.env, w.person).get("/").body
+	inbox := newBrowser(t, w.env, w.person).get("/")
+	inbox.want(t, 200, "32 arguments, 30 of them not declared by buy: scroll the list to read them all.")
+	body := inbox.body
 	rows := regexp.MustCompile(`<div class="arg"><dt>([^<]*)`).FindAllStringSubmatch(body, -1)
 	var names []string
 	for _, r := range rows {

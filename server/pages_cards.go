@@ -225,6 +225,29 @@ const (
 	answeredShown = 5
 )
 
+// ArgumentsNote says, for a card with more arguments than the popup's box
+// shows at once, how many there are and how many the tool does not declare,
+// so the person knows to scroll; "" for a few.
+func (c requestCard) ArgumentsNote() string {
+	if len(c.Fields) <= shownArguments {
+		return ""
+	}
+	undeclared := 0
+	for _, f := range c.Fields {
+		if f.Undeclared {
+			undeclared++
+		}
+	}
+	note := fmt.Sprintf("%d arguments", len(c.Fields))
+	if undeclared > 0 {
+		note += fmt.Sprintf(", %d of them not declared by %s", undeclared, c.Tool)
+	}
+	return note + ": scroll the list to read them all."
+}
+
+// shownArguments is about how many argument rows the popup's box shows.
+const shownArguments = 4
+
 // Outcome says in one line what an answered request did.
 func (c requestCard) Outcome() string {
 	head := requestLabel(c.Request)
