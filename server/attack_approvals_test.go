@@ -162,4 +162,10 @@ func TestACardShowsTheDeclaredArgumentsFirst(t *testing.T) {
 	if len(names) != 32 || names[0] != "item" || names[1] != "qty" || names[2] != "aaa1" || names[31] != "aaa9" {
 		t.Fatalf("the card lists %v, want item and qty (the schema's order) first, then the rest by name", names)
 	}
+	// The task page answers it too, and shows it the same way.
+	task := newBrowser(t, w.env, w.person).get("/tasks/" + w.task)
+	task.want(t, 200, "32 arguments, 30 of them not declared by buy", `<div class="arg"><dt>item`, "Always allow buy on this site")
+	if i, j := strings.Index(task.body, `<dt>item`), strings.Index(task.body, `<dt>aaa1<`); i < 0 || j < i {
+		t.Fatal("the task page does not list item first")
+	}
 }
