@@ -343,10 +343,12 @@ func (g *Gate) ask(ctx context.Context, call Call, args canonArgs) (Decision, er
 	}
 }
 
-// collapseKey identifies identical calls: same task, site, tool and
-// arguments (compared in canonical form).
+// collapseKey identifies identical calls: same agent, task, site, tool and
+// arguments (compared in canonical form). The agent is part of it because
+// the card names who asked: another agent's identical call joining would
+// run on an answer given to the first one's name.
 func collapseKey(call Call, argsHash string) string {
-	return call.OwnerID + "\x00" + call.TaskID + "\x00" + call.Site + "\x00" + call.Tool + "\x00" + argsHash
+	return call.OwnerID + "\x00" + call.TokenID + "\x00" + call.TaskID + "\x00" + call.Site + "\x00" + call.Tool + "\x00" + argsHash
 }
 
 // join adds the caller to the in-flight request for call, opening one if
@@ -616,12 +618,12 @@ func (g *Gate) finish(w *waiting, status string, d Decision, event, cond string)
 
 // settleRow moves a pending row to status, if it is pending (and matches
 // cond); it reports whether this call did.
-func (g *Gate) settleRow(id, status string, d Decision, cond string) (bool, error) {
+func (g *Gate) settleRow(id, status string, d Decision, cond string, args ...any) (bool, error) {
 	set := map[string]any{"status": status, "answer": string(d.Answer), "decided_by": d.DecidedBy, "decided_at": d.DecidedAt,
 		"withdrawn_reason": string(d.Withdrawn), "collapse_key": nil}
 	q := g.opts.DB.Model(&Request{}).Where("id = ? AND status = ?", id, StatusPending)
 	if cond != "" {
-		q = q.Where(cond)
+		q = q.Where(cond, args...)
 	}
 	res := q.Updates(set)
 	return res.RowsAffected == 1, res.Error
@@ -744,9 +746,14 @@ func (g *Gate) AnswerFor(ctx context.Context, ownerID, requestID string, a Answe
 	if seen > 0 && a != Deny {
 		cond = fmt.Sprintf("waiters > 0 AND waiters <= %d", seen)
 	}
-	won, err := g.settleRow(requestID, status, d, cond)
+	// Only within the window: past it the card said "counts as denied", and the timer that
+	// expires the request may not have fired yet (or runs on another instance).
+	won, err := g.settleRow(requestID, status, d, cond+" AND expires_at > ?", now)
 	if err != nil {
 		return Request{}, fmt.Errorf("answer approval request: %w", err)
+	}
+	if !won && !req.ExpiresAt.After(now) {
+		return g.expireLate(req, now)
 	}
 	if !won && seen > 0 && a != Deny {
 		if now, err := g.row(requestID); err == nil && now.Status == StatusPending && now.Waiters > seen {
@@ -771,6 +778,21 @@ func (g *Gate) AnswerFor(ctx context.Context, ownerID, requestID string, a Answe
 		}
 	}
 	return ended, nil
+}
+
+// expireLate expires a request answered after its window, whose timer had
+// not fired yet, so the answer counts for nothing and every screen and
+// waiter learns it expired.
+func (g *Gate) expireLate(req Request, now time.Time) (Request, error) {
+	d := Decision{Source: SourceExpired, DecidedAt: now, RequestID: req.ID}
+	won, err := g.settleRow(req.ID, StatusExpired, d, "expires_at <= ?", now)
+	if err != nil {
+		return Request{}, fmt.Errorf("answer approval request: %w", err)
+	}
+	if won {
+		g.ended(req, StatusExpired, d, "approval.expired")
+	}
+	return Request{}, ErrNotPending
 }
 
 // ended follows a row this instance settled: the waiters here, the other

@@ -423,3 +423,31 @@ func TestWithdrawnRequestsSayWhy(t *testing.T) {
 		w.gate.Close()
 	})
 }
+
+// TestAnAnswerAfterTheWindowRunsNothing: the window's end is the row's expires_at, and the card
+// says the request then counts as denied; the timer that expires it fires a moment later, or on
+// another instance (whose clock or pause may put it later still). An Allow in between allowed
+// the call. It now finds the request expired: the answer counts for nothing, the waiting call
+// gets the expiry, and every screen is told.
+func TestAnAnswerAfterTheWindowRunsNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		w := newWorld(t, db, time.Hour)
+		ch := w.decideAsync(context.Background(), w.call("buy", `{}`))
+		id := w.nextEvent(t, "approval.created").Request.ID
+		// The window ended a second ago; this instance's timer is an hour away.
+		if err := db.Model(&approvals.Request{}).Where("id = ?", id).Update("expires_at", store.Now().Add(-time.Second)).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.gate.AnswerFor(context.Background(), w.owner, id, approvals.AllowOnce, 1); !errors.Is(err, approvals.ErrNotPending) {
+			t.Fatalf("an Allow after the window: %v, want ErrNotPending", err)
+		}
+		r := await(t, ch)
+		if r.err != nil || r.d.Allowed || r.d.Source != approvals.SourceExpired {
+			t.Fatalf("the waiting call got %+v %v, want the expiry", r.d, r.err)
+		}
+		w.nextEvent(t, "approval.expired")
+		if req, _ := w.gate.Request(context.Background(), w.owner, id); req.Status != approvals.StatusExpired {
+			t.Fatalf("the request is %s", req.Status)
+		}
+	})
+}

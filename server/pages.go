@@ -39,7 +39,7 @@ type pages struct {
 func loadPages() (*pages, error) {
 	funcs := template.FuncMap{"statusLabel": statusLabel, "at": at, "size": size, "took": took,
 		"requestLabel": requestLabel, "outcomeLabel": outcomeLabel, "outcomeClass": outcomeClass, "requestClass": requestClass, "answering": answering, "personError": personError,
-		"inc": func(i int) int { return i + 1 }, "copyRow": newCopyRow, "shown": shown, "shownJSON": shownJSON,
+		"inc": func(i int) int { return i + 1 }, "copyRow": newCopyRow, "shown": shown, "shownJSON": shownJSON, "shownValue": shownValue,
 		"revoke": newRevoke, "empty": func(title, text string) emptyState { return emptyState{title, text} }}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "web/templates/layout.html")
 	if err != nil {

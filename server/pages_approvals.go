@@ -444,3 +444,22 @@ func requestClass(status string) string {
 	}
 	return "status-notstarted"
 }
+
+// pendingCards are the cards of the requests still waiting in a task's
+// timeline, by id: the task page answers them too, so it shows their
+// arguments as the inbox does (the tool's parameters first, marked rows,
+// blank lines said), not only as raw JSON.
+func (s *Server) pendingCards(ctx context.Context, uid string, timeline []timelineItem) map[string]*requestCard {
+	var reqs []approvals.Request
+	for _, it := range timeline {
+		if it.Approval != nil && it.Approval.Status == approvals.StatusPending {
+			reqs = append(reqs, *it.Approval)
+		}
+	}
+	cards := s.cards(ctx, uid, reqs)
+	out := make(map[string]*requestCard, len(cards))
+	for i := range cards {
+		out[cards[i].ID] = &cards[i]
+	}
+	return out
+}

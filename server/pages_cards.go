@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,10 @@ type requestCard struct {
 // compact JSON).
 type argField struct {
 	Name, Title, Description, Value string
+	// Undeclared is a name the tool's schema does not list while it lists
+	// others: one that may only look like a parameter ("іtem", Cyrillic і,
+	// beside "item"), so the card says the tool does not declare it.
+	Undeclared bool
 }
 
 // schemaProps is the part of a tool's input schema a card reads.
@@ -85,9 +90,12 @@ func (s *Server) agentName(ctx context.Context, workspaceID, id string) string {
 	return ""
 }
 
-// argFields lays out a request's arguments (a JSON object) in the order the
-// schema lists its properties is not kept by JSON decoding, so by name, with
-// the schema's titles and descriptions where it has them.
+// argFields lays out a request's arguments (a JSON object) with the
+// schema's titles and descriptions where it has them. The tool's own
+// parameters come first, in the order its schema lists them, then any
+// others by name: the list scrolls (about four rows in the popup), and an
+// agent that adds properties named to sort first ("aaa1", "aaa2", …) would
+// otherwise push the ones the page acts on out of sight.
 func argFields(args string, schema json.RawMessage) []argField {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal([]byte(args), &obj) != nil {
@@ -95,23 +103,72 @@ func argFields(args string, schema json.RawMessage) []argField {
 	}
 	var props schemaProps
 	_ = json.Unmarshal(schema, &props)
-	names := make([]string, 0, len(obj))
-	for k := range obj {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	out := make([]argField, 0, len(names))
-	for _, k := range names {
-		f := argField{Name: k, Title: k, Value: fieldValue(obj[k])}
-		if p, ok := props.Properties[k]; ok {
-			if p.Title != "" {
-				f.Title = p.Title
-			}
-			f.Description = p.Description
+	out := make([]argField, 0, len(obj))
+	for _, k := range propertyOrder(schema) {
+		if raw, ok := obj[k]; ok {
+			p := props.Properties[k]
+			out = append(out, argField{Name: k, Title: cmp.Or(p.Title, k), Description: p.Description, Value: fieldValue(raw)})
+			delete(obj, k)
 		}
-		out = append(out, f)
+	}
+	rest := make([]string, 0, len(obj))
+	for k := range obj {
+		rest = append(rest, k)
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		out = append(out, argField{Name: k, Title: k, Value: fieldValue(obj[k]), Undeclared: len(props.Properties) > 0})
 	}
 	return out
+}
+
+// propertyOrder is the names of a schema's top-level properties in the
+// order it lists them.
+func propertyOrder(schema json.RawMessage) []string {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if key != "properties" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil
+			}
+			continue
+		}
+		return objectKeys(dec)
+	}
+	return nil
+}
+
+// objectKeys reads the object next in dec and returns its keys in order.
+func objectKeys(dec *json.Decoder) []string {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for dec.More() {
+		key, err := dec.Token()
+		name, ok := key.(string)
+		if err != nil || !ok {
+			return keys
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return keys
+		}
+		if !seen[name] {
+			seen[name] = true
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }
 
 func fieldValue(raw json.RawMessage) string {
@@ -167,6 +224,29 @@ const (
 	answeredFor   = 15 * time.Minute
 	answeredShown = 5
 )
+
+// ArgumentsNote says, for a card with more arguments than the popup's box
+// shows at once, how many there are and how many the tool does not declare,
+// so the person knows to scroll; "" for a few.
+func (c requestCard) ArgumentsNote() string {
+	if len(c.Fields) <= shownArguments {
+		return ""
+	}
+	undeclared := 0
+	for _, f := range c.Fields {
+		if f.Undeclared {
+			undeclared++
+		}
+	}
+	note := fmt.Sprintf("%d arguments", len(c.Fields))
+	if undeclared > 0 {
+		note += fmt.Sprintf(", %d of them not declared by %s", undeclared, c.Tool)
+	}
+	return note + ": scroll the list to read them all."
+}
+
+// shownArguments is about how many argument rows the popup's box shows.
+const shownArguments = 4
 
 // Outcome says in one line what an answered request did.
 func (c requestCard) Outcome() string {

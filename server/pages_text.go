@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 )
@@ -64,4 +65,20 @@ func shownJSON(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// blankRun is three or more line breaks with nothing but spaces and tabs
+// between them.
+var blankRun = regexp.MustCompile(`\n(?:[ \t]*\n){2,}`)
+
+// shownValue is an argument's value as shown: hidden characters by name
+// (shown), and every run of more than two line breaks said in words
+// ("⟨60 line breaks⟩") on a line of its own. The value sits in a box that
+// scrolls; blank lines would leave what follows them out of sight below a
+// field that looks whole ("tea", then sixty empty lines, then the rest).
+// The raw JSON beside it keeps every "\n".
+func shownValue(s string) string {
+	return blankRun.ReplaceAllStringFunc(shown(s), func(run string) string {
+		return fmt.Sprintf("\n⟨%d line breaks⟩\n", strings.Count(run, "\n"))
+	})
 }

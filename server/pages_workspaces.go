@@ -264,7 +264,7 @@ func (s *Server) taskViewOf(c *fiber.Ctx, id string) (view, error) {
 	}
 	return view{Title: t.Title, Nav: "workspaces", Src: "/tasks/" + t.ID, User: s.pageUser(c),
 		Data: fiber.Map{"Task": t, "Workspace": w, "Statuses": store.TaskStatuses, "ByMe": t.CreatedBy == uid,
-			"Timeline": timeline, "Names": n, "Grace": s.gate.Grace().String()}}, nil
+			"Timeline": timeline, "Names": n, "Grace": s.gate.Grace().String(), "Cards": s.pendingCards(c.UserContext(), uid, timeline)}}, nil
 }
 
 func (s *Server) pageTask(c *fiber.Ctx) error {

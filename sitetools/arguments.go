@@ -135,7 +135,40 @@ func decodeValue(args json.RawMessage, sh shape) (any, *ArgumentsError) {
 		e.Ambiguous = true
 		return nil, e
 	}
+	if path := protoPath(value, "arguments"); path != "" {
+		e := argumentsErr(CodeInvalidArguments, path, "has a property named \"__proto__\", which JavaScript reads two ways: JSON.parse makes it a property, "+
+			"while a page that copies the arguments by assignment (Object.assign, obj[key] = value) makes its value the prototype, so every name inside it "+
+			"would read as an argument the person never saw as one; rename it")
+		e.Ambiguous = true
+		return nil, e
+	}
 	return value, nil
+}
+
+// protoPath is the path of an object holding a property named __proto__
+// (written plainly or with escapes), or "".
+func protoPath(v any, path string) string {
+	switch t := v.(type) {
+	case map[string]any:
+		if _, ok := t["__proto__"]; ok {
+			return path
+		}
+		for k, c := range t {
+			seg := []pathFrame{{object: true, key: k}}
+			var b strings.Builder
+			writeSegment(&b, seg[0])
+			if p := protoPath(c, path+b.String()); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for i, c := range t {
+			if p := protoPath(c, path+"["+strconv.Itoa(i)+"]"); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // decodedMembers counts the members of every object in a decoded value.

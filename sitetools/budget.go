@@ -23,6 +23,9 @@ type shape struct {
 	// unheld is the offset of the first number a float64 cannot hold (it would be read as
 	// Infinity, or as 0 though it is not), or -1.
 	unheld int
+	// inexact is the offset of the first number a float64 holds only approximately: a browser
+	// reads 9007199254740993 as 9007199254740992, or -1.
+	inexact int
 }
 
 // Limits on one number in the arguments. gojsonschema parses every number as a big.Rat each time
@@ -38,7 +41,7 @@ const (
 // objects, and what their numbers cost. It does not check the syntax (decoding does, after); on
 // text that is not JSON the counts are only an estimate.
 func measure(text []byte) shape {
-	s := shape{huge: -1, unheld: -1}
+	s := shape{huge: -1, unheld: -1, inexact: -1}
 	if len(text) == 0 {
 		return s
 	}
@@ -115,6 +118,9 @@ func (s *shape) addNumber(num []byte, start, depth, digits, exp int) {
 	}
 	if digits+exp > 290 && s.unheld < 0 && !heldByFloat(num) { // below, every number is within range
 		s.unheld = start
+	}
+	if (digits > exactDigits || exp > 290) && s.inexact < 0 && !keptByFloat(num) { // below, every number is kept
+		s.inexact = start
 	}
 	s.numbers[min(depth, MaxArgumentDepth)] += numberWork(digits, exp)
 }
@@ -224,6 +230,9 @@ func (s *Schema) withinBudget(args []byte, sh shape) *ArgumentsError {
 		e := argumentsErr(CodeInvalidArguments, path, "is a number outside what a browser holds (at byte %d of the arguments): the page would read it as Infinity or 0; send a number between ±1.7e308 that is not closer to 0 than 5e-324, or send it as a string", sh.unheld)
 		e.Ambiguous = true
 		return e
+	}
+	if sh.inexact >= 0 {
+		return inexactNumber(args, sh.inexact)
 	}
 	w := s.work(sh, len(args))
 	if w <= MaxValidationCost {
