@@ -24,6 +24,11 @@ func (s *Server) mountApprovals(me guard) {
 // getApprovals lists the person's pending requests, oldest first; ?task=
 // narrows them to one task.
 func (s *Server) getApprovals(c *fiber.Ctx) error {
+	if id := c.Query("task"); id != "" { // a task that is not the person's is refused, not an empty list
+		if _, err := s.opts.DB.Task(c.UserContext(), userID(c), id); err != nil {
+			return storeError(err, "task")
+		}
+	}
 	reqs, err := s.gate.Pending(c.UserContext(), userID(c), c.Query("task"))
 	if err != nil {
 		return err

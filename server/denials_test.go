@@ -114,3 +114,34 @@ func TestOnlyThePersonLetsADenialGo(t *testing.T) {
 	defer cancel2()
 	wantError(t, awaitCall(t, ch2), "already denied")
 }
+
+// TestApprovalInputsThatAreNotWhatTheySaySayWhy: a count of waiting calls
+// that is not a number, and a task filter naming no task of the person's,
+// are refused with what is wrong, not read as 1 or as an empty list.
+func TestApprovalInputsThatAreNotWhatTheySaySayWhy(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	ch, cancel := w.buy("tea")
+	defer cancel()
+	p := w.pending(t, 1)[0]
+	b := newBrowser(t, w.env, w.person)
+	for _, n := range []string{"abc", "0", "-2", "1.5"} {
+		b.post("/approvals/"+p.ID+"/answer", url.Values{"answer": {"once"}, "waiters": {n}}).want(t, 400, "waiters", "nothing was answered")
+	}
+	if got := w.pending(t, 1)[0]; got.ID != p.ID {
+		t.Fatalf("a refused answer changed the request: %+v", got)
+	}
+	status, body := w.person.Do("GET", "/api/approvals?task=no-such-task", nil)
+	if status != 404 || !strings.Contains(string(body), "not_found") {
+		t.Fatalf("pending of a task that does not exist: %d %s", status, body)
+	}
+	var out struct {
+		Approvals []pendingView `json:"approvals"`
+	}
+	w.person.MustJSON("GET", "/api/approvals?task="+w.task, nil, 200, &out)
+	if len(out.Approvals) != 1 || out.Approvals[0].ID != p.ID {
+		t.Fatalf("pending of the task: %+v", out.Approvals)
+	}
+	b.post("/approvals/"+p.ID+"/answer", url.Values{"answer": {"deny"}, "waiters": {"1"}}).redirect(t, "/")
+	awaitCall(t, ch)
+}

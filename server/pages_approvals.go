@@ -190,8 +190,15 @@ func (s *Server) pageInbox(c *fiber.Ctx) error {
 // page says so calmly and shows what still waits.
 func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 	back := answerBack(c.FormValue("back"))
-	seen, _ := strconv.Atoi(c.FormValue("waiters"))
-	r, err := s.gate.AnswerFor(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")), max(seen, 1))
+	seen := 1 // a form without the count answers for one call, as before the count was sent
+	if v := c.FormValue("waiters"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return badRequest(codeInvalidField, "Field \"waiters\" must be the number of identical calls the page showed, a whole number from 1; nothing was answered.")
+		}
+		seen = n
+	}
+	r, err := s.gate.AnswerFor(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")), seen)
 	if errors.Is(err, approvals.ErrMoreCalls) {
 		v, verr := s.backView(c, back)
 		if verr != nil {
