@@ -2,10 +2,8 @@ package daemon_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,20 +18,7 @@ import (
 // one line; and `tabbridge run` refuses a command word that is not UTF-8
 // (JSON turned its bytes into U+FFFD, so the daemon ran another command).
 func TestControlSocketReadsARequestOneWayOnly(t *testing.T) {
-	d, err := daemon.New(daemon.Options{Server: "http://127.0.0.1:1", Token: "tbm_test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
-	path := filepath.Join(t.TempDir(), "run", "daemon.sock")
-	ln, err := daemon.ListenControl(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.ServeControl(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	_, path := controlDaemon(t)
 
 	for line, want := range map[string]string{
 		`{"argv":["true"],"cwd":"/tmp"}`:       `unknown field "cwd"`,

@@ -14,21 +14,33 @@ import (
 	"github.com/tabbridge/tabbridge/relay/wire"
 )
 
-func TestRunStartsSessionsThroughTheControlSocket(t *testing.T) {
+// controlDaemon starts a daemon (its server unreachable) serving its control
+// socket until the test ends, and returns it with the socket's path.
+func controlDaemon(t *testing.T) (*daemon.Daemon, string) {
+	t.Helper()
 	d, err := daemon.New(daemon.Options{Server: "http://127.0.0.1:1", Token: "tbm_test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
 	path := filepath.Join(t.TempDir(), "run", "daemon.sock")
 	ln, err := daemon.ListenControl(path)
 	if err != nil {
+		d.Close(context.Background())
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.ServeControl(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		d.Close(context.Background())
+	})
+	return d, path
+}
+
+func TestRunStartsSessionsThroughTheControlSocket(t *testing.T) {
+	d, path := controlDaemon(t)
 
 	info, _ := os.Stat(path)
 	dir, _ := os.Stat(filepath.Dir(path))
