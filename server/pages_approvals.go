@@ -190,13 +190,16 @@ func (s *Server) pageInbox(c *fiber.Ctx) error {
 // page says so calmly and shows what still waits.
 func (s *Server) postPageAnswer(c *fiber.Ctx) error {
 	back := answerBack(c.FormValue("back"))
-	seen := 1 // a form without the count answers for one call, as before the count was sent
+	// The count of identical calls the page showed: 0 when the agent had gone
+	// (the card says so), absent from a form made before it was sent; either
+	// answers for one call.
+	seen := 1
 	if v := c.FormValue("waiters"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return badRequest(codeInvalidField, "Field \"waiters\" must be the number of identical calls the page showed, a whole number from 1; nothing was answered.")
+		if err != nil || n < 0 {
+			return badRequest(codeInvalidField, "Field \"waiters\" must be the number of identical calls the page showed, a whole number; nothing was answered.")
 		}
-		seen = n
+		seen = max(n, 1)
 	}
 	r, err := s.gate.AnswerFor(c.UserContext(), userID(c), c.Params("id"), approvals.Answer(c.FormValue("answer")), seen)
 	if errors.Is(err, approvals.ErrMoreCalls) {
