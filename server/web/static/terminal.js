@@ -16,6 +16,9 @@
 //   Input over the server's limit (data-max-input, relay/wire's MaxInput) is
 //   not sent: the person is told, in #term-notice, as for input the server
 //   refused (a "refused" message).
+// - Pastes lose their control characters but tab, LF and CR (lib/paste.js):
+//   xterm.js sends a pasted ESC [201~ as it is, which ends a bracketed
+//   paste early and types the rest. The person is told what was removed.
 // - Widths: the Unicode 11 add-on, as in the daemon's terminal of record and
 //   its differential tests (terminal/xtermref), so both count the same cells.
 // - Terminal queries (device attributes, status and cursor reports, mode
@@ -34,6 +37,7 @@
 import { Backoff } from './lib/backoff.js';
 import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, inputRefusal, CLOSE_SIGNED_OUT } from './lib/frames.js';
 import { SettleGate } from './lib/settle.js';
+import { cleanPaste, pasteNotice } from './lib/paste.js';
 
 // A terminal page another site sent the browser to (data-arrived, see
 // lib/settle.js) does not take the keyboard at once: the site may have opened
@@ -379,6 +383,19 @@ function start() {
     }
     return true;
   });
+  // A paste with control characters in it is cleaned before xterm.js sees
+  // it: this listener, capturing on the terminal's host, runs before
+  // xterm.js's own (on its textarea and element), stops the event and
+  // pastes the clean text through xterm.js, which brackets it as usual.
+  host.addEventListener('paste', function (e) {
+    if (!e.clipboardData) return;
+    const c = cleanPaste(e.clipboardData.getData('text/plain'));
+    if (c.removed === 0) return;
+    e.preventDefault();
+    e.stopPropagation();
+    term.paste(c.text);
+    notice(pasteNotice(c.removed));
+  }, true);
   term.onData(function (s) { send(enc.encode(s)); });
   // onBinary carries legacy mouse reports: one byte per character.
   term.onBinary(function (s) { send(binaryBytes(s)); });
