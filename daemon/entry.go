@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -177,37 +176,18 @@ func (e *entry) snapshot(s *terminal.Session, discard bool) [][]byte {
 	e.mu.Lock()
 	e.skip = max(e.skip, snap.End())
 	e.mu.Unlock()
+	switch snap.Bound(wire.MaxSnapshot) {
+	case "history":
+		e.d.opts.Logger.Warn("snapshot too large: sent without its history", "session", e.info.ID)
+	case "screen":
+		e.d.opts.Logger.Warn("screen too large: sent as a notice that it is not shown", "session", e.info.ID)
+	}
 	ws := wire.Snapshot{
 		Resync: discard, Session: e.index, Offset: snap.Offset, Cols: snap.Cols, Rows: snap.Rows,
 		History: snap.History, Redraw: snap.Redraw,
 	}
-	boundSnapshot(&ws, e.d.opts.Logger, e.info.ID)
 	frames := [][]byte{wire.AppendDaemonSnapshot(nil, ws)}
 	return append(frames, e.batchFrames(snap.Tail)...)
-}
-
-// OversizeNotice is the screen a viewer is sent in place of a redraw over
-// wire.MaxSnapshot: a reset, and a line saying why the screen is not
-// shown. What the program writes next is shown after it.
-const OversizeNotice = "\x1bc\x1b[1mTabbridge: this screen is not shown: its links and title make it larger than " +
-	"16 MiB, as only a program trying to overwhelm the viewer writes. What the program writes next is shown.\x1b[0m\r\n"
-
-// boundSnapshot keeps a snapshot within wire.MaxSnapshot, so that no
-// program's output can make a frame the server refuses, which would close
-// the machine's link (every session of it) and, as the link's next
-// snapshot is as large, keep it down. The history goes first; a screen
-// still too large is replaced by OversizeNotice.
-func boundSnapshot(s *wire.Snapshot, log *slog.Logger, id string) {
-	if len(s.History)+len(s.Redraw) <= wire.MaxSnapshot {
-		return
-	}
-	log.Warn("snapshot too large: sent without its history", "session", id, "history", len(s.History), "redraw", len(s.Redraw))
-	s.History = nil
-	if len(s.Redraw) <= wire.MaxSnapshot {
-		return
-	}
-	log.Warn("screen too large: sent as a notice", "session", id, "redraw", len(s.Redraw))
-	s.Redraw = []byte(OversizeNotice)
 }
 
 // outputFrames merges queued batches into frames; callers hold e.mu.

@@ -3,7 +3,10 @@ package relay_test
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/relay/wire"
@@ -12,9 +15,29 @@ import (
 // hugeLinks prints 40 hyperlinks whose targets are 1 MiB each, one per
 // line, as `cat` of a hostile file does: 40 MiB of targets, more than the
 // server reads from a daemon in one message (wire.MaxFromDaemon). Then it
-// runs then, and waits.
-func hugeLinks(then string) string {
-	return `u=$(head -c 1048576 /dev/zero | tr '\0' a); i=0; while [ $i -lt 40 ]; do printf '\033]8;;https://e.example/%s%d\033\\x\033]8;;\033\\\r\n' "$u" $i; i=$((i+1)); done; ` + then + `; exec sleep 600`
+// runs then, says so on the named pipe done, and waits.
+func hugeLinks(then, done string) string {
+	return `u=$(head -c 1048576 /dev/zero | tr '\0' a); i=0; while [ $i -lt 40 ]; do printf '\033]8;;https://e.example/%s%d\033\\x\033]8;;\033\\\r\n' "$u" $i; i=$((i+1)); done; ` + then + `; echo > '` + done + `'; exec sleep 600`
+}
+
+// written waits until a program has written everything, as it says on the
+// named pipe done (the daemon's screen is no event to wait on, and every
+// look at it is a snapshot of 40 MiB).
+func written(t *testing.T, done string) {
+	t.Helper()
+	read := make(chan error, 1)
+	go func() {
+		_, err := os.ReadFile(done) // blocks until the program opens the pipe, then reads to its close
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the program never finished writing")
+	}
 }
 
 // TestHugeLinksKeepTheMachineOnline: a program can make its snapshot as
@@ -53,14 +76,24 @@ func TestHugeLinksKeepTheMachineOnline(t *testing.T) {
 
 	// The links scroll away and the screen is cleared: the history alone
 	// is too large, and the screen is shown.
-	scrolled := start(hugeLinks(`printf '\033[H\033[2JSCROLLED READ''Y\r\n'`))
-	r.waitDaemon(scrolled, "SCROLLED READY")
+	dir := t.TempDir()
+	done := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	scrolledDone := done("scrolled")
+	scrolled := start(hugeLinks(`printf '\033[H\033[2JSCROLLED READ''Y\r\n'`, scrolledDone))
+	written(t, scrolledDone)
 	noLinkDrop(r)
 	shows(scrolled, "SCROLLED READY")
 
 	// 23 of the links stay on the screen: 23 MiB of redraw.
-	onScreen := start(hugeLinks(`printf 'ON SCREEN'`))
-	r.waitDaemon(onScreen, "ON SCREEN")
+	onScreenDone := done("onscreen")
+	onScreen := start(hugeLinks(`printf 'ON SCREEN'`, onScreenDone))
+	written(t, onScreenDone)
 	noLinkDrop(r)
 	shows(onScreen, "this screen is not shown")
 	if s, ok := r.d.Session(onScreen); ok {
