@@ -57,3 +57,37 @@ func TestPastedEndOfPasteMarkerTypesNothing(t *testing.T) {
 	}
 	waitNotice(t, ctx, "the cleaned paste", "Pasted without 1 control character")
 }
+
+// TestProgramCannotTypeThroughQueries: in real Chromium, a program that
+// sets its title to a command and asks for it back (CSI 21 t), asks to
+// read the clipboard (OSC 52), and asks for a colour and the device
+// attributes, gets only the colour and the attributes, once each, from
+// the daemon: nothing it chose comes back as typed input, and the
+// person's next key follows them directly.
+func TestProgramCannotTypeThroughQueries(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	person := env.Person(t, "ada@example.com")
+	m := connectMachine(t, env, person, "laptop")
+	replies := "\x1b]10;rgb:e6e6/e8e8/ebeb\x1b\\" + "\x1b[?1;2c"
+	want := replies + "Z"
+	got := filepath.Join(t.TempDir(), "read")
+	asks := `\033]2;touch pwned\r\033\\\033]1;touch pwned\r\033\\\033[21t\033[20t\033]52;c;?\033\\\033]10;?\033\\\033[c`
+	// The program reads the replies' length, then one byte more: the
+	// person's key, typed once the replies were read, so anything else that
+	// came as input (a title sent back) shows in one or the other.
+	id := m.start(80, 24, "sh", "-c", fmt.Sprintf(`stty raw -echo && printf 'READ''Y\r\n' && printf '%s' && head -c %d > '%s' && printf 'DON''E\r\n' && head -c 1 >> '%s' && printf 'FINISH''ED\r\n' && exec sleep 600`, asks, len(replies), got, got))
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, "ada@example.com")
+	run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)))
+	waitScreen(t, ctx, "the program read the replies", "DONE")
+	run(t, ctx, "the person's key", chromedp.Evaluate[chromedp.Void](`window.__term.paste('Z')`))
+	waitScreen(t, ctx, "the program read the key", "FINISHED")
+	read, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(read) != want {
+		t.Fatalf("the program read %q, want the colour and the attributes, then the person's key: %q", read, want)
+	}
+}
