@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -12,12 +13,13 @@ import (
 	"github.com/tabbridge/tabbridge/relay/wire"
 )
 
-// hugeLinks prints 40 hyperlinks whose targets are 1 MiB each, one per
-// line, as `cat` of a hostile file does: 40 MiB of targets, more than the
-// server reads from a daemon in one message (wire.MaxFromDaemon). Then it
+// hugeLinks prints 40 hyperlinks whose targets are mib MiB each, one per
+// line, as `cat` of a hostile file does: at 1 MiB, 40 MiB of targets, more
+// than the server reads from a daemon in one message (wire.MaxFromDaemon),
+// and at 2 MiB, more than that on the screen alone. Then it
 // runs then, says so on the named pipe done, and waits.
-func hugeLinks(then, done string) string {
-	return `u=$(head -c 1048576 /dev/zero | tr '\0' a); i=0; while [ $i -lt 40 ]; do printf '\033]8;;https://e.example/%s%d\033\\x\033]8;;\033\\\r\n' "$u" $i; i=$((i+1)); done; ` + then + `; echo > '` + done + `'; exec sleep 600`
+func hugeLinks(mib int, then, done string) string {
+	return `u=$(head -c ` + strconv.Itoa(mib<<20) + ` /dev/zero | tr '\0' a); i=0; while [ $i -lt 40 ]; do printf '\033]8;;https://e.example/%s%d\033\\x\033]8;;\033\\\r\n' "$u" $i; i=$((i+1)); done; ` + then + `; echo > '` + done + `'; exec sleep 600`
 }
 
 // written waits until a program has written everything, as it says on the
@@ -85,14 +87,14 @@ func TestHugeLinksKeepTheMachineOnline(t *testing.T) {
 		return p
 	}
 	scrolledDone := done("scrolled")
-	scrolled := start(hugeLinks(`printf '\033[H\033[2JSCROLLED READ''Y\r\n'`, scrolledDone))
+	scrolled := start(hugeLinks(1, `printf '\033[H\033[2JSCROLLED READ''Y\r\n'`, scrolledDone))
 	written(t, scrolledDone)
 	noLinkDrop(r)
 	shows(scrolled, "SCROLLED READY")
 
-	// 23 of the links stay on the screen: 23 MiB of redraw.
+	// 23 of the links stay on the screen: 46 MiB of redraw.
 	onScreenDone := done("onscreen")
-	onScreen := start(hugeLinks(`printf 'ON SCREEN'`, onScreenDone))
+	onScreen := start(hugeLinks(2, `printf 'ON SCREEN'`, onScreenDone))
 	written(t, onScreenDone)
 	noLinkDrop(r)
 	shows(onScreen, "this screen is not shown")

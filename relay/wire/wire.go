@@ -255,9 +255,11 @@ const MaxFromDaemon = 32 << 20
 // 10 million characters, and every cell of the screen and the scrollback
 // can hold another link), so a daemon whose snapshot is larger sends it
 // without its history, and a screen still larger as a notice that it is
-// not shown (docs/PROTOCOL-terminals.md). Half of MaxFromDaemon, so every
-// frame that carries a snapshot fits with room to spare.
-const MaxSnapshot = MaxFromDaemon / 2
+// not shown (docs/PROTOCOL-terminals.md). MaxFromDaemon less 64 KiB: every
+// frame that carries a snapshot (the daemon's, and a forwarded viewer's,
+// which adds the attach's scrolling, at most MaxRows CRLFs) fits, and every
+// snapshot that fitted the link before the bound still goes whole.
+const MaxSnapshot = MaxFromDaemon - 64<<10
 
 // MaxCols and MaxRows bound a terminal's size on the wire.
 const (
