@@ -176,10 +176,17 @@ func (e *entry) snapshot(s *terminal.Session, discard bool) [][]byte {
 	e.mu.Lock()
 	e.skip = max(e.skip, snap.End())
 	e.mu.Unlock()
-	frames := [][]byte{wire.AppendDaemonSnapshot(nil, wire.Snapshot{
+	switch snap.Bound(wire.MaxSnapshot) {
+	case "history":
+		e.d.opts.Logger.Warn("snapshot too large: sent without its history", "session", e.info.ID)
+	case "screen":
+		e.d.opts.Logger.Warn("screen too large: sent as a notice that it is not shown", "session", e.info.ID)
+	}
+	ws := wire.Snapshot{
 		Resync: discard, Session: e.index, Offset: snap.Offset, Cols: snap.Cols, Rows: snap.Rows,
 		History: snap.History, Redraw: snap.Redraw,
-	})}
+	}
+	frames := [][]byte{wire.AppendDaemonSnapshot(nil, ws)}
 	return append(frames, e.batchFrames(snap.Tail)...)
 }
 

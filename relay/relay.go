@@ -47,7 +47,7 @@ const (
 	// controlQueue bounds control messages waiting for a viewer's writer.
 	controlQueue = 32
 	// daemonReadLimit and viewerReadLimit bound one incoming message.
-	daemonReadLimit = 32 << 20
+	daemonReadLimit = wire.MaxFromDaemon
 	viewerReadLimit = wire.MaxFromViewer
 )
 

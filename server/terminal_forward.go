@@ -42,8 +42,8 @@ const (
 )
 
 // forwardReadLimit bounds one message from a holder: a snapshot with its
-// history is the largest.
-const forwardReadLimit = 32 << 20
+// history is the largest, at most wire.MaxSnapshot and its header.
+const forwardReadLimit = wire.MaxFromDaemon
 
 // forwardPoll is how often a viewer whose holder went away looks for its
 // session again.

@@ -27,6 +27,40 @@ type Snapshot struct {
 	// (at most MaxLag), as the batches it was fed: send it after the
 	// redraw as ordinary output, paced like any other.
 	Tail []Batch
+	// resume is the end of Redraw that puts a viewer inside the sequence
+	// the emulator is reading, if any (Bound keeps it).
+	resume []byte
+}
+
+// OversizeNotice is what Bound puts in place of a redraw too large to
+// send: a reset, and a line saying why the screen is not shown.
+const OversizeNotice = "\x1bc\x1b[1mTabbridge: this screen is not shown: its links or title make it too large, " +
+	"as only a program trying to overwhelm its viewers writes. What the program writes next is shown.\x1b[0m\r\n"
+
+// Bound keeps the snapshot's History and Redraw within max bytes together
+// and says what it left out: "" (nothing), "history", or "screen". The
+// program decides how large they are (a link target or a title may be 10
+// million characters, and every cell can hold another link), and a
+// snapshot is sent in one message whose size the server bounds. The
+// history goes first (a fresh viewer gets no scrollback); a redraw still
+// over max becomes OversizeNotice, ended as the redraw was ended, inside
+// the sequence being read (an OSC whose payload so far does not fit is
+// resumed as one that aborts, so the viewer swallows its rest), so that
+// the output after the snapshot reads on as it does in the emulator.
+func (s *Snapshot) Bound(max int) string {
+	if len(s.History)+len(s.Redraw) <= max {
+		return ""
+	}
+	s.History = nil
+	if len(s.Redraw) <= max {
+		return "history"
+	}
+	resume := s.resume
+	if len(OversizeNotice)+len(resume) > max {
+		resume = []byte("\x1b]x") // only an OSC payload makes resume long
+	}
+	s.Redraw = append([]byte(OversizeNotice), resume...)
+	return "screen"
 }
 
 // Attach is the payload for a fresh viewer: history pushed into its
@@ -236,6 +270,7 @@ func (e *Emulator) Snapshot() (Snapshot, error) {
 		s = Snapshot{
 			Offset: t.fed, Cols: t.cols, Rows: t.rows, Title: t.title,
 			History: t.history(), Redraw: t.redraw(), Tail: e.pendingLag(t.fed),
+			resume: t.stream.resume(nil),
 		}
 	})
 	return s, err

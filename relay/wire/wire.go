@@ -244,6 +244,23 @@ const MaxToDaemon = daemonInputHeader + MaxInput
 // the viewer's socket (1009), never the daemon's link.
 const MaxFromViewer = 2 * (1 + MaxInput)
 
+// MaxFromDaemon is the read limit for a daemon's link (and for one server
+// instance forwarding a session to another): the largest message a daemon
+// may send. A larger one closes the link, and with it every session of
+// the machine, so a daemon never sends one (MaxSnapshot).
+const MaxFromDaemon = 32 << 20
+
+// MaxSnapshot bounds a snapshot's history and redraw together. The program
+// decides how large they are (a hyperlink target or a title is up to
+// 10 million characters, and every cell of the screen and the scrollback
+// can hold another link), so a daemon whose snapshot is larger sends it
+// without its history, and a screen still larger as a notice that it is
+// not shown (docs/PROTOCOL-terminals.md). MaxFromDaemon less 64 KiB: every
+// frame that carries a snapshot (the daemon's, and a forwarded viewer's,
+// which adds the attach's scrolling, at most MaxRows CRLFs) fits, and every
+// snapshot that fitted the link before the bound still goes whole.
+const MaxSnapshot = MaxFromDaemon - 64<<10
+
 // MaxCols and MaxRows bound a terminal's size on the wire.
 const (
 	MaxCols = 1000

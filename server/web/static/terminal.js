@@ -16,6 +16,12 @@
 //   Input over the server's limit (data-max-input, relay/wire's MaxInput) is
 //   not sent: the person is told, in #term-notice, as for input the server
 //   refused (a "refused" message).
+// - Pastes lose their control characters but tab, LF and CR (lib/paste.js):
+//   xterm.js sends a pasted ESC [201~ as it is, which ends a bracketed
+//   paste early and types the rest. The person is told what was removed.
+// - Hyperlinks (OSC 8) the program wrote open only after a question that
+//   names the real site (lib/links.js), never with a user name in them,
+//   and in a tab with no opener or referrer.
 // - Widths: the Unicode 11 add-on, as in the daemon's terminal of record and
 //   its differential tests (terminal/xtermref), so both count the same cells.
 // - Terminal queries (device attributes, status and cursor reports, mode
@@ -34,6 +40,8 @@
 import { Backoff } from './lib/backoff.js';
 import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, inputRefusal, CLOSE_SIGNED_OUT } from './lib/frames.js';
 import { SettleGate } from './lib/settle.js';
+import { cleanPaste, pasteNotice } from './lib/paste.js';
+import { linkPrompt } from './lib/links.js';
 
 // A terminal page another site sent the browser to (data-arrived, see
 // lib/settle.js) does not take the keyboard at once: the site may have opened
@@ -64,7 +72,8 @@ function start() {
     fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace',
     scrollback: 5000,
     allowProposedApi: true, // term.unicode, which the Unicode 11 add-on needs, is a proposed API
-    theme: { background: '#0f1115', foreground: '#e6e8eb', cursor: '#e6e8eb', selectionBackground: '#3a4a6b' }
+    theme: { background: '#0f1115', foreground: '#e6e8eb', cursor: '#e6e8eb', selectionBackground: '#3a4a6b' },
+    linkHandler: { activate: function (e, uri) { openLink(uri); } }
   });
   const fit = new window.FitAddon.FitAddon();
   term.loadAddon(fit);
@@ -98,6 +107,15 @@ function start() {
     [4, 10, 11, 12].forEach(function (id) {                        // colour queries ("?")
       p.registerOscHandler(id, function (data) { return data.split(';').indexOf('?') >= 0; });
     });
+  }
+
+  // openLink is a click on a hyperlink the program wrote: the person is
+  // asked, with the site as the browser will reach it, before it opens.
+  function openLink(uri) {
+    const p = linkPrompt(uri);
+    if (p.refused) return notice(p.refused);
+    if (!window.confirm(p.message)) return;
+    window.open(p.href, '_blank', 'noopener,noreferrer');
   }
 
   // ---- renderer ----
@@ -379,6 +397,19 @@ function start() {
     }
     return true;
   });
+  // A paste with control characters in it is cleaned before xterm.js sees
+  // it: this listener, capturing on the terminal's host, runs before
+  // xterm.js's own (on its textarea and element), stops the event and
+  // pastes the clean text through xterm.js, which brackets it as usual.
+  host.addEventListener('paste', function (e) {
+    if (!e.clipboardData) return;
+    const c = cleanPaste(e.clipboardData.getData('text/plain'));
+    if (c.removed === 0) return;
+    e.preventDefault();
+    e.stopPropagation();
+    term.paste(c.text);
+    notice(pasteNotice(c.removed));
+  }, true);
   term.onData(function (s) { send(enc.encode(s)); });
   // onBinary carries legacy mouse reports: one byte per character.
   term.onBinary(function (s) { send(binaryBytes(s)); });
