@@ -355,7 +355,7 @@ func collapseKey(call Call, argsHash string) string {
 // none exists; it returns the event to tell (approval.created, or
 // approval.updated for a joined one) and the request's copy.
 func (g *Gate) join(ctx context.Context, call Call, args canonArgs) (*waiting, string, Request, error) {
-	pretty, hash := args.pretty, args.hash
+	hash := args.hash
 	key := collapseKey(call, hash)
 	ksum := sha256.Sum256([]byte(key))
 	dbKey := hex.EncodeToString(ksum[:]) // the key holds NULs, which PostgreSQL's text refuses
@@ -377,6 +377,10 @@ func (g *Gate) join(ctx context.Context, call Call, args canonArgs) (*waiting, s
 		// The row was settled a moment ago (on another instance, or here between its UPDATE and
 		// this map's cleanup): that answer counted the calls it was given for, not this one,
 		// which asks anew below. Joining would have handed it an Allow nobody gave it.
+	}
+	pretty, err := args.pretty()
+	if err != nil {
+		return nil, "", Request{}, err
 	}
 	db := g.opts.DB.WithContext(context.WithoutCancel(ctx))
 	for range 3 { // an identical request may settle between our insert and our join
@@ -940,12 +944,12 @@ func (g *Gate) ExpireOverdue(ctx context.Context, margin time.Duration) (int, er
 
 // canonArgs are a call's arguments as the gate compares and shows them.
 type canonArgs struct {
-	hash   string // SHA-256 of the canonical form (keys sorted, numbers kept exactly), hex
-	pretty string // pretty-printed, for the person to read
+	canon []byte // canonical JSON: keys sorted, numbers kept exactly
+	hash  string // SHA-256 of canon, hex
 }
 
-// canonical returns the arguments' canonical hash, for comparing calls,
-// and the arguments pretty-printed for the person to read.
+// canonical returns the arguments in canonical form and its hash, for
+// comparing calls.
 func canonical(args json.RawMessage) (canonArgs, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
@@ -960,12 +964,18 @@ func canonical(args json.RawMessage) (canonArgs, error) {
 	if err != nil {
 		return canonArgs{}, fmt.Errorf("arguments: %w", err)
 	}
-	p, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return canonArgs{}, fmt.Errorf("arguments: %w", err)
-	}
 	sum := sha256.Sum256(canon)
-	return canonArgs{hash: hex.EncodeToString(sum[:]), pretty: string(p)}, nil
+	return canonArgs{canon: canon, hash: hex.EncodeToString(sum[:])}, nil
+}
+
+// pretty is the arguments pretty-printed for the person to read, made only
+// for a request being opened (a grant or a remembered denial needs none).
+func (a canonArgs) pretty() (string, error) {
+	var b bytes.Buffer
+	if err := json.Indent(&b, a.canon, "", "  "); err != nil {
+		return "", fmt.Errorf("arguments: %w", err)
+	}
+	return b.String(), nil
 }
 
 // InFlight is how many pending requests calls on this instance wait on.
