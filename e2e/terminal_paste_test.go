@@ -37,10 +37,7 @@ func TestPastedEndOfPasteMarkerTypesNothing(t *testing.T) {
 	got := filepath.Join(t.TempDir(), "read")
 	// The program reads exactly what a single clean paste is, into a file.
 	id := m.start(80, 24, "sh", "-c", fmt.Sprintf(`stty raw -echo && printf '\033[?2004hREAD''Y\r\n' && head -c %d > '%s' && printf 'DON''E\r\n' && exec sleep 600`, len(want), got))
-	ctx := startBrowser(t)
-	signIn(t, ctx, env, "ada@example.com")
-	run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
-		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)))
+	ctx := typingTerminal(t, env, "ada@example.com", id)
 	waitScreen(t, ctx, "the program's screen", "READY")
 	if on := get(t, ctx, "bracketed paste", chromedp.Evaluate[bool](`window.__term.modes.bracketedPasteMode`)); !on {
 		t.Fatal("the viewer is not in bracketed paste mode, which the program set")
@@ -76,10 +73,7 @@ func TestProgramCannotTypeThroughQueries(t *testing.T) {
 	// person's key, typed once the replies were read, so anything else that
 	// came as input (a title sent back) shows in one or the other.
 	id := m.start(80, 24, "sh", "-c", fmt.Sprintf(`stty raw -echo && printf 'READ''Y\r\n' && printf '%s' && head -c %d > '%s' && printf 'DON''E\r\n' && head -c 1 >> '%s' && printf 'FINISH''ED\r\n' && exec sleep 600`, asks, len(replies), got, got))
-	ctx := startBrowser(t)
-	signIn(t, ctx, env, "ada@example.com")
-	run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
-		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)))
+	ctx := typingTerminal(t, env, "ada@example.com", id)
 	waitScreen(t, ctx, "the program read the replies", "DONE")
 	run(t, ctx, "the person's key", chromedp.Evaluate[chromedp.Void](`window.__term.paste('Z')`))
 	waitScreen(t, ctx, "the program read the key", "FINISHED")

@@ -307,15 +307,23 @@ func TestTerminalKeepsUpWithAFlood(t *testing.T) {
 // record) answers each once; the viewer's xterm.js, which would answer too,
 // is silenced, so the program reads exactly two replies before the key
 // typed after them.
+// typingTerminal signs email in to a fresh browser and opens session id's
+// page, live and taking keys.
+func typingTerminal(t *testing.T, env *servertest.Env, email, id string) context.Context {
+	t.Helper()
+	ctx := startBrowser(t)
+	signIn(t, ctx, env, email)
+	run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)))
+	return ctx
+}
+
 func TestTerminalQueriesAnsweredOnce(t *testing.T) {
 	env := servertest.Start(t, storetest.SQLite, nil)
 	person := env.Person(t, "ada@example.com")
 	m := connectMachine(t, env, person, "laptop")
 	id := m.start(80, 24, testProg(t), "queries")
-	ctx := startBrowser(t)
-	signIn(t, ctx, env, "ada@example.com")
-	run(t, ctx, "open the terminal", chromedp.Navigate(env.URL+"/sessions/"+id),
-		chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)))
+	ctx := typingTerminal(t, env, "ada@example.com", id)
 	waitScreen(t, ctx, "the program's screen", "KEYS READY")
 	// One "q" exactly (a key event can type it twice).
 	run(t, ctx, "ask", chromedp.Evaluate[chromedp.Void](`window.__term.paste('q')`))
