@@ -56,7 +56,7 @@ type instance struct {
 // PostgreSQL database with one signing key, behind a real haproxy that
 // balances them round-robin and checks each one's /readyz.
 type cluster struct {
-	t         *testing.T
+	t         testing.TB
 	pg        string // the database URL
 	db        *sql.DB
 	dir       string
@@ -66,26 +66,7 @@ type cluster struct {
 	proxy     *exec.Cmd
 }
 
-// haproxyPath finds haproxy; scripts/test installs it. Missing, the test is
-// skipped, unless CI is set: there it fails.
-func haproxyPath(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/sbin/haproxy"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("haproxy"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("haproxy not found: scripts/test installs it (apt-get install -y haproxy)")
-	}
-	t.Skip("haproxy not found (apt-get install -y haproxy); skipped outside CI")
-	return ""
-}
-
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,9 +78,9 @@ func freeAddr(t *testing.T) string {
 
 // startCluster starts n instances and haproxy in front of them, and returns
 // once haproxy sees every instance ready.
-func startCluster(t *testing.T, n int) *cluster {
+func startCluster(t testing.TB, n int) *cluster {
 	t.Helper()
-	hp := haproxyPath(t)
+	hp := toolPath(t, "haproxy", "haproxy")
 	c := &cluster{t: t, pg: storetest.FreshPostgres(t), dir: t.TempDir(), proxyAddr: freeAddr(t)}
 	c.URL = "http://" + c.proxyAddr
 	db, err := sql.Open("pgx", c.pg)
@@ -254,43 +235,18 @@ func (c *cluster) startProxy(bin string) {
 	})
 }
 
-// proxyConfig is haproxy's configuration: round-robin request by request
-// over every instance, a health check on /readyz every 100 ms (down after
-// two failures), WebSockets tunnelled (timeout tunnel), a request whose
-// connection was refused retried on another instance (redispatch), and the
-// test's pin, which picks the instance by name. docs' example in README.md
-// is this without the pin and the short periods.
+// proxyConfig is haproxy's configuration: README.md's (round-robin request
+// by request over every instance, the health check on /readyz, WebSockets
+// tunnelled, a refused request retried on another instance, the client's
+// address forwarded, events sent at once), checking each instance every
+// 100 ms instead of every second, with the test's pin, which picks the
+// instance by name.
 func (c *cluster) proxyConfig() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `global
-  maxconn 4096
-
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 10m
-  timeout server 10m
-  timeout tunnel 1h
-  retries 3
-  option redispatch 1
-
-frontend tabbridge
-  bind %s
-  default_backend instances
-
-backend instances
-  balance roundrobin
-  option httpchk GET /readyz
-  http-check expect status 200
-  default-server inter 100ms fall 2 rise 1
-`, c.proxyAddr)
-	for _, in := range c.inst {
-		fmt.Fprintf(&b, "  use-server %s if { req.hdr(%s) -m str %s } || { req.cook(%s) -m str %s }\n", in.id, pinHeader, in.id, pinCookie, in.id)
+	backends := make([][2]string, len(c.inst))
+	for i, in := range c.inst {
+		backends[i] = [2]string{in.id, in.addr}
 	}
-	for _, in := range c.inst {
-		fmt.Fprintf(&b, "  server %s %s check\n", in.id, in.addr)
-	}
-	return b.String()
+	return haproxyConfig(c.t, c.proxyAddr, backends, "100ms", pinHeader, pinCookie)
 }
 
 // waitBalanced waits until haproxy sends a request pinned to the instance
@@ -402,7 +358,7 @@ func (p headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // agent connects the go-sdk MCP client through haproxy with an agent
 // token; pinned to in when in is not nil, round-robin otherwise.
-func (c *cluster) agent(t *testing.T, token string, in *instance) *mcp.ClientSession {
+func (c *cluster) agent(t testing.TB, token string, in *instance) *mcp.ClientSession {
 	t.Helper()
 	cs, err := c.connectAgent(token, in)
 	if err != nil {
@@ -440,15 +396,21 @@ type eventLine struct {
 }
 
 // stream opens the person's event stream pinned to in.
-func (c *cluster) stream(t *testing.T, person *servertest.Client, in *instance) *events {
+func (c *cluster) stream(t testing.TB, person *servertest.Client, in *instance) *events {
 	t.Helper()
-	pc := c.pinned(person, in)
+	return openEvents(t, c.URL, c.pinned(person, in).HTTP.Jar)
+}
+
+// openEvents opens the live event stream at base (a server's or a proxy's
+// address) of the person whose sign-in cookies jar holds, until the test ends.
+func openEvents(t testing.TB, base string, jar http.CookieJar) *events {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.URL+"/api/events", nil)
-	resp, err := (&http.Client{Jar: pc.HTTP.Jar}).Do(req)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/events", nil)
+	resp, err := (&http.Client{Jar: jar}).Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		cancel()
-		t.Fatalf("event stream at %s: %v %v", in.id, err, resp)
+		t.Fatalf("event stream at %s: %v %v", base, err, resp)
 	}
 	e := &events{more: make(chan struct{}, 1)}
 	done := make(chan struct{})
@@ -475,7 +437,7 @@ func (c *cluster) stream(t *testing.T, person *servertest.Client, in *instance) 
 }
 
 // when waits until an event containing s has arrived and returns when it did.
-func (e *events) when(t *testing.T, s string) time.Time {
+func (e *events) when(t testing.TB, s string) time.Time {
 	t.Helper()
 	deadline := time.After(testutil.WaitMedium)
 	for {

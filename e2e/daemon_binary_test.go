@@ -21,7 +21,7 @@ import (
 const binWait = 60 * time.Second
 
 // tabbridgeBinary is cmd/tabbridge, built once per test run.
-func tabbridgeBinary(t *testing.T) string {
+func tabbridgeBinary(t testing.TB) string {
 	t.Helper()
 	return testbin.Build(t, repoPath(t, "cmd/tabbridge"))
 }
