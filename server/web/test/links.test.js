@@ -67,7 +67,7 @@ test('a very long address is cut in the question, the site never', () => {
 });
 
 test('an address shows no markup characters: the parser encodes them', () => {
-  const p = linkPrompt('https://example.com/<img src=x onerror=alert(1)>?q=<b>#<i>');
+  const p = linkPrompt('https://example.com/<img src="x" onerror=alert(1)>?q="<b>"#<i title="t">');
   assert.ok(!/[<>"]/.test(p.address), p.address);
   assert.equal(p.site, 'example.com');
 });
