@@ -135,3 +135,34 @@ func TestTerminalInThePopup(t *testing.T) {
 		t.Fatalf("state %q", s)
 	}
 }
+
+// TestTerminalLinkFromThePopup: a hyperlink in a terminal the extension's
+// popup frames opens as it does in a tab. The question is asked inside the
+// frame (a native dialog from a cross-site frame in an extension's popup
+// reads "An embedded page at … says", may close the popup, and some Chrome
+// versions do not show it at all); Open opens the link once, in a new tab
+// without opener or referrer.
+func TestTerminalLinkFromThePopup(t *testing.T) {
+	env, b, _, person := ownerInExtensionBrowser(t)
+	m := connectMachine(t, env, person, "laptop")
+	site := startLanding(t)
+	href := site.url + "/landed?from=popup"
+	id := m.start(80, 24, linkProgram([2]string{href, "the docs"})...)
+
+	popup, frame := openPopup(t, b, env)
+	nativeDialogs(t, popup)
+	run(t, frame, "open the terminal in the frame",
+		chromedp.Evaluate[chromedp.Void](`localStorage.removeItem('tabbridge.watchOnly'); location.assign('/sessions/`+id+`')`))
+	frame = b.appFrame(t, env.URL, "/sessions/"+id)
+	native := nativeDialogs(t, frame)
+	run(t, frame, "live", chromedp.WaitVisible(chromedp.CSS(`#term-page[data-state="live"][data-mode="type"]`)))
+	waitScreen(t, frame, "the program's screen in the popup", "READY")
+
+	q := clickLink(t, frame, "click the link in the popup", 2, 0, native)
+	if q.Site != strings.TrimPrefix(site.url, "http://") || q.Address != href || q.Focused != "link-ask-cancel" {
+		t.Fatalf("the question in the popup = %+v, want site %s, address %s and Cancel under the keyboard", q, strings.TrimPrefix(site.url, "http://"), href)
+	}
+	run(t, frame, "Open", chromedp.WaitEnabled(chromedp.ID("link-ask-open")), chromedp.Click(chromedp.ID("link-ask-open")))
+	site.landedOnce(t, b.ctx, href)
+	waitAnswered(t, frame, "Open in the popup")
+}

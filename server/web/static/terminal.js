@@ -21,7 +21,9 @@
 //   paste early and types the rest. The person is told what was removed.
 // - Hyperlinks (OSC 8) the program wrote open only after a question that
 //   names the real site (lib/links.js), never with a user name in them,
-//   and in a tab with no opener or referrer.
+//   and in a tab with no opener or referrer. The question is the page's
+//   own <dialog> (#link-ask), not window.confirm, which a cross-site frame
+//   in the extension's popup cannot rely on.
 // - Widths: the Unicode 11 add-on, as in the daemon's terminal of record and
 //   its differential tests (terminal/xtermref), so both count the same cells.
 // - Terminal queries (device attributes, status and cursor reports, mode
@@ -39,9 +41,9 @@
 //   its cookies.
 import { Backoff } from './lib/backoff.js';
 import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, inputRefusal, CLOSE_SIGNED_OUT } from './lib/frames.js';
-import { SettleGate } from './lib/settle.js';
+import { SettleGate, SETTLE_MS } from './lib/settle.js';
 import { cleanPaste, pasteNotice } from './lib/paste.js';
-import { linkPrompt } from './lib/links.js';
+import { linkPrompt, WORDS } from './lib/links.js';
 
 // A terminal page another site sent the browser to (data-arrived, see
 // lib/settle.js) does not take the keyboard at once: the site may have opened
@@ -111,11 +113,87 @@ function start() {
 
   // openLink is a click on a hyperlink the program wrote: the person is
   // asked, with the site as the browser will reach it, before it opens.
+  const ask = linkQuestion();
   function openLink(uri) {
     const p = linkPrompt(uri);
     if (p.refused) return notice(p.refused);
-    if (!window.confirm(p.message)) return;
-    window.open(p.href, '_blank', 'noopener,noreferrer');
+    ask(p);
+  }
+
+  // linkQuestion builds the page's question about a link (hidden until
+  // asked) and returns the function that asks it. Its text is set as text
+  // only: the program chose the address. Cancel has the keyboard, so an
+  // Enter meant for the terminal opens nothing; Escape cancels too. Open
+  // takes no click until the question has been on screen SETTLE_MS: the
+  // program chose where its link is, and can put it under the Open button,
+  // for the second click of a double-click to land there. The link opens
+  // from Open's click (a user gesture: no popup blocker). One question at
+  // a time: while one is open, another click asks nothing (the answer must
+  // be to the address that was read). After any answer the terminal has
+  // the keyboard again.
+  function linkQuestion() {
+    const d = document.createElement('dialog');
+    d.id = 'link-ask';
+    d.className = 'link-ask';
+    d.setAttribute('aria-labelledby', 'link-ask-title');
+    d.setAttribute('aria-describedby', 'link-ask-warning');
+    const title = part('h2', 'link-ask-title');
+    const site = part('dd', 'link-ask-site');
+    const address = part('dd', 'link-ask-address');
+    const warning = part('p', 'link-ask-warning');
+    const list = document.createElement('dl');
+    list.append(part('dt', '', WORDS.site), site, part('dt', '', WORDS.address), address);
+    const cancel = part('button', 'link-ask-cancel', WORDS.cancel);
+    const open = part('button', 'link-ask-open', WORDS.open);
+    cancel.type = open.type = 'button';
+    cancel.className = 'btn';
+    open.className = 'btn btn-primary';
+    cancel.autofocus = true;
+    const actions = document.createElement('div');
+    actions.className = 'actions';
+    actions.append(cancel, open);
+    d.append(title, list, warning, actions);
+    page.append(d);
+
+    let href = null, holdTimer = null;
+    open.addEventListener('click', function () {
+      if (!href || open.disabled) return;
+      const h = href;
+      href = null;
+      window.open(h, '_blank', 'noopener,noreferrer');
+      d.close('open');
+    });
+    cancel.addEventListener('click', function () { d.close('cancel'); });
+    // A click beside the buttons (the backdrop, the question's margins: the
+    // second click of a double-click on the link lands there) leaves the
+    // keyboard where it was, on Cancel, rather than on the dialog itself,
+    // where Enter would do nothing the person could see.
+    d.addEventListener('mousedown', function (e) { if (e.target === d) e.preventDefault(); });
+    d.addEventListener('close', function () {
+      href = null;
+      clearTimeout(holdTimer);
+      term.focus();
+    });
+    return function (p) {
+      if (d.open) return;
+      href = p.href;
+      title.textContent = p.title;
+      site.textContent = p.site;
+      address.textContent = p.address;
+      warning.textContent = p.warning;
+      open.disabled = true;
+      holdTimer = setTimeout(function () { open.disabled = false; }, SETTLE_MS);
+      d.showModal();
+      cancel.focus();
+    };
+  }
+
+  // part makes an element of the question with an id and, if given, text.
+  function part(tag, id, text) {
+    const e = document.createElement(tag);
+    if (id) e.id = id;
+    if (text) e.textContent = text;
+    return e;
   }
 
   // ---- renderer ----

@@ -16,13 +16,30 @@
 // Only http and https are opened, a link with a user name or password in it
 // is not opened at all (it exists to mislead), and the tab opens without
 // an opener or a referrer.
+//
+// The parts are shown by terminal.js in a question of the page's own (a
+// <dialog>), never window.confirm: in the extension's popup the page is a
+// cross-site frame, whose native dialogs Chrome heads "An embedded page
+// says", may close the popup over, or does not show at all.
 
 // MAX_SHOWN is how much of an address the question shows; the site is
 // always shown whole, on its own line.
 export const MAX_SHOWN = 300;
 
-// linkPrompt returns { href, message } for a link that may be opened once
-// the person agrees to message, or { refused } saying why it is not opened.
+// WORDS is the rest of the question's wording: its labels and buttons.
+export const WORDS = Object.freeze({
+  title: 'Open a link the program in this terminal wrote?',
+  site: 'Site',
+  address: 'Address',
+  warning: 'The text on screen can say anything: check the site.',
+  open: 'Open',
+  cancel: 'Cancel'
+});
+
+// linkPrompt returns, for a link that may be opened once the person agrees,
+// { href, title, site, address, warning }: the question's parts, each shown
+// as plain text (the program chose them), the site on its own line; or
+// { refused } saying why the link is not opened.
 export function linkPrompt(uri) {
   let u;
   try {
@@ -38,9 +55,5 @@ export function linkPrompt(uri) {
   }
   let shown = u.href;
   if (shown.length > MAX_SHOWN) shown = shown.slice(0, MAX_SHOWN) + '… (' + u.href.length + ' characters)';
-  return {
-    href: u.href,
-    message: 'Open a link the program in this terminal wrote?\n\nSite: ' + u.host + '\n\nAddress: ' + shown +
-      '\n\nThe text on screen can say anything: check the site.'
-  };
+  return { href: u.href, title: WORDS.title, site: u.host, address: shown, warning: WORDS.warning };
 }
