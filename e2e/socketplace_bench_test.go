@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,11 @@ import (
 func BenchmarkWhereTheSocketEnds(b *testing.B) {
 	var mu sync.Mutex
 	origins := map[string]bool{}
+	// arrivals holds, for each place a socket ends ("who" in its URL), the
+	// times the echo read its messages on the socket of that place with the
+	// most: the time between two is one whole round trip, timed here in Go
+	// rather than by the browser's coarse performance.now().
+	arrivals := map[string][]*[]time.Time{} // each socket's reads, by place
 	up := websocket.Upgrader{CheckOrigin: func(r *http.Request) bool { return true }}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
@@ -41,9 +47,20 @@ func BenchmarkWhereTheSocketEnds(b *testing.B) {
 			return
 		}
 		defer c.Close()
+		who := r.URL.Query().Get("who")
+		at := new([]time.Time)
+		mu.Lock()
+		arrivals[who] = append(arrivals[who], at)
+		mu.Unlock()
 		for {
 			kind, msg, err := c.ReadMessage()
-			if err != nil || c.WriteMessage(kind, msg) != nil {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			*at = append(*at, time.Now())
+			mu.Unlock()
+			if c.WriteMessage(kind, msg) != nil {
 				return
 			}
 		}
@@ -81,8 +98,8 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 		}
 	}
 	var out struct {
-		ContentScriptSocketUs, PortUs, WorkerSocketUs float64
-		Error                                         string
+		ContentScriptSocketUs, PortUs, WorkerSocketUs, RelayUs, FrameSocketUs, FrameRelayUs float64
+		Error                                                                               string
 	}
 	read := func(page string) {
 		tab := br.Tab(b, page)
@@ -104,7 +121,7 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 	var pageUs float64
 	br.eval(b, tab, `(async () => {
   const html = document.documentElement, n = Number(html.dataset.n), msg = html.dataset.msg;
-  const ws = new WebSocket(html.dataset.socket);
+  const ws = new WebSocket(html.dataset.socket + '?who=page');
   await new Promise((r) => (ws.onopen = r));
   let next;
   ws.onmessage = () => next();
@@ -120,9 +137,34 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 	}
 	mu.Unlock()
 	b.Logf("the echo saw sockets from: %s", strings.Join(seen, ", "))
+	// Round trips timed at the echo: p50 and p99 of each place.
+	mu.Lock()
+	for _, who := range []string{"worker", "relay", "cs", "page", "frame", "framerelay"} {
+		var at []time.Time
+		for _, a := range arrivals[who] {
+			if len(*a) > len(at) {
+				at = *a
+			}
+		}
+		if len(at) < 3 {
+			mu.Unlock()
+			b.Fatalf("the echo read %d messages from the %s's socket", len(at), who)
+		}
+		lat := make([]time.Duration, 0, len(at)-2)
+		for i := 2; i < len(at); i++ {
+			lat = append(lat, at[i].Sub(at[i-1]))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), who+"-p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), who+"-p99-µs")
+	}
+	mu.Unlock()
 	b.ReportMetric(out.WorkerSocketUs, "worker-socket-µs")
 	b.ReportMetric(out.PortUs, "port-µs")
 	b.ReportMetric(out.WorkerSocketUs+out.PortUs, "worker+port-µs")
+	b.ReportMetric(out.RelayUs, "relay-µs")
+	b.ReportMetric(out.FrameSocketUs, "frame-socket-µs")
+	b.ReportMetric(out.FrameRelayUs, "frame-relay-µs")
 	b.ReportMetric(out.ContentScriptSocketUs, "content-script-socket-µs")
 	b.ReportMetric(pageUs, "page-socket-µs")
 }

@@ -7,15 +7,39 @@
   const url = html.dataset.socket, n = Number(html.dataset.n), msg = html.dataset.msg;
   const out = {};
   try {
-    out.contentScriptSocketUs = await roundTrips(url, n, msg);
+    out.contentScriptSocketUs = await roundTrips(url + '?who=cs', n, msg);
     const port = chrome.runtime.connect();
     let next;
-    port.onMessage.addListener((m) => next(m));
+    port.onMessage.addListener((m) => {
+      if (m && m.relayed !== undefined) return port.postMessage({ back: m.relayed }); // the call path's turn in the tab
+      next(m);
+    });
     const ask = (m) => new Promise((r) => { next = r; port.postMessage(m); });
     const t0 = performance.now();
     for (let i = 0; i < n; i++) await ask(msg);
     out.portUs = ((performance.now() - t0) * 1000) / n;
-    out.workerSocketUs = (await ask({ socket: url, n, msg })).socketUs;
+    out.workerSocketUs = (await ask({ socket: url + '?who=worker', n, msg })).socketUs;
+    out.relayUs = (await ask({ relay: url + '?who=relay', n, msg })).relayUs;
+
+    // A socket in an extension frame inside the tab, alone and relaying to this content script.
+    const frame = document.createElement('iframe');
+    let fromFrame;
+    addEventListener('message', (e) => {
+      if (e.source !== frame.contentWindow) return;
+      if (e.data.relayed !== undefined) return frame.contentWindow.postMessage({ back: e.data.relayed }, '*');
+      fromFrame(e.data);
+    });
+    const frameSays = () => new Promise((r) => (fromFrame = r));
+    let said = frameSays();
+    frame.src = chrome.runtime.getURL('frame.html');
+    document.body.append(frame);
+    await said;
+    said = frameSays();
+    frame.contentWindow.postMessage({ plain: url + '?who=frame', n, msg }, '*');
+    out.frameSocketUs = (await said).plainUs;
+    said = frameSays();
+    frame.contentWindow.postMessage({ relay: url + '?who=framerelay', n, msg }, '*');
+    out.frameRelayUs = (await said).relayUs;
   } catch (e) {
     out.error = String(e?.message ?? e);
   }
