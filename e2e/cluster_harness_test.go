@@ -246,7 +246,7 @@ func (c *cluster) proxyConfig() string {
 	for i, in := range c.inst {
 		backends[i] = [2]string{in.id, in.addr}
 	}
-	return haproxyConfig(c.t, c.proxyAddr, backends, "100ms", pinHeader, pinCookie)
+	return haproxyConfig(c.t, "bind "+c.proxyAddr, backends, "100ms", pinHeader, pinCookie)
 }
 
 // waitBalanced waits until haproxy sends a request pinned to the instance
@@ -398,16 +398,17 @@ type eventLine struct {
 // stream opens the person's event stream pinned to in.
 func (c *cluster) stream(t testing.TB, person *servertest.Client, in *instance) *events {
 	t.Helper()
-	return openEvents(t, c.URL, c.pinned(person, in).HTTP.Jar)
+	return openEvents(t, c.URL, c.pinned(person, in).HTTP.Jar, nil)
 }
 
 // openEvents opens the live event stream at base (a server's or a proxy's
-// address) of the person whose sign-in cookies jar holds, until the test ends.
-func openEvents(t testing.TB, base string, jar http.CookieJar) *events {
+// address) of the person whose sign-in cookies jar holds, through rt (nil:
+// Go's default transport), until the test ends.
+func openEvents(t testing.TB, base string, jar http.CookieJar, rt http.RoundTripper) *events {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/events", nil)
-	resp, err := (&http.Client{Jar: jar}).Do(req)
+	resp, err := (&http.Client{Jar: jar, Transport: rt}).Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		cancel()
 		t.Fatalf("event stream at %s: %v %v", base, err, resp)

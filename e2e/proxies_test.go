@@ -2,7 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -14,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
@@ -25,8 +34,59 @@ import (
 
 // The reverse proxies README.md tells people to put in front of the server
 // (Caddy and nginx for one instance, haproxy for several), each run from the
-// README's own configuration with only its addresses and certificate
-// changed, so what the README says is what is tested.
+// README's own configuration with TLS for the README's host name, changing
+// only the addresses and the certificate's files, so what the README says is
+// what is tested.
+
+// readmeHost is the host name the README's configurations serve.
+const readmeHost = "tabbridge.example.com"
+
+// siteCert is a certificate authority of the test's own and a certificate
+// it signed for readmeHost, in PEM files where the proxies read them.
+type siteCert struct {
+	roots           *x509.CertPool
+	cert, key, both string // the certificate, its key, and both in one file (haproxy's)
+}
+
+func makeSiteCert(t testing.TB, dir string) siteCert {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Tabbridge test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: readmeHost}, DNSNames: []string{readmeHost},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	c := siteCert{roots: x509.NewCertPool(), cert: filepath.Join(dir, "cert.pem"), key: filepath.Join(dir, "key.pem"), both: filepath.Join(dir, "both.pem")}
+	c.roots.AddCert(caCert)
+	writeFile(t, c.cert, string(certPEM))
+	writeFile(t, c.key, string(keyPEM))
+	writeFile(t, c.both, string(certPEM)+string(keyPEM))
+	return c
+}
 
 // toolPath finds a program scripts/test installs. Missing, the test is
 // skipped, unless CI is set: there it fails.
@@ -102,14 +162,14 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// haproxyConfig is README.md's haproxy configuration listening on front and
-// balancing backends (name → address), with each server's health checked
-// every interval. pin, if not empty, names the header and cookie a test
-// sets to send a request to one server by name.
-func haproxyConfig(t testing.TB, front string, backends [][2]string, interval, pinHeader, pinCookie string) string {
+// haproxyConfig is README.md's haproxy configuration with its bind line
+// replaced by bind, balancing backends (name → address), with each server's
+// health checked every interval. pin, if not empty, names the header and
+// cookie a test sets to send a request to one server by name.
+func haproxyConfig(t testing.TB, bind string, backends [][2]string, interval, pinHeader, pinCookie string) string {
 	t.Helper()
 	cfg := readmeBlock(t, "frontend tabbridge")
-	cfg = rewrite(t, cfg, "bind :443 ssl crt /etc/haproxy/tabbridge.pem", "bind "+front,
+	cfg = rewrite(t, cfg, "bind :443 ssl crt /etc/haproxy/tabbridge.pem", bind,
 		"default-server inter 1s ", "default-server inter "+interval+" ")
 	var b strings.Builder
 	b.WriteString("global\n  maxconn 4096\n\n")
@@ -129,9 +189,10 @@ func haproxyConfig(t testing.TB, front string, backends [][2]string, interval, p
 // one server.
 type proxy struct {
 	name string
-	// start runs the proxy on front in front of upstream (host:port) with
-	// its files in dir, returning the running command.
-	start func(t testing.TB, dir, front, upstream string) *exec.Cmd
+	// start runs the proxy on front (127.0.0.1:port) with TLS for readmeHost
+	// in front of upstream (host:port), with its files in dir, returning the
+	// command to run.
+	start func(t testing.TB, dir, front, upstream string, c siteCert) *exec.Cmd
 	// stop ends it: nginx's master takes its workers with it on SIGTERM
 	// (on SIGKILL they stay, holding the port); Caddy on SIGTERM waits for
 	// its open connections to end.
@@ -139,38 +200,41 @@ type proxy struct {
 }
 
 var proxies = []proxy{
-	{"caddy", func(t testing.TB, dir, front, upstream string) *exec.Cmd {
-		cfg := rewrite(t, readmeBlock(t, "reverse_proxy"), "tabbridge.example.com {", "http://"+front+" {",
+	{"caddy", func(t testing.TB, dir, front, upstream string, c siteCert) *exec.Cmd {
+		_, port, _ := net.SplitHostPort(front)
+		_, httpPort, _ := net.SplitHostPort(freeAddr(t))
+		cfg := rewrite(t, readmeBlock(t, "reverse_proxy"), readmeHost+" {", readmeHost+" {\n\ttls "+c.cert+" "+c.key,
 			"reverse_proxy 127.0.0.1:8080", "reverse_proxy "+upstream)
 		file := filepath.Join(dir, "Caddyfile")
-		writeFile(t, file, "{\n\tadmin off\n}\n\n"+cfg)
+		writeFile(t, file, fmt.Sprintf("{\n\tadmin off\n\thttp_port %s\n\thttps_port %s\n\tauto_https disable_redirects\n}\n\n%s", httpPort, port, cfg))
 		cmd := exec.Command(toolPath(t, "caddy", "caddy"), "run", "--config", file, "--adapter", "caddyfile")
 		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
 		return cmd
 	}, syscall.SIGKILL},
-	{"nginx", func(t testing.TB, dir, front, upstream string) *exec.Cmd {
+	{"nginx", func(t testing.TB, dir, front, upstream string, c siteCert) *exec.Cmd {
 		server, httpBlock, ok := strings.Cut(readmeBlock(t, "proxy_pass"), "# in the http block:")
 		if !ok {
 			t.Fatal(`README.md's nginx configuration no longer says what goes "# in the http block:"`)
 		}
-		server = rewrite(t, dropLines(server, "ssl_certificate", "ssl_certificate_key"),
-			"listen 443 ssl;", "listen "+front+";", "proxy_pass http://127.0.0.1:8080;", "proxy_pass http://"+upstream+";")
+		server = rewrite(t, server, "listen 443 ssl;", "listen "+front+" ssl;",
+			"/etc/letsencrypt/live/"+readmeHost+"/fullchain.pem", c.cert, "/etc/letsencrypt/live/"+readmeHost+"/privkey.pem", c.key,
+			"proxy_pass http://127.0.0.1:8080;", "proxy_pass http://"+upstream+";")
 		var temps strings.Builder
 		for _, kind := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
 			fmt.Fprintf(&temps, "  %s_temp_path %s;\n", kind, filepath.Join(dir, kind))
 		}
 		user := ""
 		if os.Getuid() == 0 {
-			user = "user root;\n" // its workers write where the test's files are
+			user = "user root;\n" // its workers read the certificate where the test wrote it
 		}
 		file := filepath.Join(dir, "nginx.conf")
 		writeFile(t, file, fmt.Sprintf("%sdaemon off;\nworker_processes 1;\npid %s;\nerror_log %s;\nevents {}\nhttp {\n  access_log off;\n%s%s\n%s\n}\n",
 			user, filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"), temps.String(), httpBlock, server))
 		return exec.Command(toolPath(t, "nginx", "nginx-light"), "-p", dir, "-c", file, "-e", filepath.Join(dir, "error.log"))
 	}, syscall.SIGTERM},
-	{"haproxy", func(t testing.TB, dir, front, upstream string) *exec.Cmd {
+	{"haproxy", func(t testing.TB, dir, front, upstream string, c siteCert) *exec.Cmd {
 		file := filepath.Join(dir, "haproxy.cfg")
-		writeFile(t, file, haproxyConfig(t, front, [][2]string{{"web-1", upstream}}, "1s", "", ""))
+		writeFile(t, file, haproxyConfig(t, "bind "+front+" ssl crt "+c.both, [][2]string{{"web-1", upstream}}, "1s", "", ""))
 		return exec.Command(toolPath(t, "haproxy", "haproxy"), "-db", "-f", file)
 	}, syscall.SIGKILL},
 }
@@ -182,26 +246,31 @@ func writeFile(t testing.TB, name, data string) {
 	}
 }
 
-// proxied is a test server behind p: the server trusts the proxy's address
-// (127.0.0.1) to name its clients, and the clients reach the server only
-// through the proxy.
+// proxied is a test server behind p at https://readmeHost:port: the server
+// trusts the proxy's address (127.0.0.1) to name its clients, and the
+// clients reach the server only through the proxy, trusting the test's
+// certificate authority.
 type proxied struct {
-	*servertest.Env                 // URL is the proxy's
-	direct          *servertest.Env // the server itself
+	*servertest.Env // URL is the proxy's; Transport reaches it
+	front           string
+	roots           *x509.CertPool
 }
 
 func startProxied(t testing.TB, p proxy, tweak func(*server.Options)) *proxied {
 	t.Helper()
 	front := freeAddr(t)
+	_, port, _ := net.SplitHostPort(front)
+	public := "https://" + readmeHost + ":" + port
 	direct := servertest.Start(t, storetest.SQLite, func(o *server.Options) {
-		o.PublicURL = "http://" + front
+		o.PublicURL = public
 		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 		if tweak != nil {
 			tweak(o)
 		}
 	})
 	dir := t.TempDir()
-	cmd := p.start(t, dir, front, strings.TrimPrefix(direct.URL, "http://"))
+	cert := makeSiteCert(t, dir)
+	cmd := p.start(t, dir, front, strings.TrimPrefix(direct.URL, "http://"), cert)
 	log := newProcLog()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.WaitDelay = 5 * time.Second // nginx's workers outlive a killed master and hold its output open
@@ -223,28 +292,47 @@ func startProxied(t testing.TB, p proxy, tweak func(*server.Options)) *proxied {
 			t.Logf("== %s's output\n%s%s", p.name, tail(log.String(), 4<<10), tail(string(errLog), 4<<10))
 		}
 	})
-	env := &servertest.Env{URL: "http://" + front, DB: direct.DB, Server: direct.Server, Opts: direct.Opts}
+	px := &proxied{front: front, roots: cert.roots}
+	px.Env = &servertest.Env{URL: public, DB: direct.DB, Server: direct.Server, Opts: direct.Opts, Transport: px.transport("")}
+	health := &http.Client{Transport: px.Transport, Timeout: testutil.WaitShort}
 	testutil.Eventually(t, testutil.WaitMedium, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("%s exited while starting:\n%s", p.name, tail(log.String(), 4<<10))
 		default:
 		}
-		resp, err := http.Get(env.URL + "/healthz")
+		resp, err := health.Get(public + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	}, p.name+" passes /healthz through to the server")
-	return &proxied{Env: env, direct: direct}
+	return px
+}
+
+// dial reaches the proxy whatever address is asked for (readmeHost has no
+// DNS here), from the loopback address local ("" for any).
+func (px *proxied) dial(local string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{}
+	if local != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	}
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, px.front)
+	}
+}
+
+// transport is an HTTP client's way to the proxy from local, over TLS
+// trusting the test's authority, HTTP/2 where the proxy offers it.
+func (px *proxied) transport(local string) *http.Transport {
+	return &http.Transport{DialContext: px.dial(local), TLSClientConfig: &tls.Config{RootCAs: px.roots}, ForceAttemptHTTP2: true}
 }
 
 // from makes c's requests leave from the loopback address local, so the
 // proxy sees a client of that address.
-func from(c *servertest.Client, local string) *servertest.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
-	c.HTTP.Transport = &http.Transport{DialContext: d.DialContext}
+func (px *proxied) from(c *servertest.Client, local string) *servertest.Client {
+	c.HTTP.Transport = px.transport(local)
 	return c
 }
 
@@ -270,7 +358,7 @@ func TestREADMEProxies(t *testing.T) {
 			person := env.Person(t, alice) // from 127.0.0.1, a budget of its own
 
 			// Sign-in attempts are counted per client, each behind the proxy.
-			guesser := from(env.NewClient(t), "127.0.0.5")
+			guesser := env.from(env.NewClient(t), "127.0.0.5")
 			for i := range budget + 1 {
 				body := map[string]string{"email": alice, "password": fmt.Sprintf("guess-%d", i)}
 				req := fmt.Sprintf("203.0.113.%d", i+1) // a X-Forwarded-For of the guesser's own
@@ -282,7 +370,7 @@ func TestREADMEProxies(t *testing.T) {
 					t.Fatalf("guess %d through %s, past the budget of %d, answered %d: the guesser's own X-Forwarded-For gave it a new budget", i+1, p.name, budget, code)
 				}
 			}
-			other := from(env.NewClient(t), "127.0.0.6")
+			other := env.from(env.NewClient(t), "127.0.0.6")
 			if code := signinWith(t, other, map[string]string{"email": alice, "password": "password-" + alice}, ""); code != http.StatusOK {
 				t.Fatalf("another person behind %s signing in got %d after the guesser's attempts, want 200: the server saw one client for everybody", p.name, code)
 			}
@@ -295,14 +383,14 @@ func TestREADMEProxies(t *testing.T) {
 				Task struct{ ID string } `json:"task"`
 			}
 			person.MustJSON("POST", "/api/workspaces/"+ws+"/tasks", map[string]string{"title": "Buy tea"}, 201, &task)
-			br := proxiedBrowser(t, env.Env, person)
+			br := env.browser(t, person)
 			if m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: proxiedShop, URL: proxiedShop + "/", Title: "Shop", TabID: 7,
 				LastUsed: time.Now(), Tools: proxiedShopTools}, testutil.WaitShort); err != nil || m.Type != "tools.accepted" {
 				t.Fatalf("announce through %s: %+v %v", p.name, m, err)
 			}
 
 			// A write waits for the person; both streams flow meanwhile.
-			events := openEvents(t, env.URL, person.HTTP.Jar)
+			events := openEvents(t, env.URL, person.HTTP.Jar, env.Transport)
 			progressed := make(chan struct{}, 1)
 			agent := env.MCP(t, token, &servertest.MCPOptions{OnProgress: func(*mcp.ProgressNotificationClientRequest) {
 				select {
@@ -375,15 +463,16 @@ func signinWith(t testing.TB, c *servertest.Client, body map[string]string, xff 
 	return code
 }
 
-// proxiedBrowser dials the extension's socket at env for person, as the
-// extension does, and reads its welcome and approval count.
-func proxiedBrowser(t testing.TB, env *servertest.Env, person *servertest.Client) *bridgetest.Browser {
+// browser dials the extension's socket through the proxy for person, as
+// the extension does, and reads its welcome and approval count.
+func (px *proxied) browser(t testing.TB, person *servertest.Client) *bridgetest.Browser {
 	t.Helper()
 	var out struct {
 		Ticket string `json:"ticket"`
 	}
 	person.MustJSON("POST", "/api/tickets", nil, 201, &out)
-	b, resp, err := bridgetest.Dial(context.Background(), env.URL, out.Ticket, bridgetest.Origin(servertest.ExtensionID))
+	d := &websocket.Dialer{NetDialContext: px.dial(""), TLSClientConfig: &tls.Config{RootCAs: px.roots}, HandshakeTimeout: testutil.WaitShort}
+	b, resp, err := bridgetest.DialWith(context.Background(), d, px.URL, out.Ticket, bridgetest.Origin(servertest.ExtensionID))
 	if err != nil {
 		t.Fatalf("the extension's socket through the proxy: %v (%v)", err, resp)
 	}
@@ -410,7 +499,7 @@ func BenchmarkEventsThroughProxies(b *testing.B) {
 			Machine struct{ ID string } `json:"machine"`
 		}
 		person.MustJSON("POST", "/api/machines", map[string]string{"name": "laptop"}, 201, &m)
-		events := openEvents(b, env.URL, person.HTTP.Jar)
+		events := openEvents(b, env.URL, person.HTTP.Jar, env.Transport)
 		lags := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := range b.N {

@@ -90,11 +90,16 @@ func SocketURL(serverURL, ticket string) string {
 // Origin header ("" sends none). On a refused upgrade the error is
 // websocket.ErrBadHandshake and the response holds the server's answer.
 func Dial(ctx context.Context, serverURL, ticket, origin string) (*Browser, *http.Response, error) {
+	return DialWith(ctx, dialer, serverURL, ticket, origin)
+}
+
+// DialWith is Dial through d (a proxy's TLS and its address, say).
+func DialWith(ctx context.Context, d *websocket.Dialer, serverURL, ticket, origin string) (*Browser, *http.Response, error) {
 	h := http.Header{}
 	if origin != "" {
 		h.Set("Origin", origin)
 	}
-	conn, resp, err := dialer.DialContext(ctx, SocketURL(serverURL, ticket), h)
+	conn, resp, err := d.DialContext(ctx, SocketURL(serverURL, ticket), h)
 	if err != nil {
 		return nil, resp, err
 	}

@@ -1,6 +1,7 @@
 package servertest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -42,7 +43,7 @@ func (e *Env) MCP(t testing.TB, token string, o *MCPOptions) *mcp.ClientSession 
 	client := mcp.NewClient(&mcp.Implementation{Name: "tabbridge-test", Version: "1"}, &copts)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   e.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: bearer{token, cmp.Or(e.Transport, http.DefaultTransport)}},
 		MaxRetries: -1,
 	}
 	if o != nil && o.Retries > 0 {

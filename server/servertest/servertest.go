@@ -33,6 +33,9 @@ type Env struct {
 	DB     *store.DB
 	Server *server.Server
 	Opts   server.Options
+	// Transport, when set, carries the requests of the clients and agents
+	// the Env makes (a proxy's TLS and its address, say); else Go's default.
+	Transport http.RoundTripper
 }
 
 // Start runs a server on kind's fresh database until the test ends. tweak, if
@@ -99,7 +102,7 @@ type Client struct {
 func (e *Env) NewClient(t testing.TB) *Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	c := &Client{t: t, env: e, HTTP: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	c := &Client{t: t, env: e, HTTP: &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: e.Transport}}
 	var out struct {
 		CSRFToken string `json:"csrfToken"`
 	}
