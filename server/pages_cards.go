@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -41,10 +42,31 @@ type argField struct {
 
 // schemaProps is the part of a tool's input schema a card reads.
 type schemaProps struct {
-	Properties map[string]struct {
-		Title       string `json:"title"`
-		Description string `json:"description"`
-	} `json:"properties"`
+	Properties        map[string]propText `json:"properties"`
+	PatternProperties map[string]propText `json:"patternProperties"`
+}
+
+// propText is what a card shows of a property's schema.
+type propText struct {
+	Title       string `json:"title"`
+	Description string `json:"description"`
+}
+
+// byPattern is the schema of the first patternProperties pattern (in the
+// patterns' order) that name matches, as the validator matches it (Go's
+// regexp, unanchored); ok false when none does or none compiles.
+func (p schemaProps) byPattern(name string) (propText, bool) {
+	patterns := make([]string, 0, len(p.PatternProperties))
+	for pat := range p.PatternProperties {
+		patterns = append(patterns, pat)
+	}
+	sort.Strings(patterns)
+	for _, pat := range patterns {
+		if re, err := regexp.Compile(pat); err == nil && re.MatchString(name) {
+			return p.PatternProperties[pat], true
+		}
+	}
+	return propText{}, false
 }
 
 // cards builds the cards for reqs, reading each site's tools once.
@@ -117,7 +139,13 @@ func argFields(args string, schema json.RawMessage) []argField {
 	}
 	sort.Strings(rest)
 	for _, k := range rest {
-		out = append(out, argField{Name: k, Title: k, Value: fieldValue(obj[k]), Undeclared: len(props.Properties) > 0})
+		// A name one of the schema's patterns matches is the tool's own, as
+		// a listed one is: marking it would teach people to read past the mark.
+		if p, ok := props.byPattern(k); ok {
+			out = append(out, argField{Name: k, Title: cmp.Or(p.Title, k), Description: p.Description, Value: fieldValue(obj[k])})
+			continue
+		}
+		out = append(out, argField{Name: k, Title: k, Value: fieldValue(obj[k]), Undeclared: len(props.Properties)+len(props.PatternProperties) > 0})
 	}
 	return out
 }
