@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,21 +146,12 @@ func rewrite(t testing.TB, s string, oldNew ...string) string {
 func dropLines(s string, words ...string) string {
 	var out []string
 	for _, line := range strings.Split(s, "\n") {
-		if f := strings.Fields(line); len(f) > 0 && contains(words, f[0]) {
+		if f := strings.Fields(line); len(f) > 0 && slices.Contains(words, f[0]) {
 			continue
 		}
 		out = append(out, line)
 	}
 	return strings.Join(out, "\n")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // haproxyConfig is README.md's haproxy configuration with its bind line
