@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
+	"github.com/tabbridge/tabbridge/cluster"
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
@@ -605,6 +606,7 @@ func TestEveryRouteRefusesAnotherPersonsIDs(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
 		w := newOwnersWorld(t, k)
 		bob := newBrowser(t, w.env, w.bob)
+		bobEvents, aliceEvents := openStream(t, w.env, w.bob, nil), openStream(t, w.env, w.alice, nil)
 		before := w.aliceRows(t)
 
 		swept := 0
@@ -660,6 +662,9 @@ func TestEveryRouteRefusesAnotherPersonsIDs(t *testing.T) {
 		if d := diffRows(before, w.aliceRows(t)); d != "" {
 			t.Errorf("bob's requests changed alice's rows:%s", d)
 		}
+		w.eventsUntouched(t, bobEvents, aliceEvents)
+		// Last, as a browser of Bob's named like hers is his own row.
+		w.socketProbes(t)
 		w.aliceStillLive(t)
 	})
 }
@@ -866,4 +871,81 @@ func (w *ownersWorld) listsShowNothingOfAlices(t *testing.T, bob *browser) {
 			t.Errorf("bob GET %s shows alice's %q: %.300s", r.Path, l, body)
 		}
 	}
+}
+
+// socketProbes has Bob's extension speak with Alice's ids: a browser of
+// hers by id, her site's origin, her page's document id. The browser is
+// then his own, of that id (an id is the extension's say-so); nothing of
+// hers moves: her sites and browsers read the same, her browser's link
+// stays hers, and aliceStillLive finds her browser connected and her page
+// answering her agent.
+func (w *ownersWorld) socketProbes(t *testing.T) {
+	t.Helper()
+	before := sitesSnapshot(t, w.alice)
+	br, _ := extBrowser(t, w.env, w.bob, ownerBrowser)
+	m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: ownerOrigin, URL: ownerOrigin + "/", Title: "Bob's", TabID: 3, Tools: shopTools}, testutil.WaitShort)
+	if err != nil || m.Type != "error" || m.Code != "site_not_shared" {
+		t.Errorf("bob's browser announced alice's origin: %+v %v", m, err)
+	}
+	if l := leaksBeyond(m.Message, ownerOrigin); len(l) > 0 {
+		t.Errorf("the refusal shows alice's %q: %s", l, m.Message)
+	}
+	if err := br.Used("d1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := br.Gone("d1"); err != nil {
+		t.Fatal(err)
+	}
+	// The server handles a socket's frames in order: the pong means it
+	// has taken the two before.
+	if _, err := br.Ping("p1", testutil.WaitShort); err != nil {
+		t.Fatal(err)
+	}
+	br.Close()
+	bobID := userIDOf(t, w.bob)
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
+		for _, b := range w.env.Server.Hub().Connected(bobID) {
+			if b.BrowserID == ownerBrowser {
+				return false
+			}
+		}
+		return true
+	}, "bob's browser of alice's id never left")
+	links, err := w.env.Server.Registry().Links(context.Background(), cluster.LinkBrowser, w.aliceID)
+	if err != nil || len(links) != 1 || links[0].LinkID != ownerBrowser {
+		t.Errorf("alice's browser link after bob's browser of its id came and went: %+v %v", links, err)
+	}
+	if after := sitesSnapshot(t, w.alice); after != before {
+		t.Errorf("alice's sites and browsers changed as bob's browser of her browser's id came and went:\n%s\n%s", before, after)
+	}
+}
+
+// eventsUntouched reads both people's event streams up to a change each
+// makes to a workspace of their own: nothing before it on Bob's names
+// Alice's things, and Alice was told of no change.
+func (w *ownersWorld) eventsUntouched(t *testing.T, bob, alice *stream) {
+	t.Helper()
+	w.bob.MustJSON("PATCH", "/api/workspaces/"+w.b.one(kWorkspace), map[string]string{"name": "bob-sentinel"}, 200, nil)
+	for e := bob.next(t, false); !strings.Contains(e.data, "bob-sentinel"); e = bob.next(t, false) {
+		// His agent's own calls carried her task's id and origin.
+		if l := leaksBeyond(e.data, ownerOrigin); len(l) > 0 || w.namesHers(e.data, w.a.one(kTask)) {
+			t.Errorf("bob's event stream told him of alice's things: %s %s", e.typ, e.data)
+		}
+	}
+	w.alice.MustJSON("PATCH", "/api/workspaces/"+w.a.one(kWorkspace), map[string]string{"name": "alice-sentinel"}, 200, nil)
+	for e := alice.next(t, false); !strings.Contains(e.data, "alice-sentinel"); e = alice.next(t, false) {
+		t.Errorf("alice was told of a change while only bob acted: %s %s", e.typ, e.data)
+	}
+}
+
+// namesHers reports whether s holds one of Alice's ids other than except.
+func (w *ownersWorld) namesHers(s, except string) bool {
+	for _, ids := range w.a {
+		for _, id := range ids {
+			if id != except && strings.Contains(s, id) {
+				return true
+			}
+		}
+	}
+	return strings.Contains(s, w.aliceID)
 }
