@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
@@ -19,6 +20,7 @@ import (
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -187,8 +189,10 @@ type ownersWorld struct {
 	aliceApp   *mcp.ClientSession
 	bobAgent   *mcp.ClientSession
 	bobSecret  string
-	aliceMCPID string // Alice's agent's MCP session
-	shipping   chan callOut
+	// bobMachineToken is his machine's, for a daemon socket of his own.
+	bobMachineToken string
+	aliceMCPID      string // Alice's agent's MCP session
+	shipping        chan callOut
 }
 
 func newOwnersWorld(t *testing.T, k storetest.Kind) *ownersWorld {
@@ -271,8 +275,9 @@ func (w *ownersWorld) approvals(t *testing.T) {
 	w.a[kApproval] = []string{waiting, denied, allowed}
 }
 
-// machine creates a machine for c; with a daemon, it also runs a session.
-func (w *ownersWorld) machine(t *testing.T, c *servertest.Client, ids ownerIDs, name string, withDaemon bool) {
+// machine creates a machine for c and returns its token; with a daemon, it
+// also runs a session.
+func (w *ownersWorld) machine(t *testing.T, c *servertest.Client, ids ownerIDs, name string, withDaemon bool) string {
 	t.Helper()
 	var created struct {
 		Machine struct{ ID string } `json:"machine"`
@@ -281,7 +286,7 @@ func (w *ownersWorld) machine(t *testing.T, c *servertest.Client, ids ownerIDs, 
 	c.MustJSON("POST", "/api/machines", map[string]string{"name": name}, 201, &created)
 	ids[kMachine] = []string{created.Machine.ID}
 	if !withDaemon {
-		return
+		return created.Token
 	}
 	d := daemontest.Start(t, w.env.URL, created.Token, 10*time.Millisecond)
 	sid, err := d.Start(daemon.Spec{Argv: []string{"sh", "-c", "read " + ownerCommand}, Env: []string{"PATH=" + os.Getenv("PATH")}})
@@ -293,6 +298,7 @@ func (w *ownersWorld) machine(t *testing.T, c *servertest.Client, ids ownerIDs, 
 		_, body := c.Do("GET", "/api/machines/"+created.Machine.ID+"/sessions", nil)
 		return strings.Contains(string(body), sid)
 	}, "the session never showed on its machine")
+	return created.Token
 }
 
 func (w *ownersWorld) buildBob(t *testing.T) {
@@ -304,7 +310,7 @@ func (w *ownersWorld) buildBob(t *testing.T) {
 	b[kToken] = []string{tokenIDs(t, bob, ws)[0]}
 	b[kTask] = []string{newTask(t, bob, ws, "Bob's task")}
 	b[kSite] = []string{shareID(t, bob, "https://bob-shop.example", ws)}
-	w.machine(t, bob, b, "bob-machine", false)
+	w.bobMachineToken = w.machine(t, bob, b, "bob-machine", false)
 	br, _ := extBrowser(t, w.env, bob, "bob-browser")
 	m, err := br.Announce(bridgetest.Doc{ID: "b1", Origin: "https://bob-shop.example", URL: "https://bob-shop.example/", Title: "Bob's shop", TabID: 4, Tools: shopTools}, testutil.WaitShort)
 	if err != nil || m.Type != "tools.accepted" {
@@ -957,6 +963,48 @@ func (w *ownersWorld) socketProbes(t *testing.T) {
 	}
 	if after := sitesSnapshot(t, w.alice); after != before {
 		t.Errorf("alice's sites and browsers changed as bob's browser of her browser's id came and went:\n%s\n%s", before, after)
+	}
+	w.daemonProbe(t)
+}
+
+// daemonProbe has a daemon of Bob's machine announce a session under the
+// id of Alice's session (a daemon reports its sessions' ids itself), then
+// one of its own: his is listed, hers is not his, and hers stays on her
+// machine.
+func (w *ownersWorld) daemonProbe(t *testing.T) {
+	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(w.env.URL, "http")+"/ws/daemon",
+		http.Header{"Authorization": {"Bearer " + w.bobMachineToken}, wire.InstallHeader: {"owners-sweep-install"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	session := func(index uint32, id string) []byte {
+		return wire.Control{Type: wire.TypeSession, Index: index, Session: &wire.SessionInfo{
+			ID: id, Command: []string{"sh"}, StartedAt: time.Now(), Cols: 80, Rows: 24}}.Encode()
+	}
+	for _, msg := range [][]byte{session(1, w.a.one(kSession)), session(2, "bob-own-session"), wire.Control{Type: wire.TypeSynced}.Encode()} {
+		if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sessionsOf := func(c *servertest.Client, machine string) string {
+		_, body := c.Do("GET", "/api/machines/"+machine+"/sessions", nil)
+		return string(body)
+	}
+	// The link handles its frames in order: once his own is listed, hers
+	// was taken or refused before it.
+	testutil.Eventually(t, testutil.WaitShort, func() bool {
+		return strings.Contains(sessionsOf(w.bob, w.b.one(kMachine)), "bob-own-session")
+	}, "bob's daemon's own session was never listed")
+	if got := sessionsOf(w.bob, w.b.one(kMachine)); strings.Contains(got, w.a.one(kSession)) || len(leaks(got)) > 0 {
+		t.Errorf("bob's machine lists alice's session: %s", got)
+	}
+	if status, body := w.bob.Do("POST", "/api/sessions/"+w.a.one(kSession)+"/viewer-ticket", map[string]bool{"watchOnly": true}); status != http.StatusNotFound {
+		t.Errorf("bob's viewer ticket for alice's session id after his daemon announced it: %d %s", status, body)
+	}
+	if got := sessionsOf(w.alice, w.a.one(kMachine)); !strings.Contains(got, w.a.one(kSession)) || !strings.Contains(got, ownerCommand) {
+		t.Errorf("alice's session after bob's daemon announced its id: %s", got)
 	}
 }
 
