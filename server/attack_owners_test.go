@@ -192,7 +192,7 @@ type ownersWorld struct {
 	// bobMachineToken is his machine's, for a daemon socket of his own.
 	bobMachineToken string
 	aliceMCPID      string // Alice's agent's MCP session
-	shipping        chan callOut
+	shipping        chan callOut // Alice's call waiting for her answer
 }
 
 func newOwnersWorld(t *testing.T, k storetest.Kind) *ownersWorld {
@@ -893,6 +893,10 @@ func (w *ownersWorld) aliceStillLive(t *testing.T) {
 	if res := awaitCall(t, ch); res.IsError {
 		t.Errorf("alice's agent after the sweep: %s", servertest.ResultText(res))
 	}
+	// Her call that waited through the sweep still waits on her: her answer
+	// reaches it.
+	w.site.answer(t, w.a.one(kApproval), "deny")
+	wantError(t, awaitCall(t, w.shipping), "denied")
 }
 
 // listsShowNothingOfAlices fetches, as Bob, every GET route without an id
