@@ -191,7 +191,7 @@ type ownersWorld struct {
 	bobSecret  string
 	// bobMachineToken is his machine's, for a daemon socket of his own.
 	bobMachineToken string
-	aliceMCPID      string // Alice's agent's MCP session
+	aliceMCPID      string       // Alice's agent's MCP session
 	shipping        chan callOut // Alice's call waiting for her answer
 }
 
