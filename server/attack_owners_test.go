@@ -181,7 +181,8 @@ func (o ownerIDs) one(k ownerKind) string {
 // her approval requests is waiting. Bob is an ordinary account with a
 // workspace, token, task, site and connected client of his own.
 type ownersWorld struct {
-	env        *servertest.Env
+	env        *servertest.Env // Alice's instance
+	bobEnv     *servertest.Env // Bob's instance: env, or another on its database
 	alice, bob *servertest.Client
 	a, b       ownerIDs
 	aliceID    string
@@ -195,14 +196,16 @@ type ownersWorld struct {
 	shipping        chan callOut // Alice's call waiting for her answer
 }
 
-func newOwnersWorld(t *testing.T, k storetest.Kind) *ownersWorld {
+// newOwnersWorld builds Alice's things through env and Bob's, and every
+// request of his, through bobEnv: the same server, or another instance on
+// the same database.
+func newOwnersWorld(t *testing.T, env, bobEnv *servertest.Env) *ownersWorld {
 	t.Helper()
-	env := servertest.Start(t, k, func(o *server.Options) { o.OpenSignup = true })
-	w := &ownersWorld{env: env, a: ownerIDs{}, b: ownerIDs{}}
+	w := &ownersWorld{env: env, bobEnv: bobEnv, a: ownerIDs{}, b: ownerIDs{}}
 	w.alice = env.Person(t, ownerEmail)
 	w.aliceID = env.Server.UserIDForTest(t, ownerEmail)
 	w.buildAlice(t)
-	w.bob = env.Person(t, "bob@example.com")
+	w.bob = bobEnv.Person(t, "bob@example.com")
 	w.buildBob(t)
 	return w
 }
@@ -311,16 +314,16 @@ func (w *ownersWorld) buildBob(t *testing.T) {
 	b[kTask] = []string{newTask(t, bob, ws, "Bob's task")}
 	b[kSite] = []string{shareID(t, bob, "https://bob-shop.example", ws)}
 	w.bobMachineToken = w.machine(t, bob, b, "bob-machine", false)
-	br, _ := extBrowser(t, w.env, bob, "bob-browser")
+	br, _ := extBrowser(t, w.bobEnv, bob, "bob-browser")
 	m, err := br.Announce(bridgetest.Doc{ID: "b1", Origin: "https://bob-shop.example", URL: "https://bob-shop.example/", Title: "Bob's shop", TabID: 4, Tools: shopTools}, testutil.WaitShort)
 	if err != nil || m.Type != "tools.accepted" {
 		t.Fatalf("bob's announce: %+v %v", m, err)
 	}
-	if _, _, err := w.env.OAuthMCP(t, "", bob.Allow(ws)); err != nil {
+	if _, _, err := w.bobEnv.OAuthMCP(t, "", bob.Allow(ws)); err != nil {
 		t.Fatalf("bob's connected client: %v", err)
 	}
 	b[kClient] = []string{clientIDs(t, bob, ws)[0]}
-	w.bobAgent = w.env.MCP(t, w.bobSecret, nil)
+	w.bobAgent = w.bobEnv.MCP(t, w.bobSecret, nil)
 }
 
 func tokenIDs(t *testing.T, c *servertest.Client, ws string) []string {
@@ -611,70 +614,85 @@ func diffRows(before, after []string) string {
 // request, agents or sign-in.
 func TestEveryRouteRefusesAnotherPersonsIDs(t *testing.T) {
 	storetest.Kinds(t, func(t *testing.T, k storetest.Kind) {
-		w := newOwnersWorld(t, k)
-		bob := newBrowser(t, w.env, w.bob)
-		bobEvents, aliceEvents := openStream(t, w.env, w.bob, nil), openStream(t, w.env, w.alice, nil)
-		before := w.aliceRows(t)
-
-		swept := 0
-		var untabled []string
-		w.tablesNameRealRoutes(t)
-		for _, r := range w.env.Server.App().GetRoutes(true) {
-			if len(r.Params) == 0 && !hasBodySlots(r.Method, r.Path) {
-				continue
-			}
-			if why, ok := bearerRoutes[r.Path]; ok {
-				t.Logf("left out %s %s: %s", r.Method, r.Path, why)
-				continue
-			}
-			slots, err := routeSlots(r.Method, r.Path, r.Params)
-			if err != nil {
-				untabled = append(untabled, err.Error())
-				continue
-			}
-			for _, p := range w.probes(t, r.Method, r.Path, slots) {
-				swept++
-				status, body := w.send(t, bob, p)
-				w.wantRefused(t, p, status, body)
-			}
-		}
-		for _, u := range untabled {
-			t.Error(u)
-		}
-		for _, q := range queryProbes {
-			for name, kind := range q.kinds {
-				path := q.path + "?" + name + "=" + url.QueryEscape(w.a.one(kind))
-				var status int
-				var body string
-				if strings.HasPrefix(path, "/api/") {
-					s, b := w.bob.Do("GET", path, nil)
-					status, body = s, string(b)
-				} else {
-					pg := bob.get(path)
-					status, body = pg.status, pg.body
-				}
-				if status != q.status {
-					t.Errorf("bob GET %s: %d, want %d: %.300s", path, status, q.status, body)
-				}
-				if l := leaks(body); len(l) > 0 {
-					t.Errorf("bob GET %s shows alice's %q", path, l)
-				}
-			}
-		}
-		t.Logf("swept %d requests with alice's ids", swept)
-
-		w.mcpProbes(t)
-		w.consentProbe(t)
-		w.listsShowNothingOfAlices(t, bob)
-
-		if d := diffRows(before, w.aliceRows(t)); d != "" {
-			t.Errorf("bob's requests changed alice's rows:%s", d)
-		}
-		w.eventsUntouched(t, bobEvents, aliceEvents)
-		// Last, as a browser of Bob's named like hers is his own row.
-		w.socketProbes(t)
-		w.aliceStillLive(t)
+		env := servertest.Start(t, k, func(o *server.Options) { o.OpenSignup = true })
+		newOwnersWorld(t, env, env).sweep(t)
 	})
+}
+
+// TestEveryRouteRefusesAnotherPersonsIDsAcrossInstances is the sweep with
+// Bob on another instance than Alice's browser, daemon and agents: the
+// routes and MCP requests that forward to the instance holding her things
+// are held to the same.
+func TestEveryRouteRefusesAnotherPersonsIDsAcrossInstances(t *testing.T) {
+	envs := instances(t, 2, func(_ int, o *server.Options) { o.OpenSignup = true })
+	newOwnersWorld(t, envs[0], envs[1]).sweep(t)
+}
+
+// sweep runs every probe as Bob and checks Alice's things after.
+func (w *ownersWorld) sweep(t *testing.T) {
+	t.Helper()
+	bob := newBrowser(t, w.bobEnv, w.bob)
+	bobEvents, aliceEvents := openStream(t, w.bobEnv, w.bob, nil), openStream(t, w.env, w.alice, nil)
+	before := w.aliceRows(t)
+
+	swept := 0
+	var untabled []string
+	w.tablesNameRealRoutes(t)
+	for _, r := range w.bobEnv.Server.App().GetRoutes(true) {
+		if len(r.Params) == 0 && !hasBodySlots(r.Method, r.Path) {
+			continue
+		}
+		if why, ok := bearerRoutes[r.Path]; ok {
+			t.Logf("left out %s %s: %s", r.Method, r.Path, why)
+			continue
+		}
+		slots, err := routeSlots(r.Method, r.Path, r.Params)
+		if err != nil {
+			untabled = append(untabled, err.Error())
+			continue
+		}
+		for _, p := range w.probes(t, r.Method, r.Path, slots) {
+			swept++
+			status, body := w.send(t, bob, p)
+			w.wantRefused(t, p, status, body)
+		}
+	}
+	for _, u := range untabled {
+		t.Error(u)
+	}
+	for _, q := range queryProbes {
+		for name, kind := range q.kinds {
+			path := q.path + "?" + name + "=" + url.QueryEscape(w.a.one(kind))
+			var status int
+			var body string
+			if strings.HasPrefix(path, "/api/") {
+				s, b := w.bob.Do("GET", path, nil)
+				status, body = s, string(b)
+			} else {
+				pg := bob.get(path)
+				status, body = pg.status, pg.body
+			}
+			if status != q.status {
+				t.Errorf("bob GET %s: %d, want %d: %.300s", path, status, q.status, body)
+			}
+			if l := leaks(body); len(l) > 0 {
+				t.Errorf("bob GET %s shows alice's %q", path, l)
+			}
+		}
+	}
+	t.Logf("swept %d requests with alice's ids", swept)
+
+	w.mcpProbes(t)
+	w.consentProbe(t)
+	w.listsShowNothingOfAlices(t, bob)
+
+	if d := diffRows(before, w.aliceRows(t)); d != "" {
+		t.Errorf("bob's requests changed alice's rows:%s", d)
+	}
+	w.eventsUntouched(t, bobEvents, aliceEvents)
+	// Last, as a browser of Bob's named like hers is his own row.
+	w.socketProbes(t)
+	w.aliceStillLive(t)
 }
 
 // tablesNameRealRoutes fails on a table row for a route the server no longer
@@ -828,7 +846,7 @@ func (w *ownersWorld) mcpWithSession(t *testing.T, method, sid string) (int, str
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitShort)
 	defer cancel()
-	req := mustRequest(t, method, w.env.URL+"/mcp", body).WithContext(ctx)
+	req := mustRequest(t, method, w.bobEnv.URL+"/mcp", body).WithContext(ctx)
 	req.Header.Set("Authorization", "Bearer "+w.bobSecret)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
@@ -852,7 +870,7 @@ func (w *ownersWorld) mcpWithSession(t *testing.T, method, sid string) (int, str
 // client of his may be connected to it.
 func (w *ownersWorld) consentProbe(t *testing.T) {
 	t.Helper()
-	_, _, err := w.env.OAuthMCP(t, "", w.bob.Allow(w.a.one(kWorkspace)))
+	_, _, err := w.bobEnv.OAuthMCP(t, "", w.bob.Allow(w.a.one(kWorkspace)))
 	if err == nil {
 		t.Error("bob connected a client to alice's workspace through the consent page")
 		return
@@ -932,7 +950,7 @@ func (w *ownersWorld) listsShowNothingOfAlices(t *testing.T, bob *browser) {
 func (w *ownersWorld) socketProbes(t *testing.T) {
 	t.Helper()
 	before := sitesSnapshot(t, w.alice)
-	br, _ := extBrowser(t, w.env, w.bob, ownerBrowser)
+	br, _ := extBrowser(t, w.bobEnv, w.bob, ownerBrowser)
 	m, err := br.Announce(bridgetest.Doc{ID: "d1", Origin: ownerOrigin, URL: ownerOrigin + "/", Title: "Bob's", TabID: 3, Tools: shopTools}, testutil.WaitShort)
 	if err != nil || m.Type != "error" || m.Code != "site_not_shared" {
 		t.Errorf("bob's browser announced alice's origin: %+v %v", m, err)
@@ -954,7 +972,7 @@ func (w *ownersWorld) socketProbes(t *testing.T) {
 	br.Close()
 	bobID := userIDOf(t, w.bob)
 	testutil.Eventually(t, testutil.WaitShort, func() bool {
-		for _, b := range w.env.Server.Hub().Connected(bobID) {
+		for _, b := range w.bobEnv.Server.Hub().Connected(bobID) {
 			if b.BrowserID == ownerBrowser {
 				return false
 			}
@@ -973,11 +991,13 @@ func (w *ownersWorld) socketProbes(t *testing.T) {
 
 // daemonProbe has a daemon of Bob's machine announce a session under the
 // id of Alice's session (a daemon reports its sessions' ids itself), then
-// one of its own: his is listed, hers is not his, and hers stays on her
-// machine.
+// one of its own. A session id is its person's: his daemon gets a session
+// of his own under that id, and hers stays hers, on her machine, with her
+// program (TestADaemonSessionIDIsOnlyItsPersons holds the order the other
+// way round).
 func (w *ownersWorld) daemonProbe(t *testing.T) {
 	t.Helper()
-	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(w.env.URL, "http")+"/ws/daemon",
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(w.bobEnv.URL, "http")+"/ws/daemon",
 		http.Header{"Authorization": {"Bearer " + w.bobMachineToken}, wire.InstallHeader: {"owners-sweep-install"}})
 	if err != nil {
 		t.Fatal(err)
@@ -1001,14 +1021,15 @@ func (w *ownersWorld) daemonProbe(t *testing.T) {
 	testutil.Eventually(t, testutil.WaitShort, func() bool {
 		return strings.Contains(sessionsOf(w.bob, w.b.one(kMachine)), "bob-own-session")
 	}, "bob's daemon's own session was never listed")
-	if got := sessionsOf(w.bob, w.b.one(kMachine)); strings.Contains(got, w.a.one(kSession)) || len(leaks(got)) > 0 {
+	if got := sessionsOf(w.bob, w.b.one(kMachine)); len(leaks(got)) > 0 || strings.Contains(got, w.a.one(kMachine)) {
 		t.Errorf("bob's machine lists alice's session: %s", got)
 	}
-	if status, body := w.bob.Do("POST", "/api/sessions/"+w.a.one(kSession)+"/viewer-ticket", map[string]bool{"watchOnly": true}); status != http.StatusNotFound {
-		t.Errorf("bob's viewer ticket for alice's session id after his daemon announced it: %d %s", status, body)
-	}
-	if got := sessionsOf(w.alice, w.a.one(kMachine)); !strings.Contains(got, w.a.one(kSession)) || !strings.Contains(got, ownerCommand) {
+	if got := sessionsOf(w.alice, w.a.one(kMachine)); !strings.Contains(got, w.a.one(kSession)) || !strings.Contains(got, ownerCommand) ||
+		strings.Contains(got, w.b.one(kMachine)) {
 		t.Errorf("alice's session after bob's daemon announced its id: %s", got)
+	}
+	if status, body := w.alice.Do("POST", "/api/sessions/"+w.a.one(kSession)+"/viewer-ticket", map[string]bool{"watchOnly": true}); status != http.StatusCreated {
+		t.Errorf("alice's viewer ticket for her session after bob's daemon announced its id: %d %s", status, body)
 	}
 }
 
