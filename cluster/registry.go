@@ -39,12 +39,14 @@ type Instance struct {
 // TableName is instances.
 func (Instance) TableName() string { return "instances" }
 
-// Link is a browser or daemon socket an instance holds.
+// Link is a browser or daemon socket an instance holds. It is keyed by its
+// person too: a browser's id is the extension's say-so, and two people's
+// browsers of one id are two links.
 type Link struct {
 	InstanceID string `gorm:"primaryKey"`
 	Kind       string `gorm:"primaryKey"`
+	UserID     string `gorm:"primaryKey"`
 	LinkID     string `gorm:"primaryKey"`
-	UserID     string
 	Since      time.Time
 }
 
@@ -252,9 +254,10 @@ func (r *Registry) Link(ctx context.Context, kind, id, userID string) error {
 	return nil
 }
 
-// Unlink records that this instance no longer holds the socket.
-func (r *Registry) Unlink(ctx context.Context, kind, id string) error {
-	err := r.opts.DB.WithContext(ctx).Where("instance_id = ? AND kind = ? AND link_id = ?", r.opts.ID, kind, id).Delete(&Link{}).Error
+// Unlink records that this instance no longer holds userID's socket; another
+// person's link of the same id stays.
+func (r *Registry) Unlink(ctx context.Context, kind, id, userID string) error {
+	err := r.opts.DB.WithContext(ctx).Where("instance_id = ? AND kind = ? AND user_id = ? AND link_id = ?", r.opts.ID, kind, userID, id).Delete(&Link{}).Error
 	if err != nil {
 		return fmt.Errorf("drop link: %w", err)
 	}

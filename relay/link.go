@@ -235,15 +235,17 @@ func (h *Hub) daemonControl(l *link, p []byte) error {
 }
 
 // announce binds a session the daemon reports to this link. A session id
-// already held by another machine is ignored: a daemon speaks only for its
-// own machine.
+// already held by another machine of the person is ignored: a daemon speaks
+// only for its own machine. Another person's session of the same id is
+// another session (sessionKey).
 func (h *Hub) announce(l *link, index uint32, info wire.SessionInfo) {
 	h.mu.Lock()
 	if h.links[l.machine.ID] != l || l.revoked {
 		h.mu.Unlock()
 		return
 	}
-	s := h.sessions[info.ID]
+	key := sessionKey{l.machine.UserID, info.ID}
+	s := h.sessions[key]
 	if s != nil && s.machineID != l.machine.ID {
 		h.mu.Unlock()
 		h.opts.Logger.Warn("daemon announced another machine's session id; ignored", "machine", l.machine.ID, "session", info.ID)
@@ -252,7 +254,7 @@ func (h *Hub) announce(l *link, index uint32, info wire.SessionInfo) {
 	started := s == nil
 	if started {
 		s = newSession(l.machine, info)
-		h.sessions[info.ID] = s
+		h.sessions[key] = s
 	}
 	h.mu.Unlock()
 	for i, other := range l.byIndex {
@@ -288,8 +290,8 @@ func (h *Hub) forgetUnannounced(l *link) {
 
 func (h *Hub) remove(s *session) {
 	h.mu.Lock()
-	if h.sessions[s.info.ID] == s {
-		delete(h.sessions, s.info.ID)
+	if key := (sessionKey{s.userID, s.info.ID}); h.sessions[key] == s {
+		delete(h.sessions, key)
 	}
 	h.mu.Unlock()
 	s.end()

@@ -85,13 +85,18 @@ type Options struct {
 	OnEvent func(Event)
 }
 
+// sessionKey names a session. Its id is its daemon's say-so, so it is one
+// person's: another person's daemon reporting the same id has a session of
+// its own, and cannot take or shut out theirs.
+type sessionKey struct{ userID, id string }
+
 // Hub holds every connected daemon, session and viewer.
 type Hub struct {
 	opts Options // static after New
 
 	mu       sync.Mutex
-	links    map[string]*link    // machine id → its daemon's current link
-	sessions map[string]*session // session id → session
+	links    map[string]*link        // machine id → its daemon's current link
+	sessions map[sessionKey]*session // by person and session id
 	closed   bool
 
 	ctx    context.Context // ends on Close
@@ -125,7 +130,7 @@ func New(o Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &Hub{opts: o, links: map[string]*link{}, sessions: map[string]*session{}}
+	h := &Hub{opts: o, links: map[string]*link{}, sessions: map[sessionKey]*session{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h
 }
@@ -178,8 +183,8 @@ func (h *Hub) Session(userID, id string) (SessionView, error) {
 func (h *Hub) session(userID, id string) (*session, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := h.sessions[id]
-	if s == nil || s.userID != userID {
+	s := h.sessions[sessionKey{userID, id}]
+	if s == nil {
 		return nil, ErrNoSession
 	}
 	return s, nil
@@ -215,10 +220,10 @@ func (h *Hub) Disconnect(machineID string) {
 // reports true for, and returns them. h.mu is held.
 func (h *Hub) takeLocked(machineID string, keep func(id string) bool) []*session {
 	var gone []*session
-	for id, s := range h.sessions {
-		if s.machineID == machineID && (keep == nil || !keep(id)) {
+	for k, s := range h.sessions {
+		if s.machineID == machineID && (keep == nil || !keep(k.id)) {
 			gone = append(gone, s)
-			delete(h.sessions, id)
+			delete(h.sessions, k)
 		}
 	}
 	return gone

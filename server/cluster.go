@@ -237,7 +237,7 @@ func (s *Server) link(kind, id, userID string, up bool) {
 	if up {
 		err = s.registry.Link(ctx, kind, id, userID)
 	} else {
-		err = s.registry.Unlink(ctx, kind, id)
+		err = s.registry.Unlink(ctx, kind, id, userID)
 	}
 	if err != nil {
 		s.opts.Logger.Warn("record link", "kind", kind, "id", id, "err", err)
