@@ -52,18 +52,36 @@ type propText struct {
 	Description string `json:"description"`
 }
 
-// byPattern is the schema of the first patternProperties pattern (in the
-// patterns' order) that name matches, as the validator matches it (Go's
-// regexp, unanchored); ok false when none does or none compiles.
-func (p schemaProps) byPattern(name string) (propText, bool) {
-	patterns := make([]string, 0, len(p.PatternProperties))
+// namePatterns is a schema's patternProperties, compiled as the validator
+// compiles them (Go's regexp, unanchored), in the patterns' order; a pattern
+// that does not compile matches nothing.
+type namePatterns []namePattern
+
+type namePattern struct {
+	re   *regexp.Regexp
+	text propText
+}
+
+func (p schemaProps) patterns() namePatterns {
+	keys := make([]string, 0, len(p.PatternProperties))
 	for pat := range p.PatternProperties {
-		patterns = append(patterns, pat)
+		keys = append(keys, pat)
 	}
-	sort.Strings(patterns)
-	for _, pat := range patterns {
-		if re, err := regexp.Compile(pat); err == nil && re.MatchString(name) {
-			return p.PatternProperties[pat], true
+	sort.Strings(keys)
+	var out namePatterns
+	for _, pat := range keys {
+		if re, err := regexp.Compile(pat); err == nil {
+			out = append(out, namePattern{re, p.PatternProperties[pat]})
+		}
+	}
+	return out
+}
+
+// match is the schema of the first pattern name matches; ok false when none does.
+func (ps namePatterns) match(name string) (propText, bool) {
+	for _, p := range ps {
+		if p.re.MatchString(name) {
+			return p.text, true
 		}
 	}
 	return propText{}, false
@@ -138,10 +156,11 @@ func argFields(args string, schema json.RawMessage) []argField {
 		rest = append(rest, k)
 	}
 	sort.Strings(rest)
+	patterns := props.patterns()
 	for _, k := range rest {
 		// A name one of the schema's patterns matches is the tool's own, as
 		// a listed one is: marking it would teach people to read past the mark.
-		if p, ok := props.byPattern(k); ok {
+		if p, ok := patterns.match(k); ok {
 			out = append(out, argField{Name: k, Title: cmp.Or(p.Title, k), Description: p.Description, Value: fieldValue(obj[k])})
 			continue
 		}
