@@ -261,6 +261,28 @@ func logBeside(t *testing.T, what string, calls int, mcpb, tabbridge map[int][]c
 	}
 }
 
+// widgetOutOfProcess fails unless MCP-B's widget frame at url runs in a process of its own
+// (want) or in its tab's (!want). Chromium lists a frame as a target of its own exactly when it
+// runs out of its parent's process. Called once the relay has listed the page's tool, so the
+// frame is there.
+func widgetOutOfProcess(t *testing.T, b *ExtensionBrowser, url string, want bool) {
+	t.Helper()
+	infos, err := chromedp.Targets(b.ctx)
+	if err != nil {
+		t.Fatalf("list targets: %v", err)
+	}
+	var got bool
+	var seen []string
+	for _, info := range infos {
+		got = got || info.Type == "iframe" && strings.HasPrefix(info.URL, url)
+		seen = append(seen, info.Type+" "+clip(info.URL))
+	}
+	if got != want {
+		t.Fatalf("MCP-B's widget frame out of its tab's process: %v, want %v (targets: %v)", got, want, seen)
+	}
+	t.Logf("MCP-B's widget frame runs out of its tab's process: %v", got)
+}
+
 func failedCalls(t *testing.T, what string, callers int, s callStats) {
 	t.Helper()
 	if s.Failed > 0 {
@@ -338,6 +360,17 @@ func TestCallBesideMCPB(t *testing.T) {
 	dir := mcpbDir(t)
 	w := newWorld(t)
 	assets := serveDir(t, filepath.Join(dir, "node_modules"))
+	// MCP-B's embed script makes its widget frame's address from its own (falling back to its
+	// CDN, cdn.jsdelivr.net), so on a real site the frame is of another site than the page, and
+	// Chromium's site isolation runs it in a process of its own: each call crosses between the
+	// frame's process and the tab's by postMessage. Served from the page's own host (127.0.0.1,
+	// another port, the same site) the frame would share the tab's process, which no deployment
+	// does; so its files are served as "localhost", another site. TABBRIDGE_BENCH_MCPB_WIDGET=
+	// same-site keeps them on 127.0.0.1, to compare.
+	sameSite := os.Getenv("TABBRIDGE_BENCH_MCPB_WIDGET") == "same-site"
+	if !sameSite {
+		assets = strings.Replace(assets, "://127.0.0.1:", "://localhost:", 1)
+	}
 	calls, rounds := envInt("TABBRIDGE_BENCH_CALLS", 100), envInt("TABBRIDGE_BENCH_ROUNDS", 1)
 	pageAt := func(port int) string {
 		return fmt.Sprintf("%s/mcpb.html?assets=%s&relay=%d", w.site, url.QueryEscape(assets), port)
@@ -356,6 +389,7 @@ func TestCallBesideMCPB(t *testing.T) {
 	if err := json.Unmarshal(client.line("the MCP clients' result"), &res); err != nil {
 		t.Fatalf("bench.mjs: %v", err)
 	}
+	widgetOutOfProcess(t, w.b, assets+"/@mcp-b/webmcp-local-relay/dist/browser/widget.html", !sameSite)
 	mcpb, tabbridge := map[int][]callStats{}, map[int][]callStats{}
 	for _, r := range res.Rounds {
 		failedCalls(t, "MCP-B from an MCP client", r.Callers, r.MCPB)
