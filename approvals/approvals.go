@@ -137,6 +137,10 @@ type Call struct {
 	// Consequential is set for a tool annotated consequentialHint: it always
 	// asks, whatever grants exist, and cannot be answered "Always allow".
 	Consequential bool
+	// Title, Description and InputSchema are the tool as the site describes
+	// it now; a request keeps them for its card.
+	Title, Description string
+	InputSchema        json.RawMessage
 }
 
 // Decision is the gate's verdict on a call.
@@ -390,6 +394,7 @@ func (g *Gate) join(ctx context.Context, call Call, args canonArgs) (*waiting, s
 			Site: call.Site, Tool: call.Tool, Arguments: pretty, ArgsHash: hash, Status: StatusPending,
 			Waiters: 1, CreatedAt: now, ExpiresAt: now.Add(g.opts.Window), Consequential: call.Consequential,
 			InstanceID: g.opts.InstanceID, CollapseKey: &dbKey, TokenID: call.TokenID,
+			ToolTitle: call.Title, ToolDescription: call.Description, ToolInputSchema: string(call.InputSchema),
 		}
 		// Inserted under the lock so two identical calls here never open two
 		// requests; the unique index does the same across instances. The

@@ -52,6 +52,13 @@ type Request struct {
 	// again; until then an identical call in its task is refused without
 	// asking (a remembered denial). Nil for other statuses.
 	ForgottenAt *time.Time `json:"forgottenAt,omitempty"`
+	// ToolTitle, ToolDescription and ToolInputSchema are the tool as the site
+	// described it when the call asked, which its card shows: the page may
+	// change or drop the tool while the request waits. All "" for rows from
+	// before they were kept.
+	ToolTitle       string `json:"-"`
+	ToolDescription string `json:"-"`
+	ToolInputSchema string `json:"-"`
 }
 
 // Remembered says whether the request is a denial that still refuses

@@ -87,23 +87,29 @@ func (ps namePatterns) match(name string) (propText, bool) {
 	return propText{}, false
 }
 
-// cards builds the cards for reqs, reading each site's tools once.
+// cards builds the cards for reqs. Each shows its tool as the site described
+// it when the call asked (the page may have changed or dropped it since);
+// only rows from before that was kept read the site's current tools, each
+// site's once.
 func (s *Server) cards(ctx context.Context, uid string, reqs []approvals.Request) []requestCard {
 	tools := map[string]map[string]sitetools.Descriptor{}
 	agents := map[string]string{}
 	out := make([]requestCard, len(reqs))
 	for i, r := range reqs {
-		byName, ok := tools[r.Site]
-		if !ok {
-			byName = map[string]sitetools.Descriptor{}
-			if site, err := s.catalog.Site(ctx, uid, r.Site); err == nil {
-				for _, d := range site.Tools {
-					byName[d.Name] = d
+		d := sitetools.Descriptor{Title: r.ToolTitle, Description: r.ToolDescription, InputSchema: json.RawMessage(r.ToolInputSchema)}
+		if r.ToolInputSchema == "" {
+			byName, ok := tools[r.Site]
+			if !ok {
+				byName = map[string]sitetools.Descriptor{}
+				if site, err := s.catalog.Site(ctx, uid, r.Site); err == nil {
+					for _, d := range site.Tools {
+						byName[d.Name] = d
+					}
 				}
+				tools[r.Site] = byName
 			}
-			tools[r.Site] = byName
+			d = byName[r.Tool]
 		}
-		d := byName[r.Tool]
 		if _, ok := agents[r.TokenID]; !ok {
 			agents[r.TokenID] = s.agentName(ctx, r.WorkspaceID, r.TokenID)
 		}

@@ -59,7 +59,18 @@ func newSiteWorld(t testing.TB, k storetest.Kind, tweak func(*server.Options), m
 
 func (w *siteWorld) announce(t testing.TB, doc string, used time.Time) {
 	t.Helper()
-	m, err := w.br.Announce(bridgetest.Doc{ID: doc, Origin: shop, URL: shop + "/" + doc, Title: "Shop " + doc, TabID: 7, LastUsed: used, Tools: shopTools}, testutil.WaitShort)
+	w.announceAt(t, doc, used, shopTools)
+}
+
+// announceTools announces doc with tools, a JSON array of two tools.
+func (w *siteWorld) announceTools(t testing.TB, doc, tools string) {
+	t.Helper()
+	w.announceAt(t, doc, time.Now(), tools)
+}
+
+func (w *siteWorld) announceAt(t testing.TB, doc string, used time.Time, tools string) {
+	t.Helper()
+	m, err := w.br.Announce(bridgetest.Doc{ID: doc, Origin: shop, URL: shop + "/" + doc, Title: "Shop " + doc, TabID: 7, LastUsed: used, Tools: tools}, testutil.WaitShort)
 	if err != nil || m.Type != "tools.accepted" || len(m.Accepted) != 2 {
 		t.Fatalf("announce %s: %+v %v", doc, m, err)
 	}

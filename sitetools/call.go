@@ -125,7 +125,8 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 		return nil, err
 	}
 	dec, err := o.opts.Gate.Decide(ctx, approvals.Call{OwnerID: a.OwnerID, WorkspaceID: a.WorkspaceID, TokenID: a.TokenID, TaskID: req.TaskID,
-		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.ReadOnly(), Consequential: d.Annotations.ConsequentialHint})
+		Site: site.Origin, Tool: d.Name, Arguments: req.Arguments, ReadOnly: d.ReadOnly(), Consequential: d.Annotations.ConsequentialHint,
+		Title: d.Title, Description: d.Description, InputSchema: d.InputSchema})
 	entry.Decision, entry.DecidedBy = string(dec.Source), dec.DecidedBy
 	if dec.Source == approvals.SourceAsked || dec.Source == approvals.SourceRemembered {
 		entry.RequestID = dec.RequestID
