@@ -291,8 +291,10 @@ func failedCalls(t *testing.T, what string, callers int, s callStats) {
 }
 
 // invokeStats times the server's own call into the browser (bridge.Hub.Invoke, what sitetools
-// runs after its checks and audit row) with callers of them in flight at once.
+// runs after its checks and audit row) with callers of them in flight at once, each caller
+// pausing gap between its calls (benchGap).
 func invokeStats(hub *bridge.Hub, now func() time.Time, uid, site string, n, callers int) callStats {
+	gap := benchGap()
 	var (
 		mu     sync.Mutex
 		lat    []float64
@@ -314,6 +316,9 @@ func invokeStats(hub *bridge.Hub, now func() time.Time, uid, site string, n, cal
 				mu.Unlock()
 				if i >= n {
 					return
+				}
+				if gap > 0 && i >= callers {
+					time.Sleep(gap) // pacing, as an agent's calls come: not a wait for anything
 				}
 				q := fmt.Sprintf("q%d", i)
 				t0 := time.Now()
@@ -339,6 +344,14 @@ func invokeStats(hub *bridge.Hub, now func() time.Time, uid, site string, n, cal
 	return callStats{P50: q(0.5), P99: q(0.99), PerSec: float64(len(lat)) / took, Failed: failed, Error: errMsg}
 }
 
+// benchGap is the pause each caller takes between its calls
+// (TABBRIDGE_BENCH_GAP_MS, none by default): a call from an MCP client always comes after one,
+// the client's and the server's own work, and the browser's processes go idle in it. e2e/mcpb's
+// timed.mjs reads the same variable, so both halves are paced alike.
+func benchGap() time.Duration {
+	return time.Duration(envInt("TABBRIDGE_BENCH_GAP_MS", 0)) * time.Millisecond
+}
+
 // TestCallBesideMCPB calls one page's tool two ways in the same run and the same browser (issue
 // 16), each measured the same way at two points:
 //
@@ -356,6 +369,9 @@ func invokeStats(hub *bridge.Hub, now func() time.Time, uid, site string, n, cal
 // TABBRIDGE_BENCH_ROUNDS make it a benchmark:
 //
 //	TABBRIDGE_BENCH_CALLS=2000 TABBRIDGE_BENCH_ROUNDS=3 flock /tmp/tb-chromium.lock go test ./e2e -run TestCallBesideMCPB -v -count=1
+//
+// TABBRIDGE_BENCH_GAP_MS=2 paces every timed call 2 ms after its caller's last, on both paths and
+// from both points.
 func TestCallBesideMCPB(t *testing.T) {
 	dir := mcpbDir(t)
 	w := newWorld(t)
