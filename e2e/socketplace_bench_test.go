@@ -21,8 +21,10 @@ import (
 // BenchmarkWhereTheSocketEnds times, in one browser and one run, the hops a call would take with
 // the server's socket ending in the extension's service worker (as it does: the worker's socket,
 // then a runtime port to the tab's content script) and with it ending in the tab itself (a
-// content script's own socket, and a page's own socket as MCP-B's relay uses): each a mean round
-// trip of a call-sized message to an echo on loopback. It also logs the Origin each socket
+// content script's own socket, and a page's own socket as MCP-B's relay uses), and with the
+// runtime port replaced by a MessagePort the content script hands the worker through an extension
+// frame ("messageport", "mprelay"): each a mean round trip of a call-sized message to an echo on
+// loopback. It also logs the Origin each socket
 // arrives with and whether a page whose CSP allows no connections stops a content script's
 // socket — the facts a socket in the tab would be designed on (docs/BENCHMARKS.md, "Where the
 // socket ends").
@@ -98,8 +100,8 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 		}
 	}
 	var out struct {
-		ContentScriptSocketUs, PortUs, WorkerSocketUs, RelayUs, FrameSocketUs, FrameRelayUs float64
-		Error                                                                               string
+		ContentScriptSocketUs, PortUs, WorkerSocketUs, RelayUs, FrameSocketUs, FrameRelayUs, MpUs, MpRelayUs float64
+		Error                                                                                                string
 	}
 	read := func(page string) {
 		tab := br.Tab(b, page)
@@ -139,7 +141,7 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 	b.Logf("the echo saw sockets from: %s", strings.Join(seen, ", "))
 	// Round trips timed at the echo: p50 and p99 of each place.
 	mu.Lock()
-	for _, who := range []string{"worker", "relay", "cs", "page", "frame", "framerelay"} {
+	for _, who := range []string{"worker", "relay", "mprelay", "cs", "page", "frame", "framerelay"} {
 		var at []time.Time
 		for _, a := range arrivals[who] {
 			if len(*a) > len(at) {
@@ -163,6 +165,8 @@ addEventListener('securitypolicyviolation', (e) => (document.documentElement.dat
 	b.ReportMetric(out.PortUs, "port-µs")
 	b.ReportMetric(out.WorkerSocketUs+out.PortUs, "worker+port-µs")
 	b.ReportMetric(out.RelayUs, "relay-µs")
+	b.ReportMetric(out.MpUs, "messageport-µs")
+	b.ReportMetric(out.MpRelayUs, "messageport-relay-µs")
 	b.ReportMetric(out.FrameSocketUs, "frame-socket-µs")
 	b.ReportMetric(out.FrameRelayUs, "frame-relay-µs")
 	b.ReportMetric(out.ContentScriptSocketUs, "content-script-socket-µs")

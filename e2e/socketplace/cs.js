@@ -40,6 +40,19 @@
     said = frameSays();
     frame.contentWindow.postMessage({ relay: url + '?who=framerelay', n, msg }, '*');
     out.frameRelayUs = (await said).relayUs;
+
+    // A MessagePort between this content script and the worker, handed to the worker by the
+    // extension frame (only the extension's origin can receive it): round trips on it alone
+    // ("mp"), and the worker's socket relayed over it ("mprelay"), the call path's shape without
+    // a runtime port. Chromium routes a runtime port's messages through the browser process; a
+    // MessagePort's go between the two renderers.
+    const overPort = (job, onTurn) => new Promise((resolve) => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = (e) => (e.data.done !== undefined ? resolve(e.data.done) : onTurn(ch.port1, e.data));
+      frame.contentWindow.postMessage({ toWorker: job }, new URL(chrome.runtime.getURL('')).origin, [ch.port2]);
+    });
+    out.mpUs = await overPort({ echo: msg, n }, (p, m) => p.postMessage(m));
+    out.mpRelayUs = await overPort({ relay: url + '?who=mprelay', n, msg }, (p, m) => p.postMessage({ back: m.relayed }));
   } catch (e) {
     out.error = String(e?.message ?? e);
   }

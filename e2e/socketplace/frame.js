@@ -6,6 +6,10 @@ import { roundTrips } from './time.js';
 addEventListener('message', async (e) => {
   if (e.source !== parent) return;
   const m = e.data;
+  if (m.toWorker) { // a MessagePort from the content script, for the worker
+    (await navigator.serviceWorker.ready).active.postMessage(m.toWorker, [e.ports[0]]);
+    return;
+  }
   if (m.plain) {
     parent.postMessage({ plainUs: await roundTrips(m.plain, m.n, m.msg) }, '*');
     return;
