@@ -193,11 +193,17 @@ func serveTestSite(t testing.TB) string {
 // returns its origin.
 func serveDir(t testing.TB, dir string) string {
 	t.Helper()
+	return serve(t, http.FileServer(http.Dir(dir)))
+}
+
+// serve serves h on a loopback port of its own until the test ends, and returns its origin.
+func serve(t testing.TB, h http.Handler) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
