@@ -63,7 +63,7 @@ func TestPrerenderedPageAnnouncesOnActivation(t *testing.T) {
 		}
 	}
 
-	// inTab runs f's body in the tab's page (the main world) and decodes what it returns.
+	// inTab runs body as a function in the tab's page (the main world) and decodes what it returns.
 	inTab := func(body string, out any) {
 		t.Helper()
 		b.eval(t, worker, fmt.Sprintf(`chrome.scripting.executeScript({target: {tabId: %d}, world: 'MAIN', func: () => { %s }}).then(r => r[0].result)`, tabID, body), out)
