@@ -312,9 +312,31 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 					timeout = 4 * time.Second
 				}
 				cc := agent.setUp(t, model.URL, w.live.env.URL, w.token, timeout)
+				// The person's event stream tells the card's states apart in order: a card that
+				// still counts the first call (the server has not yet seen it leave) looks just
+				// like one the retry rejoined, and answering it in the gap between is refused.
+				stream := openEvents(t, w.live.env.URL, w.person.HTTP.Jar, nil)
 				wait := cc.start(context.Background(), "Add it.")
 				p := w.agentAsks()
 				testutil.Eventually(t, testutil.WaitMedium, func() bool { return len(model.Results()) >= 2 }, "the first call times out")
+				if !agent.timeoutIsACancel {
+					// The retry has joined the card once it counts two calls (the server has not
+					// seen the first leave yet), or counts one after it counted none.
+					stream.until(t, "the retry joins the card the first call left", func(data []string) bool {
+						left := false
+						for _, d := range data {
+							var r requestState
+							if json.Unmarshal([]byte(d), &r) != nil || r.ID != p.ID || r.Status != "pending" {
+								continue
+							}
+							if r.Waiters >= 2 || left && r.Waiters == 1 && r.AgentGoneAt == nil {
+								return true
+							}
+							left = left || r.AgentGoneAt != nil
+						}
+						return false
+					})
+				}
 				var retry string
 				testutil.Eventually(t, testutil.WaitMedium, func() bool {
 					reqs := w.taskRequests(p.TaskID)
@@ -329,7 +351,6 @@ func TestRealAgentsThroughTabbridge(t *testing.T) {
 						t.Fatalf("the person is asked twice for one call: %+v", reqs)
 					}
 					if !agent.timeoutIsACancel {
-						// The retry rejoins the first card.
 						if len(reqs) != 1 || reqs[0].ID != p.ID {
 							t.Fatalf("the retry opened another card: %+v", reqs)
 						}

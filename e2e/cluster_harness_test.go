@@ -437,6 +437,30 @@ func openEvents(t testing.TB, base string, jar http.CookieJar, rt http.RoundTrip
 	return e
 }
 
+// until waits until ok holds of the data of every event so far, in the
+// order they arrived: a test can tell a state that came back from one that
+// never left.
+func (e *events) until(t testing.TB, what string, ok func(data []string) bool) {
+	t.Helper()
+	deadline := time.After(testutil.WaitMedium)
+	for {
+		e.mu.Lock()
+		data := make([]string, len(e.lines))
+		for i, l := range e.lines {
+			data[i] = l.data
+		}
+		e.mu.Unlock()
+		if ok(data) {
+			return
+		}
+		select {
+		case <-e.more:
+		case <-deadline:
+			t.Fatalf("%s: not among the %d events that arrived: %q", what, len(data), data)
+		}
+	}
+}
+
 // when waits until an event containing s has arrived and returns when it did.
 func (e *events) when(t testing.TB, s string) time.Time {
 	t.Helper()
