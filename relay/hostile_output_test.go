@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tabbridge/tabbridge/daemon"
+	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/relay/wire"
 )
 
@@ -39,7 +40,7 @@ func written(t *testing.T, done string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(wait):
+	case <-time.After(testutil.WaitHuge):
 		t.Fatal("the program never finished writing")
 	}
 }
@@ -67,7 +68,7 @@ func TestHugeLinksKeepTheMachineOnline(t *testing.T) {
 	shows := func(id, text string) {
 		t.Helper()
 		v := r.viewer(id, true, false)
-		if err := v.Wait(wait, func() bool {
+		if err := v.Wait(testutil.WaitHuge, func() bool {
 			noLinkDrop(r)
 			s, err := v.Screen()
 			return err == nil && bytes.Contains(s.Redraw, []byte(text))

@@ -20,6 +20,10 @@ const (
 	// WaitLong bounds the heaviest steps under -race: a terminal stream
 	// through the relay, megabytes of arguments validated.
 	WaitLong = 90 * time.Second
+	// WaitHuge bounds a step that parses tens of megabytes byte by byte: a
+	// terminal fed 40 MiB of hyperlinks took 87 s under -race alone on a
+	// quiet machine (11 s without), past WaitLong once CI ran beside it.
+	WaitHuge = 5 * time.Minute
 )
 
 // IntervalFast is how often Eventually checks its condition.
