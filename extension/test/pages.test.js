@@ -527,3 +527,82 @@ test('a remembered document that reconnects with the tool now a write gets no re
     throw new Error('Could not establish connection. Receiving end does not exist.');
   };
 });
+
+// A lane (see Pages.offerLane) carries calls and cancels to the page and a copy of each result
+// back; real MessageChannels stand for the one the bridge hands over.
+test('a lane is bound only with the secret offered to its document, and carries calls, cancels and results', async () => {
+  const pages = new Pages({ log: quiet });
+  pages.lanesOn = true;
+  const ready = Promise.resolve();
+  const port = fakePort(11, 'doc-11', origin);
+  port.posted = [];
+  port.postMessage = (m) => port.posted.push(m);
+  pages.attach(port, ready);
+  const ro = { ...tool, annotations: { readOnlyHint: true }, kind: 'imperative' };
+  port.onMessage.fire({ type: 'announce', url: `${origin}/`, title: 'Shop', tools: [ro] });
+  await flush();
+  const offer = port.posted.find((m) => m.type === 'lane');
+  assert.match(offer?.secret ?? '', /^[0-9a-f-]{36}$/, 'the port is offered a lane with a secret');
+  port.onMessage.fire({ type: 'announce', url: `${origin}/`, title: 'Shop', tools: [ro] });
+  await flush();
+  assert.equal(port.posted.filter((m) => m.type === 'lane').length, 1, 'one offer per port, not per announcement');
+
+  // A lane handed over with another secret, or none, is refused and closed.
+  for (const data of [{ type: 'lane', secret: crypto.randomUUID() }, { type: 'lane' }, null]) {
+    const forged = new MessageChannel();
+    assert.equal(pages.bindLane(data, forged.port2), false);
+    assert.equal(pages.ports.get('doc-11').lane, null);
+    forged.port1.close();
+  }
+
+  const { port1: bridgeEnd, port2: workerEnd } = new MessageChannel();
+  const onLane = [];
+  bridgeEnd.onmessage = (e) => onLane.push(e.data);
+  assert.equal(pages.bindLane({ type: 'lane', secret: offer.secret }, workerEnd), true);
+  assert.deepEqual(port.posted.at(-1), { type: 'lane', bound: true }, 'the bridge hears the lane is bound');
+  assert.equal(pages.bindLane({ type: 'lane', secret: offer.secret }, new MessageChannel().port2), false, 'a secret binds once');
+
+  // A call goes on the lane, and its result's two copies (lane first, then port) settle it once.
+  const first = pages.call({ origin, tool: 'search', args: { q: 'tea' }, timeoutMs: 60000 });
+  await until(() => onLane.length === 1);
+  const call = onLane[0];
+  assert.equal(call.type, 'call');
+  assert.equal(port.posted.filter((m) => m.type === 'call').length, 0, 'nothing of the call on the port');
+  bridgeEnd.postMessage({ type: 'result', callId: call.callId, ok: true, result: { from: 'lane' } });
+  assert.deepEqual(await first, { ok: true, result: { from: 'lane' } });
+  port.onMessage.fire({ type: 'result', callId: call.callId, ok: true, result: { from: 'port' } });
+  await flush();
+
+  // A cancel follows its call on the lane.
+  const ac = new AbortController();
+  const second = pages.call({ origin, tool: 'search', args: { q: 'cake' }, timeoutMs: 60000, signal: ac.signal });
+  await until(() => onLane.length === 2);
+  ac.abort();
+  assert.equal((await second).code, codes.cancelled);
+  await until(() => onLane.length === 3);
+  assert.deepEqual([onLane[2].type, onLane[2].callId], ['cancel', onLane[1].callId]);
+
+  // A result on the lane that fails its checks settles nothing; its copy on the port is answered there.
+  const third = pages.call({ origin, tool: 'search', args: { q: 'jam' }, timeoutMs: 60000 });
+  await until(() => onLane.length === 4);
+  bridgeEnd.postMessage({ type: 'result', callId: onLane[3].callId, ok: 'yes' });
+  await flush();
+  port.onMessage.fire({ type: 'result', callId: onLane[3].callId, ok: true, result: { from: 'port' } });
+  assert.deepEqual(await third, { ok: true, result: { from: 'port' } }, 'the copy on the port settles it');
+
+  // The port closing drops the lane: a later call would go on no lane.
+  port.onDisconnect.fire();
+  await flush();
+  assert.equal(pages.ports.has('doc-11'), false);
+  assert.equal(pages.lanes.size, 0);
+  bridgeEnd.close();
+});
+
+// until waits (on the event loop, with a deadline) until f holds.
+async function until(f, ms = 2000) {
+  const end = Date.now() + ms;
+  while (!f()) {
+    if (Date.now() > end) throw new Error(`not so after ${ms} ms: ${f}`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
