@@ -371,18 +371,10 @@ func benchGap() time.Duration {
 //	TABBRIDGE_BENCH_CALLS=2000 TABBRIDGE_BENCH_ROUNDS=3 flock /tmp/tb-chromium.lock go test ./e2e -run TestCallBesideMCPB -v -count=1
 //
 // TABBRIDGE_BENCH_GAP_MS=2 paces every timed call 2 ms after its caller's last, on both paths and
-// from both points. TABBRIDGE_BENCH_LANES=off keeps Tabbridge's calls on the runtime port, as
-// before lanes (docs/DECISIONS.md, "A lane beside the port").
+// from both points.
 func TestCallBesideMCPB(t *testing.T) {
 	dir := mcpbDir(t)
 	w := newWorld(t)
-	// TABBRIDGE_BENCH_LANES=off keeps every call on the runtime port, the path before lanes, to
-	// compare in alternate runs; otherwise the calls timed from the socket's process must all
-	// take the lane.
-	lanes := os.Getenv("TABBRIDGE_BENCH_LANES") != "off"
-	if !lanes {
-		w.b.eval(t, w.worker, `__tabbridgeTest.pages.lanesOn = false`, nil)
-	}
 	assets := serveDir(t, filepath.Join(dir, "node_modules"))
 	// MCP-B's embed script makes its widget frame's address from its own (falling back to its
 	// CDN, cdn.jsdelivr.net), so on a real site the frame is of another site than the page, and
@@ -436,9 +428,6 @@ func TestCallBesideMCPB(t *testing.T) {
 	tab2 := w.b.Tab(t, page2)
 	sock.expect("ready")
 	d2 := waitDocument(t, w.b, w.worker, page2, "search")
-	if lanes {
-		w.b.waitJS(t, w.worker, 10*time.Second, fmt.Sprintf(`__tabbridgeTest.traffic(%q)['lane-bound'] === 1`, d2.DocumentID), nil)
-	}
 	hub := w.live.env.Server.Hub()
 	// What the browser and this process burn with no call at all (the app's tab, the DevTools
 	// connection, timers) is taken off each run's CPU, at its rate over a second of nothing. For
@@ -521,9 +510,6 @@ func TestCallBesideMCPB(t *testing.T) {
 		}
 	}
 	logBeside(t, "from the socket's process", calls, mcpb, tabbridge)
-	if tr := trafficOf(t, w.b, w.worker, d2.DocumentID); lanes != (tr["call:port"] == 0) || lanes != (tr["call:lane"] > 0) {
-		t.Fatalf("with lanes %v, the calls went %d on the lane and %d on the port", lanes, tr["call:lane"], tr["call:port"])
-	}
 	logHops(t, w.b, w.worker, w.site, d2.TabID, calls)
 	if os.Getenv("TABBRIDGE_BENCH_PROFILE") != "" {
 		profileJS(t, map[string]context.Context{"the worker": w.worker, "the tab": tab2}, func() {

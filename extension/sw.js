@@ -69,15 +69,8 @@ function onNotificationClicked(id) {
 }
 chrome.notifications.onClicked.addListener(onNotificationClicked);
 
-// Bridges connect from pages, and hand over their lanes (lib/pages.js, offerLane) through the
-// extension frame content/lane.html, the one page of this extension that posts to the worker.
+// Bridges connect from pages.
 chrome.runtime.onConnect.addListener((port) => pages.attach(port, ready));
-pages.lanesOn = true;
-self.addEventListener('message', (e) => {
-  if (e.data?.type !== 'lane' || e.ports.length !== 1) return;
-  const [lane] = e.ports;
-  ready.then(() => pages.bindLane(e.data, lane));
-});
 
 // Tab use decides which tab of a site answers.
 chrome.tabs.onActivated.addListener(({ tabId }) => {

@@ -28,27 +28,6 @@ pages.onMessage = (port, documentId, origin, tabId, msg) => {
   count(documentId, String(msg?.type));
   onMessage(port, documentId, origin, tabId, msg);
 };
-// A lane's life and use: bound or refused, each call by where it went ('call:lane' or
-// 'call:port'), and each message that came on the lane ('lane:<type>').
-const bindLane = pages.bindLane.bind(pages);
-pages.bindLane = (data, lane) => {
-  const offer = pages.lanes.get(data?.secret);
-  const bound = bindLane(data, lane);
-  count(offer?.documentId, bound ? 'lane-bound' : 'lane-refused');
-  return bound;
-};
-const onLaneMessage = pages.onLaneMessage.bind(pages);
-pages.onLaneMessage = (documentId, live, lane, msg) => {
-  count(documentId, `lane:${msg?.type}`);
-  onLaneMessage(documentId, live, lane, msg);
-};
-const sendCall = pages.send.bind(pages);
-pages.send = (port, documentId, call, deadline, signal) => {
-  const sent = sendCall(port, documentId, call, deadline, signal);
-  const c = pages.calls.get(call.callId);
-  if (c) count(documentId, c.via === port ? 'call:port' : 'call:lane');
-  return sent;
-};
 const send = link.send.bind(link);
 link.send = (msg) => {
   const sent = send(msg);

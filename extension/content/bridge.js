@@ -7,8 +7,6 @@
 //   bridge ⇄ worker: one long-lived chrome.runtime port. The worker learns the document from
 //   the port's sender.documentId; results and the port closing ("page gone") travel on the same
 //   ordered channel, so a navigating tool's result arrives before its page is reported gone.
-//   Beside it, once the worker binds it, a lane: a MessageChannel whose messages skip the browser
-//   process. Calls and cancels come on the lane, and each result goes on both (see openLane).
 //
 // The port is opened only once the page has registered a tool, so pages without WebMCP never
 // wake the worker. Chrome closes the port when the page enters the back/forward cache and does
@@ -29,8 +27,6 @@
 
   let port = null;
   let tools = null; // the page's last tool list, checked; null until it registers one
-  let lane = null; // this end of the lane, once the worker has bound the other
-  let offered = null; // {channel, frame, port}: the lane being handed over, until it is bound
 
   // A page Chrome prerenders (speculation rules, or the address bar guessing where the person
   // goes) runs its scripts, and registers its tools, before anyone sees it. A port it opened
@@ -134,16 +130,12 @@
   // this document before anything else arrives on it.
   function connect() {
     if (port) return port;
-    dropLane();
     const p = chrome.runtime.connect({ name: 'tabbridge-bridge' });
     port = p;
-    p.onMessage.addListener((raw) => fromWorker(raw, p));
+    p.onMessage.addListener(fromWorker);
     p.onDisconnect.addListener(() => {
       void chrome.runtime.lastError;
-      if (port === p) {
-        port = null;
-        dropLane();
-      }
+      if (port === p) port = null;
     });
     if (tools !== null) sendTools(p);
     return p;
@@ -187,83 +179,10 @@
     }
   }
 
-  // The lane. The worker offers one on a new port with a secret; this script makes a channel and
-  // hands one end to the worker through a moment's extension frame (content/lane.html, web
-  // accessible at an address that changes every session, so a site cannot probe for it): it is
-  // posted with the extension's origin as the target, which a page that navigated the frame away
-  // cannot receive, and with the secret, without which the worker refuses it. The worker then says
-  // it is bound and the frame goes. A page that removes the frame, or blocks it, leaves calls on
-  // the port, where they always went.
-  const LANE_FRAME_MS = 10000;
-  function openLane(secret, p) {
-    dropLane();
-    const channel = new MessageChannel();
-    const frame = document.createElement('iframe');
-    const src = chrome.runtime.getURL('content/lane.html');
-    frame.setAttribute('style', 'display: none !important');
-    frame.setAttribute('aria-hidden', 'true');
-    frame.tabIndex = -1;
-    frame.addEventListener('load', () => {
-      if (offered?.frame !== frame) return;
-      // The frame is loaded at its dynamic address but runs in the extension's own origin.
-      frame.contentWindow?.postMessage({ type: 'lane', secret }, new URL(chrome.runtime.getURL('')).origin, [channel.port2]);
-    }, { once: true });
-    frame.src = src;
-    channel.port1.onmessage = (ev) => fromLane(ev.data, channel.port1);
-    offered = { channel, frame, port: p };
-    window.addEventListener('beforeunload', onLeaveWhileOffered);
-    (document.body ?? document.documentElement).append(frame);
-    setTimeout(() => offered?.frame === frame && dropLane(), LANE_FRAME_MS);
-  }
-
-  // A page that navigates while the frame is still there would not go into the back/forward
-  // cache (Chrome counts a subframe still loading against it, and the frame's state is judged
-  // before pagehide), so the frame goes as the navigation begins. The listener is there only
-  // while a lane is being handed over: a beforeunload listener costs every navigation a step.
-  function onLeaveWhileOffered(ev) {
-    if (ev.isTrusted) dropLane();
-  }
-
-  function laneBound(p) {
-    if (offered?.port !== p) return;
-    lane = offered.channel.port1;
-    offered.frame.remove();
-    offered = null;
-    window.removeEventListener('beforeunload', onLeaveWhileOffered);
-  }
-
-  function dropLane() {
-    window.removeEventListener('beforeunload', onLeaveWhileOffered);
-    if (offered) {
-      offered.frame.remove();
-      offered.channel.port1.close();
-      offered = null;
-    }
-    lane?.close();
-    lane = null;
-  }
-
-  // fromLane takes a call or a cancel on the lane (nothing else comes there). It is handed on in
-  // a task of its own: a message on a port is an event, window.event while it is dispatched even
-  // in the page's world, and the observer runs the page's execute in a microtask of the nonce
-  // event, which would still be within it (a page must see nothing of the channel). A runtime
-  // port's message is no event. postTask is a task, not a timer: Chrome does not throttle it in a
-  // background tab.
-  function fromLane(raw, l) {
-    if (l !== lane || raw?.type === 'lane' || raw?.type === 'refused') return;
-    scheduler.postTask(() => l === lane && fromWorker(raw, port), { priority: 'user-blocking' });
-  }
-
-  function fromWorker(raw, p) {
+  function fromWorker(raw) {
     const r = M.checkWorkerMessage(raw);
     if (!r.ok) {
       if (raw && M.checkCallId(raw.callId)) post({ type: 'result', callId: raw.callId, ok: false, error: `The extension refused the call: ${r.reason}.` });
-      return;
-    }
-    if (r.msg.type === 'lane') {
-      if (p !== port) return;
-      if (r.msg.bound) laneBound(p);
-      else openLane(r.msg.secret, p);
       return;
     }
     if (r.msg.type === 'refused') {
@@ -292,12 +211,8 @@
       return;
     }
     if (r.msg.type === 'dialog' && tools === null) return; // no tools, so no calls to hold back
-    // A result goes on the lane too, unless an announcement goes on the port just before it: the
-    // worker must not act on the result before it knows the tools the page has by then.
-    const ahead = stale && !caching;
     flush();
     post(r.msg);
-    if (r.msg.type === 'result' && lane !== null && !ahead) lane.postMessage(r.msg);
   }
 
   // A persisted pageshow is a restore from the back/forward cache: the old port was closed.
@@ -326,9 +241,6 @@
     if (!ev.isTrusted) return;
     caching = ev.persisted;
     if (port !== null) flush();
-    // An open MessagePort keeps Chrome from putting the page in the back/forward cache (measured
-    // on Chromium 156); the restore's new port is offered a new lane.
-    if (caching) dropLane();
   }
   function tell(msg) {
     if (tools === null || port === null || caching) return;

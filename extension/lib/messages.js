@@ -286,17 +286,11 @@
     return r.ok || !checkCallId(m.callId) ? r : { ...r, callId: m.callId };
   }
 
-  // checkWorkerMessage checks what the worker sends a bridge over its port or its lane: a call to
-  // run or a call to cancel; on the port also the tools that were refused, and a lane offered
-  // ({type: "lane", secret}) or bound ({type: "lane", bound: true}).
+  // checkWorkerMessage checks what the worker sends a bridge over its port: a call to run or a
+  // call to cancel.
   function checkWorkerMessage(m) {
     if (!isObject(m)) return refuse('the message is not an object');
     if (m.type === 'refused') return checkRefused(m);
-    if (m.type === 'lane') {
-      if (m.bound === true) return accept({ type: 'lane', bound: true });
-      if (typeof m.secret === 'string' && /^[0-9a-f-]{36}$/.test(m.secret)) return accept({ type: 'lane', secret: m.secret });
-      return refuse('the lane has no valid secret');
-    }
     if (!checkCallId(m.callId)) return refuse('the message has no valid callId');
     if (m.type === 'call') {
       if (typeof m.tool !== 'string' || !toolName.test(m.tool)) return refuse('the call names no valid tool');

@@ -55,13 +55,9 @@ export class Pages {
     this.now = now;
     this.log = log;
     this.settleMs = settleMs;
-    // lanesOn: offer bridges a lane (offerLane); the worker turns it on, where content/lane.html
-    // can hand one over.
-    this.lanesOn = false;
     this.rec = emptyRecord();
-    this.ports = new Map(); // documentId → {port, origin, lane}: lane, once bound, a MessagePort (see offerLane)
-    this.lanes = new Map(); // secret → {documentId, port}: the lanes offered and not bound yet
-    this.calls = new Map(); // callId → {documentId, via, settle}: via, the port or lane the call went on
+    this.ports = new Map(); // documentId → {port, origin}
+    this.calls = new Map(); // callId → {documentId, port, settle}
     this.waiters = new Set(); // functions run after every announcement
     this.reopening = new Map(); // origin → promise of the reopened tab's document
     this.blocked = new Map(); // documentId → why that page runs nothing now: {notSent, cut} (see block)
@@ -137,12 +133,7 @@ export class Pages {
     }
     const m = r.msg;
     if (m.type === 'announce') {
-      const live = this.ports.get(documentId);
-      if (live?.port !== port) {
-        live?.lane?.close();
-        this.ports.set(documentId, { port, origin, lane: null });
-        this.offerLane(documentId, port);
-      }
+      this.ports.set(documentId, { port, origin });
       announce(this.rec, { documentId, tabId, origin, url: m.url, title: m.title, tools: m.tools, now: this.now() });
       this.save();
       for (const w of [...this.waiters]) w();
@@ -162,70 +153,10 @@ export class Pages {
       });
       return;
     }
-    this.onResult(documentId, m);
-  }
-
-  // onResult settles a call with the outcome its page sent (checked), on its port or its lane.
-  onResult(documentId, m) {
     const outcome = m.ok ? { ok: true, result: m.result } : fail(m.code ?? codes.toolError, m.error);
     if (m.navigating) outcome.navigating = true;
     if (m.size !== undefined) outcome.size = m.size;
     this.settle(m.callId, documentId, outcome);
-  }
-
-  // A lane is a MessageChannel between this worker and a document's bridge, beside its runtime
-  // port. Chromium passes every runtime port message through the browser process; a MessagePort's
-  // go from renderer to renderer, a quarter of the round trip (docs/BENCHMARKS.md, thirteenth
-  // pass). Calls and their cancels go on the lane once it is bound; the bridge sends each result
-  // on both, so the first to arrive settles the call, and the one on the port still comes before
-  // the port's closing: a result is never overtaken by its page's "gone" (docs/DECISIONS.md, "A
-  // lane beside the port"). A content script cannot hand the worker a port by extension
-  // messaging, so its bridge hands it through a moment's extension frame (content/lane.html),
-  // with the secret offered here on the port: the frame is web-accessible, and a port posted
-  // with any other secret is refused.
-  offerLane(documentId, port) {
-    if (!this.lanesOn) return;
-    const secret = crypto.randomUUID();
-    this.lanes.set(secret, { documentId, port });
-    try {
-      port.postMessage({ type: 'lane', secret });
-    } catch {
-      this.lanes.delete(secret);
-    }
-  }
-
-  // bindLane takes the lane a bridge handed over with data.secret; false, and the lane closed,
-  // when no lane was offered with that secret to a document whose port is still the one offered.
-  bindLane(data, lane) {
-    const secret = typeof data?.secret === 'string' ? data.secret : '';
-    const offer = this.lanes.get(secret);
-    const live = offer && this.ports.get(offer.documentId);
-    this.lanes.delete(secret);
-    if (!lane || !live || live.port !== offer.port) {
-      lane?.close();
-      // Said once: a page that found the frame's address can post it ports as often as it likes.
-      if (!offer && !this.laneRefusalSaid) this.log.warn('tabbridge: refused a lane handed over without a secret this worker offered');
-      if (!offer) this.laneRefusalSaid = true;
-      return false;
-    }
-    live.lane?.close();
-    live.lane = lane;
-    lane.onmessage = (ev) => this.onLaneMessage(offer.documentId, live, lane, ev.data);
-    lane.addEventListener('close', () => live.lane === lane && (live.lane = null));
-    try {
-      live.port.postMessage({ type: 'lane', bound: true });
-    } catch {
-      // The page is gone; its port's close drops the lane.
-    }
-    return true;
-  }
-
-  // onLaneMessage takes a result on a document's lane. Anything else, or a result that fails its
-  // checks, is left to the copy on the port, which is answered as a bad message there.
-  onLaneMessage(documentId, live, lane, raw) {
-    if (this.ports.get(documentId) !== live || live.lane !== lane) return;
-    const r = M.checkBridgeMessage(raw, live.origin);
-    if (r.ok && r.msg.type === 'result') this.onResult(documentId, r.msg);
   }
 
   // refused tells a document's bridge which of its tools were not shared and why, so the site's
@@ -259,10 +190,7 @@ export class Pages {
   }
 
   onGone(port, documentId) {
-    for (const [secret, offer] of this.lanes) if (offer.port === port) this.lanes.delete(secret);
-    const live = this.ports.get(documentId);
-    if (live?.port !== port) return; // an older port of a restored page
-    live.lane?.close();
+    if (this.ports.get(documentId)?.port !== port) return; // an older port of a restored page
     this.ports.delete(documentId);
     this.blocked.delete(documentId);
     forget(this.rec, documentId);
@@ -547,12 +475,9 @@ export class Pages {
       const timer = setTimeout(() => this.cancel(callId, fail(codes.timeout, 'The page did not answer before the deadline.')), Math.max(0, deadline - this.now()));
       const onAbort = () => this.cancel(callId, fail(codes.cancelled, 'The call was cancelled.'));
       signal?.addEventListener('abort', onAbort);
-      // The call and its cancel go on the lane when there is one, so the cancel cannot overtake it.
-      const live = this.ports.get(documentId);
-      const via = live?.port === port && live.lane ? live.lane : port;
       this.calls.set(callId, {
         documentId,
-        via,
+        port,
         settle: (outcome) => {
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
@@ -560,7 +485,7 @@ export class Pages {
         },
       });
       try {
-        via.postMessage({ type: 'call', callId, tool, args });
+        port.postMessage({ type: 'call', callId, tool, args });
       } catch {
         this.settle(callId, documentId, fail(codes.pageGone, 'The page went away before the call could be sent.'));
       }
@@ -572,7 +497,7 @@ export class Pages {
     const c = this.calls.get(callId);
     if (!c) return false;
     try {
-      c.via.postMessage({ type: 'cancel', callId, reason: outcome.error });
+      c.port.postMessage({ type: 'cancel', callId, reason: outcome.error });
     } catch {
       // The page is gone; its port's close settles nothing more, as the call ends here.
     }

@@ -12,7 +12,6 @@ const badge = [];
 const shown = new Map();
 const log = [];
 globalThis.self = globalThis;
-globalThis.addEventListener = () => {}; // the worker's own message event (lanes)
 globalThis.chrome = {
   runtime: { id: 'ext', onConnect: event(), onMessage: event(), onInstalled: event(), onStartup: event(), getURL: (p) => `chrome-extension://ext/${p}`, getPlatformInfo: async () => ({ os: 'linux' }), getManifest: () => ({ version: '0.1.0' }) },
   storage: { local: area(new Map()), session: area(new Map()), onChanged: event() },
