@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -437,47 +438,56 @@ func openEvents(t testing.TB, base string, jar http.CookieJar, rt http.RoundTrip
 	return e
 }
 
-// until waits until ok holds of the data of every event so far, in the
-// order they arrived: a test can tell a state that came back from one that
-// never left.
-func (e *events) until(t testing.TB, what string, ok func(data []string) bool) {
+// wait waits until found holds of the events so far, in the order they
+// arrived; what names the wait in its failure.
+func (e *events) wait(t testing.TB, what string, found func(lines []eventLine) bool) {
 	t.Helper()
 	deadline := time.After(testutil.WaitMedium)
 	for {
 		e.mu.Lock()
-		data := make([]string, len(e.lines))
-		for i, l := range e.lines {
-			data[i] = l.data
-		}
+		lines := slices.Clone(e.lines)
 		e.mu.Unlock()
-		if ok(data) {
+		if found(lines) {
 			return
 		}
 		select {
 		case <-e.more:
 		case <-deadline:
-			t.Fatalf("%s: not among the %d events that arrived: %q", what, len(data), data)
+			data := make([]string, len(lines))
+			for i, l := range lines {
+				data[i] = l.data
+			}
+			t.Fatalf("%s: not among the %d events that arrived: %q", what, len(lines), data)
 		}
 	}
+}
+
+// until waits until ok holds of the data of every event so far, in the
+// order they arrived: a test can tell a state that came back from one that
+// never left.
+func (e *events) until(t testing.TB, what string, ok func(data []string) bool) {
+	t.Helper()
+	e.wait(t, what, func(lines []eventLine) bool {
+		data := make([]string, len(lines))
+		for i, l := range lines {
+			data[i] = l.data
+		}
+		return ok(data)
+	})
 }
 
 // when waits until an event containing s has arrived and returns when it did.
 func (e *events) when(t testing.TB, s string) time.Time {
 	t.Helper()
-	deadline := time.After(testutil.WaitMedium)
-	for {
-		e.mu.Lock()
-		for _, l := range e.lines {
+	var at time.Time
+	e.wait(t, fmt.Sprintf("no event containing %q arrived", s), func(lines []eventLine) bool {
+		for _, l := range lines {
 			if strings.Contains(l.data, s) {
-				e.mu.Unlock()
-				return l.at
+				at = l.at
+				return true
 			}
 		}
-		e.mu.Unlock()
-		select {
-		case <-e.more:
-		case <-deadline:
-			t.Fatalf("no event containing %q arrived", s)
-		}
-	}
+		return false
+	})
+	return at
 }

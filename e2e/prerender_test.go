@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/tabbridge/tabbridge/internal/testutil"
 )
 
 // TestPrerenderedPageAnnouncesOnActivation: Chrome prerenders a page the person is likely to open
@@ -49,7 +51,7 @@ func TestPrerenderedPageAnnouncesOnActivation(t *testing.T) {
 				t.Fatalf("the prerendered page reported %v, want its %q report", got, at)
 			}
 			return got
-		case <-time.After(30 * time.Second):
+		case <-time.After(testutil.WaitMedium):
 			t.Fatalf("the prerendered page never reported %q", at)
 		}
 		return nil
