@@ -244,6 +244,11 @@ func (c *conn) announce(in *Inbound) {
 		c.sendError(protoErr(ErrCodeInvalidField, in.ID, "tools.announce: %s", refusal.Reason))
 		return
 	}
+	var limit *sitetools.LimitError
+	if errors.As(err, &limit) {
+		c.sendError(protoErr(ErrCodeLimitReached, in.ID, "tools.announce: %s", limit.Error()))
+		return
+	}
 	if err != nil {
 		c.h.opts.Logger.Error("announce tools", "user", c.userID, "origin", a.Origin, "err", err)
 		c.sendError(protoErr("internal", in.ID, "The server could not record the tools; they will be taken at the next announcement."))

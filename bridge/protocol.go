@@ -54,6 +54,7 @@ const (
 	ErrCodeHelloRepeated  = "hello_repeated"
 	ErrCodeUnsupported    = "unsupported_protocol"
 	ErrCodeSiteNotShared  = "site_not_shared"
+	ErrCodeLimitReached   = "limit_reached"
 )
 
 // Limits on what a browser may send.

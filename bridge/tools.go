@@ -227,5 +227,5 @@ func (c *conn) announceDocument(a *Announce, tools []sitetools.Descriptor, refus
 		used = time.Now()
 	}
 	return sitetools.Document{BrowserID: c.browserID, DocumentID: a.DocumentID, Origin: a.Origin, URL: a.URL,
-		Title: a.Title, TabID: a.TabID, LastUsed: used, Tools: tools, Refused: refused}
+		Title: a.Title, TabID: a.TabID, LastUsed: used, Tools: tools, Refused: refused, Bytes: len(a.Tools)}
 }

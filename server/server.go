@@ -73,6 +73,11 @@ type Options struct {
 	// ongoing or blocked; default DefaultTasksOpenMax): creating or
 	// reopening one beyond it is refused.
 	TasksOpenMax int
+	// OpenDocumentsMax caps the open documents with tools one person's
+	// browsers hold on this instance, and ToolBytesMax the bytes of their
+	// tool lists together (defaults sitetools.DefaultMaxDocuments and
+	// DefaultMaxToolBytes): an announcement beyond either is refused.
+	OpenDocumentsMax, ToolBytesMax int
 	// CallTimeout bounds a tool call in the browser (default 60 s).
 	CallTimeout time.Duration
 	// ProgressInterval is the pace of MCP progress notifications while a
@@ -264,6 +269,7 @@ func New(opts Options) (*Server, error) {
 		InstanceID: s.id, Settled: func(id string) { s.signal(topicSettled, []byte(id)) }, Trusted: s.bus.Healthy})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = sitetools.NewCatalog(opts.DB, opts.DB.Shares)
+	s.catalog.SetLimits(sitetools.Limits{Documents: s.opts.OpenDocumentsMax, ToolBytes: s.opts.ToolBytesMax})
 	s.startHub()
 	s.ops = sitetools.NewOps(sitetools.Options{DB: opts.DB, Catalog: s.catalog, Invoker: forwarder{s}, Gate: s.gate,
 		ApprovalWindow: s.gate.Window(), Logger: opts.Logger, CallTimeout: opts.CallTimeout,
@@ -375,6 +381,12 @@ func fillDefaults(o *Options) error {
 	}
 	if o.TasksOpenMax == 0 {
 		o.TasksOpenMax = DefaultTasksOpenMax
+	}
+	if o.OpenDocumentsMax == 0 {
+		o.OpenDocumentsMax = sitetools.DefaultMaxDocuments
+	}
+	if o.ToolBytesMax == 0 {
+		o.ToolBytesMax = sitetools.DefaultMaxToolBytes
 	}
 	if o.MCPSessionTimeout == 0 {
 		o.MCPSessionTimeout = time.Hour

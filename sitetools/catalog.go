@@ -39,6 +39,10 @@ type Document struct {
 	// Refused are the tools the page announced that were not taken, each with
 	// why, so an agent asking for one is told (RefusedTool).
 	Refused []*Refusal
+	// Bytes is the size of the announcement's list of tools as it arrived:
+	// what the document's tools cost the server, counted against
+	// Limits.ToolBytes.
+	Bytes int
 }
 
 // offers reports whether the document registered a tool named name.
@@ -81,7 +85,57 @@ type Catalog struct {
 	// OnLiveChange); set before use, then static.
 	remote RemoteSites
 	onLive func(userID, origin string, announced bool)
+	limits Limits // set before use, then static
 }
+
+// Limits bound what one person's open documents hold in this process's
+// memory. The extension's pages are untrusted and each announcement is
+// kept until its document goes: without a bound, a client that made up
+// documents could grow the server's memory until it died.
+type Limits struct {
+	// Documents is the most open documents (pages and frames that registered
+	// tools) of one person, across their browsers.
+	Documents int
+	// ToolBytes is the most bytes of tool lists (Document.Bytes) those
+	// documents hold together.
+	ToolBytes int
+}
+
+// The default limits: far more documents than a person keeps open (Chrome
+// slows to a crawl well before a thousand tabs), and room for 64 pages each
+// announcing the largest list (MaxAnnouncementBytes).
+const (
+	DefaultMaxDocuments = 1000
+	DefaultMaxToolBytes = 64 << 20
+)
+
+// LimitError refuses an announcement that would take a person's open
+// documents over a Limits bound; nothing is recorded.
+type LimitError struct {
+	Documents bool // the count of documents, else their bytes
+	Limit     int
+}
+
+func (e *LimitError) Error() string {
+	if e.Documents {
+		return fmt.Sprintf("this person's browsers already have %d open pages with tools, the most the server keeps at once, so this page's tools were not recorded. Close tabs of shared sites you no longer use, then reload this page.", e.Limit)
+	}
+	return fmt.Sprintf("this person's open pages already hold the most tool descriptions the server keeps at once (%s together), so this page's tools were not recorded. Close tabs of shared sites you no longer use, then reload this page.", bytesText(e.Limit))
+}
+
+// bytesText writes n in the largest binary unit that divides it.
+func bytesText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// SetLimits replaces the default Limits; call it before use.
+func (c *Catalog) SetLimits(l Limits) { c.limits = l }
 
 // RemoteSites is what the other instances hold of a person's site: their
 // most recently used document of it, and how many they have open.
@@ -275,7 +329,8 @@ func (c *Catalog) dropLocked(userID, origin string, gone func(*Document) bool) {
 
 // NewCatalog returns an empty live catalog over db.
 func NewCatalog(db *store.DB, shared SharedFunc) *Catalog {
-	return &Catalog{db: db, shared: shared, docs: map[string]map[docKey]*Document{}, live: map[string]*liveSite{}, known: map[string]*knownSite{}}
+	return &Catalog{db: db, shared: shared, docs: map[string]map[docKey]*Document{}, live: map[string]*liveSite{}, known: map[string]*knownSite{},
+		limits: Limits{Documents: DefaultMaxDocuments, ToolBytes: DefaultMaxToolBytes}}
 }
 
 // siteRow is the persisted tool list of one person's site.
@@ -327,6 +382,11 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	}
 	c.persistMu.Lock()
 	defer c.persistMu.Unlock()
+	// Announce runs one at a time (persistMu) and documents only go
+	// meanwhile, so what is checked here still holds at the insert below.
+	if err := c.withinLimits(userID, &doc); err != nil {
+		return err
+	}
 	known, err := c.knownSite(ctx, userID, d.Origin)
 	if err != nil {
 		return err
@@ -352,6 +412,31 @@ func (c *Catalog) Announce(ctx context.Context, userID string, d Document) error
 	err = c.persist(ctx, userID, &doc, known, next)
 	c.liveChanged(userID, d.Origin, true)
 	return err
+}
+
+// withinLimits refuses d when the person's open documents, with d in place
+// of what its document announced before, would exceed c.limits.
+func (c *Catalog) withinLimits(userID string, d *Document) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	docs := c.docs[userID]
+	k := docKey{d.BrowserID, d.DocumentID}
+	n, size := len(docs), d.Bytes
+	if _, again := docs[k]; !again {
+		n++
+	}
+	if n > c.limits.Documents {
+		return &LimitError{Documents: true, Limit: c.limits.Documents}
+	}
+	for dk, o := range docs {
+		if dk != k {
+			size += o.Bytes
+		}
+	}
+	if size > c.limits.ToolBytes {
+		return &LimitError{Limit: c.limits.ToolBytes}
+	}
+	return nil
 }
 
 // makeRoom drops from next, a site's known tools over the cap, those that only

@@ -22,6 +22,7 @@ import (
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/cluster"
 	"github.com/tabbridge/tabbridge/server"
+	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
 )
 
@@ -50,11 +51,13 @@ type serveConfig struct {
 	proxies      []netip.Prefix
 	proxiesFlag  string
 	gc           gcConfig
-	// caps on what one agent token can hold (issue 11; docs/DECISIONS.md)
+	// caps on what one agent token or one person's browsers can hold (issue 11; docs/DECISIONS.md)
 	mcpSessions     int
 	pendingMax      int
 	pendingBytes    int
 	tasksOpen       int
+	documentsMax    int
+	toolBytesMax    int
 	browserCallsMax int
 	// several instances on one database (issue 17; docs/DECISIONS.md)
 	instanceID      string
@@ -146,6 +149,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	checkGC := gcFlags(fs, getenv, &c.gc)
 	fs.IntVar(&c.mcpSessions, "mcp-sessions-per-token", envInt("TABBRIDGE_MCP_SESSIONS_PER_TOKEN", server.DefaultMCPSessionsPerToken), "most MCP sessions one agent token holds open (TABBRIDGE_MCP_SESSIONS_PER_TOKEN)")
 	fs.IntVar(&c.pendingMax, "approvals-pending-max", envInt("TABBRIDGE_APPROVALS_PENDING_MAX", approvals.DefaultMaxPending), "most requests one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_MAX)")
+	fs.IntVar(&c.documentsMax, "open-documents-max", envInt("TABBRIDGE_OPEN_DOCUMENTS_MAX", sitetools.DefaultMaxDocuments), "most open pages with tools one person's browsers hold on this server (TABBRIDGE_OPEN_DOCUMENTS_MAX)")
+	fs.IntVar(&c.toolBytesMax, "tool-bytes-max", envInt("TABBRIDGE_TOOL_BYTES_MAX", sitetools.DefaultMaxToolBytes), "most bytes of tool lists those pages hold together (TABBRIDGE_TOOL_BYTES_MAX)")
 	fs.IntVar(&c.tasksOpen, "tasks-open-max", envInt("TABBRIDGE_TASKS_OPEN_MAX", server.DefaultTasksOpenMax), "most tasks one workspace has open: not started, ongoing or blocked (TABBRIDGE_TASKS_OPEN_MAX)")
 	fs.IntVar(&c.pendingBytes, "approvals-pending-bytes", envInt("TABBRIDGE_APPROVALS_PENDING_BYTES", approvals.DefaultMaxPendingBytes), "most bytes of arguments one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_BYTES)")
 	fs.IntVar(&c.browserCallsMax, "browser-calls-max", envInt("TABBRIDGE_BROWSER_CALLS_MAX", bridge.DefaultMaxCalls), "most tool calls one browser runs at once (TABBRIDGE_BROWSER_CALLS_MAX)")
@@ -182,7 +187,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	for _, n := range []struct {
 		flag  string
 		value int
-	}{{"mcp-sessions-per-token", c.mcpSessions}, {"approvals-pending-max", c.pendingMax}, {"approvals-pending-bytes", c.pendingBytes}, {"tasks-open-max", c.tasksOpen}, {"browser-calls-max", c.browserCallsMax}} {
+	}{{"mcp-sessions-per-token", c.mcpSessions}, {"approvals-pending-max", c.pendingMax}, {"approvals-pending-bytes", c.pendingBytes}, {"tasks-open-max", c.tasksOpen}, {"browser-calls-max", c.browserCallsMax},
+		{"open-documents-max", c.documentsMax}, {"tool-bytes-max", c.toolBytesMax}} {
 		if n.value <= 0 {
 			return nil, fmt.Errorf("--%s %d: want a positive whole number", n.flag, n.value)
 		}
@@ -300,6 +306,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, AuditRetention: time.Duration(cfg.auditKeep), MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD, TrustedProxies: cfg.proxies,
 		MCPSessionsPerToken: cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes, TasksOpenMax: cfg.tasksOpen,
+		OpenDocumentsMax: cfg.documentsMax, ToolBytesMax: cfg.toolBytesMax,
 		Bridge:     bridge.Options{MaxCalls: cfg.browserCallsMax},
 		InstanceID: cfg.instanceID, InternalAddress: cfg.internalAddress, InternalListen: cfg.internalListen, Heartbeat: cfg.heartbeat, DeadAfter: cfg.deadAfter,
 		MetricsElsewhere: cfg.metricsListen != "",

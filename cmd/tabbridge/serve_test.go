@@ -109,6 +109,8 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_MAX": "0"}, nil, "TABBRIDGE_APPROVALS_PENDING_MAX"},
 		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_BYTES": "4MiB"}, nil, "TABBRIDGE_APPROVALS_PENDING_BYTES"},
 		{nil, []string{"--browser-calls-max", "0"}, "--browser-calls-max 0: want a positive whole number"},
+		{nil, []string{"--open-documents-max", "-1"}, "--open-documents-max -1: want a positive whole number"},
+		{map[string]string{"TABBRIDGE_TOOL_BYTES_MAX": "64MiB"}, nil, `TABBRIDGE_TOOL_BYTES_MAX="64MiB": want a positive whole number`},
 	}
 	for _, c := range cases {
 		env := map[string]string{"TABBRIDGE_DATA_DIR": t.TempDir()}
