@@ -151,6 +151,8 @@ func New(o Options) (*Daemon, error) {
 	if o.KeepExited <= 0 {
 		o.KeepExited = DefaultKeepExited
 	}
+	// The server lists at most wire.MaxSessions of a machine's sessions.
+	o.KeepExited = min(o.KeepExited, wire.MaxKeptExited)
 	return &Daemon{opts: o, wsURL: ws, entries: map[uint32]*entry{},
 		wake: make(chan struct{}, 1), passed: make(chan struct{}, 1)}, nil
 }
@@ -192,6 +194,10 @@ func (d *Daemon) Start(spec Spec) (string, error) {
 	if d.closed {
 		d.mu.Unlock()
 		return "", errors.New("start session: daemon closed")
+	}
+	if n := d.runningLocked(); n >= wire.MaxRunning {
+		d.mu.Unlock()
+		return "", fmt.Errorf("start session: this machine already runs %d sessions, the most one daemon runs at once; end some of them first", n)
 	}
 	d.nextIdx++
 	e := newEntry(d, d.nextIdx, spec)
@@ -309,6 +315,18 @@ func (d *Daemon) list() []*entry {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
 	return out
+}
+
+// runningLocked counts the sessions whose program has not exited. d.mu is
+// held.
+func (d *Daemon) runningLocked() int {
+	n := 0
+	for _, e := range d.entries {
+		if !e.exited() {
+			n++
+		}
+	}
+	return n
 }
 
 // prune forgets the oldest exited sessions beyond KeepExited — only those

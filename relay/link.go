@@ -224,6 +224,7 @@ func (h *Hub) daemonControl(l *link, p []byte) error {
 	case wire.TypeGone:
 		if s := l.byIndex[c.Index]; s != nil {
 			delete(l.byIndex, c.Index)
+			delete(l.announced, s.info.ID)
 			h.remove(s)
 		}
 	case wire.TypeRefused:
@@ -252,9 +253,14 @@ func (h *Hub) announce(l *link, index uint32, info wire.SessionInfo) {
 		return
 	}
 	started := s == nil
+	if started && len(h.machines[l.machine.ID]) >= wire.MaxSessions {
+		h.mu.Unlock()
+		h.opts.Logger.Warn("daemon announced more sessions than a machine may list; ignored", "machine", l.machine.ID, "session", info.ID, "limit", wire.MaxSessions)
+		return
+	}
 	if started {
 		s = newSession(l.machine, info)
-		h.sessions[key] = s
+		h.addLocked(key, s)
 	}
 	h.mu.Unlock()
 	for i, other := range l.byIndex {
@@ -291,7 +297,7 @@ func (h *Hub) forgetUnannounced(l *link) {
 func (h *Hub) remove(s *session) {
 	h.mu.Lock()
 	if key := (sessionKey{s.userID, s.info.ID}); h.sessions[key] == s {
-		delete(h.sessions, key)
+		h.deleteLocked(key, s)
 	}
 	h.mu.Unlock()
 	s.end()

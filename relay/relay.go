@@ -17,7 +17,9 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -32,6 +34,9 @@ const (
 	DefaultViewerQueue = 8 << 20
 	DefaultViewerLag   = 3 * time.Second
 	DefaultCacheTail   = 64 << 10
+	// DefaultMachineCache bounds the snapshots and tails the hub caches for
+	// one machine's sessions together: two of the largest snapshots.
+	DefaultMachineCache = 2 * wire.MaxFromDaemon
 	DefaultPing        = 20 * time.Second
 	DefaultWriteWait   = 10 * time.Second
 	// maxFrame bounds the output merged into one frame to a viewer.
@@ -74,6 +79,14 @@ type Options struct {
 	// CacheTail bounds the output kept after a session's cached snapshot,
 	// which lets a viewer attach without a round trip to the daemon.
 	CacheTail int64
+	// MachineCache bounds the bytes cached for one machine's sessions
+	// together (snapshots and their tails). A daemon sends a snapshot when
+	// it likes, each up to wire.MaxSnapshot; without this bound one daemon
+	// could make the hub hold that much for every session it announced. Past
+	// it the oldest caches of the machine's other sessions are dropped (a
+	// viewer attaching there asks the daemon for a redraw, as with no cache),
+	// and a snapshot larger than the whole bound is passed on, not kept.
+	MachineCache int64
 	// Ping is the heartbeat interval; a socket silent for three is closed.
 	Ping time.Duration
 	// WriteWait is the deadline of each write.
@@ -97,7 +110,13 @@ type Hub struct {
 	mu       sync.Mutex
 	links    map[string]*link        // machine id → its daemon's current link
 	sessions map[sessionKey]*session // by person and session id
+	// machines indexes the same sessions by machine id, for the per-machine
+	// bounds (wire.MaxSessions, MachineCache); an entry exists while the
+	// machine has a session.
+	machines map[string]map[*session]struct{}
 	closed   bool
+	// cacheSeq orders the snapshots cached, oldest first (cacheRoom).
+	cacheSeq atomic.Int64
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -121,6 +140,9 @@ func New(o Options) *Hub {
 	if o.CacheTail <= 0 {
 		o.CacheTail = DefaultCacheTail
 	}
+	if o.MachineCache <= 0 {
+		o.MachineCache = DefaultMachineCache
+	}
 	if o.Ping <= 0 {
 		o.Ping = DefaultPing
 	}
@@ -130,7 +152,7 @@ func New(o Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &Hub{opts: o, links: map[string]*link{}, sessions: map[sessionKey]*session{}}
+	h := &Hub{opts: o, links: map[string]*link{}, sessions: map[sessionKey]*session{}, machines: map[string]map[*session]struct{}{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h
 }
@@ -223,10 +245,70 @@ func (h *Hub) takeLocked(machineID string, keep func(id string) bool) []*session
 	for k, s := range h.sessions {
 		if s.machineID == machineID && (keep == nil || !keep(k.id)) {
 			gone = append(gone, s)
-			delete(h.sessions, k)
+			h.deleteLocked(k, s)
 		}
 	}
 	return gone
+}
+
+// addLocked records a new session of the hub. h.mu is held.
+func (h *Hub) addLocked(k sessionKey, s *session) {
+	h.sessions[k] = s
+	if h.machines[s.machineID] == nil {
+		h.machines[s.machineID] = map[*session]struct{}{}
+	}
+	h.machines[s.machineID][s] = struct{}{}
+}
+
+// deleteLocked forgets a session of the hub. h.mu is held.
+func (h *Hub) deleteLocked(k sessionKey, s *session) {
+	delete(h.sessions, k)
+	delete(h.machines[s.machineID], s)
+	if len(h.machines[s.machineID]) == 0 {
+		delete(h.machines, s.machineID)
+	}
+}
+
+// cacheRoom makes room in the machine's cache for size more bytes of s's,
+// dropping the oldest caches of the machine's other sessions as needed; it
+// reports false when size alone is over MachineCache, and s's snapshot is
+// then passed on but not kept.
+func (h *Hub) cacheRoom(machineID string, s *session, size int64) bool {
+	if size > h.opts.MachineCache {
+		return false
+	}
+	h.mu.Lock()
+	others := make([]*session, 0, len(h.machines[machineID]))
+	for o := range h.machines[machineID] {
+		if o != s {
+			others = append(others, o)
+		}
+	}
+	h.mu.Unlock()
+	type held struct {
+		s      *session
+		n, seq int64
+	}
+	cached := make([]held, 0, len(others))
+	total := size
+	for _, o := range others {
+		if n, seq := o.cached(); n > 0 {
+			cached = append(cached, held{o, n, seq})
+			total += n
+		}
+	}
+	if total <= h.opts.MachineCache {
+		return true
+	}
+	sort.Slice(cached, func(i, j int) bool { return cached[i].seq < cached[j].seq })
+	for _, c := range cached {
+		if total <= h.opts.MachineCache {
+			break
+		}
+		c.s.dropCache()
+		total -= c.n
+	}
+	return true
 }
 
 // keepReading extends conn's read deadline on every pong and returns a func

@@ -19,6 +19,7 @@ type session struct {
 	link        *link // nil while the daemon is away
 	index       uint32
 	snap        *wire.Snapshot // cached; nil when none or stale
+	snapSeq     int64          // when snap was cached, in the hub's order (cacheRoom)
 	tail        []wire.Output  // output after snap, contiguous
 	tailEnd     int64          // offset after tail (snap.Offset when empty)
 	tailBytes   int64
@@ -151,19 +152,45 @@ func (s *session) publish(h *Hub, o wire.Output) {
 
 // snapshot takes a snapshot from the daemon: it becomes the cache, viewers
 // waiting for one get it, and when the size changed every viewer does.
+// It is not kept when the machine's cache has no room for it (cacheRoom).
 func (s *session) snapshot(h *Hub, snap wire.Snapshot) {
 	snap.History = append([]byte(nil), snap.History...)
 	snap.Redraw = append([]byte(nil), snap.Redraw...)
+	keep := h.cacheRoom(s.machineID, s, int64(len(snap.History)+len(snap.Redraw)))
 	s.mu.Lock()
 	resized := snap.Cols != s.info.Cols || snap.Rows != s.info.Rows
 	s.info.Cols, s.info.Rows = snap.Cols, snap.Rows
 	s.snap, s.tail, s.tailEnd, s.tailBytes = &snap, nil, snap.Offset, 0
+	if keep {
+		s.snapSeq = h.cacheSeq.Add(1)
+	} else {
+		s.snap = nil
+	}
 	s.redrawAsked = false
 	vs := s.viewerList()
 	s.mu.Unlock()
 	for _, v := range vs {
 		v.load(&snap, nil, resized || (snap.Resync && !v.follows(snap.Offset)))
 	}
+}
+
+// cached returns the bytes the session's cache holds, and when its snapshot
+// was cached (cacheRoom).
+func (s *session) cached() (n, seq int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap == nil {
+		return 0, 0
+	}
+	return int64(len(s.snap.History)+len(s.snap.Redraw)) + s.tailBytes, s.snapSeq
+}
+
+// dropCache forgets the cached snapshot and tail: the next viewer to need
+// them asks the daemon for a redraw.
+func (s *session) dropCache() {
+	s.mu.Lock()
+	s.snap, s.tail, s.tailBytes = nil, nil, 0
+	s.mu.Unlock()
 }
 
 // resync gives a viewer that discarded its pending output the cached

@@ -43,6 +43,14 @@ const (
 	MaxArgs     = 256
 	MaxArgBytes = 16 << 10
 	MaxIDLen    = 64
+	// MaxSessions bounds the sessions one machine has listed at once, running
+	// and exited: the server ignores a new session beyond it (and logs it),
+	// and the daemon refuses to start one (MaxRunning).
+	MaxSessions = 256
+	// MaxRunning bounds the sessions a daemon runs at once, leaving room
+	// under MaxSessions for the exited ones it keeps (at most MaxKeptExited).
+	MaxRunning    = 200
+	MaxKeptExited = MaxSessions - MaxRunning
 )
 
 // SessionInfo describes one session on a daemon. ID is chosen by the
