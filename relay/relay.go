@@ -37,8 +37,8 @@ const (
 	// DefaultMachineCache bounds the snapshots and tails the hub caches for
 	// one machine's sessions together: two of the largest snapshots.
 	DefaultMachineCache = 2 * wire.MaxFromDaemon
-	DefaultPing        = 20 * time.Second
-	DefaultWriteWait   = 10 * time.Second
+	DefaultPing         = 20 * time.Second
+	DefaultWriteWait    = 10 * time.Second
 	// maxFrame bounds the output merged into one frame to a viewer.
 	maxFrame = 256 << 10
 	// linkQueue bounds the frames waiting for a daemon's writer.
