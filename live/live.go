@@ -10,6 +10,10 @@
 // the other end reconnects and re-fetches what it shows, so a dropped stream
 // costs one reload of a fragment, never a stale screen.
 //
+// A person has at most MaxStreams streams open: opening one more drops
+// their oldest the same way, so the streams a person (or a stolen sign-in)
+// holds, and the work of each event, stay bounded.
+//
 // Marks close the gap between a page's render and its stream: a page is
 // rendered from what the database holds, then opens its stream a moment
 // later, and an event published in between would reach neither. The page
@@ -37,6 +41,12 @@ type Event struct {
 // before it is dropped as too slow.
 const DefaultBuffer = 64
 
+// MaxStreams is the most streams one person has open on one hub: a page
+// each for far more tabs of the web app (and popups) than a person keeps
+// open. The oldest goes first: a tab left open longest, which reconnects
+// if it is still there.
+const MaxStreams = 32
+
 // Hub holds every person's subscribers. The zero value is not usable; call New.
 type Hub struct {
 	buffer int    // static after New
@@ -45,6 +55,7 @@ type Hub struct {
 	mu   sync.Mutex                          // guards subs, seq and last
 	subs map[string]map[*subscriber]struct{} // by user id
 	seq  uint64                              // events published, all people
+	subN uint64                              // streams opened, all people: their order
 	last map[string]uint64                   // by user id: seq of the person's newest event
 }
 
@@ -52,6 +63,7 @@ type Hub struct {
 // a publisher never sends on a closed channel; sends are non-blocking, so the
 // lock is never held while waiting on a reader.
 type subscriber struct {
+	n      uint64     // static: when it opened, in the hub's order (subN)
 	mu     sync.Mutex // guards ch sends/close and closed
 	ch     chan Event
 	closed bool
@@ -105,8 +117,22 @@ func (h *Hub) Subscribe(userID string) (<-chan Event, func()) {
 	if h.subs[userID] == nil {
 		h.subs[userID] = map[*subscriber]struct{}{}
 	}
+	var oldest *subscriber
+	if len(h.subs[userID]) >= MaxStreams {
+		for o := range h.subs[userID] {
+			if oldest == nil || o.n < oldest.n {
+				oldest = o
+			}
+		}
+		delete(h.subs[userID], oldest)
+	}
+	h.subN++
+	s.n = h.subN
 	h.subs[userID][s] = struct{}{}
 	h.mu.Unlock()
+	if oldest != nil {
+		oldest.close()
+	}
 	return s.ch, func() { h.remove(userID, s); s.close() }
 }
 

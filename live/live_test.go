@@ -163,3 +163,34 @@ func TestMarksTellAStreamWhatItMissed(t *testing.T) {
 		}
 	}
 }
+
+// TestAPersonsStreamsAreBounded: opening one stream more than MaxStreams
+// drops the person's oldest, as a slow one is dropped; the others, and
+// other people's, stay.
+func TestAPersonsStreamsAreBounded(t *testing.T) {
+	h := New(4)
+	var chans []<-chan Event
+	for range MaxStreams + 1 {
+		ch, cancel := h.Subscribe("alice")
+		defer cancel()
+		chans = append(chans, ch)
+	}
+	bob, cancel := h.Subscribe("bob")
+	defer cancel()
+	if _, ok := <-chans[0]; ok {
+		t.Fatal("the oldest stream is still open")
+	}
+	if n := h.Subscribers("alice"); n != MaxStreams {
+		t.Fatalf("alice has %d streams, want %d", n, MaxStreams)
+	}
+	h.Publish("alice", Event{Type: "x"})
+	h.Publish("bob", Event{Type: "y"})
+	for i, ch := range chans[1:] {
+		if e, ok := <-ch; !ok || e.Type != "x" {
+			t.Fatalf("stream %d: %+v %v", i+1, e, ok)
+		}
+	}
+	if e := <-bob; e.Type != "y" {
+		t.Fatalf("bob: %+v", e)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/live"
 	"github.com/tabbridge/tabbridge/server"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -295,5 +296,30 @@ func TestAStreamOpenedLateSaysWhatItsPageMissed(t *testing.T) {
 	}
 	if e := first("/api/events?since=forged.1"); e.typ != "missed" {
 		t.Fatalf("a mark this server never gave starts the stream with %s, want missed (refresh once)", e.typ)
+	}
+}
+
+// TestAPersonsEventStreamsAreBounded: a person (or a stolen sign-in) opening
+// streams without end held a connection, a goroutine and a buffer for each,
+// and every event was offered to all of them. Past live.MaxStreams the
+// oldest stream ends (its page reconnects, as after being dropped as slow),
+// and the rest carry events.
+func TestAPersonsEventStreamsAreBounded(t *testing.T) {
+	env := servertest.Start(t, storetest.SQLite, nil)
+	alice := env.Person(t, "alice@example.com")
+	var streams []*stream
+	for range live.MaxStreams + 1 {
+		s := openStream(t, env, alice, nil)
+		if e := s.next(t, true); e.comment != "connected" {
+			t.Fatalf("first frame %+v", e)
+		}
+		streams = append(streams, s)
+	}
+	streams[0].ended(t)
+	alice.Workspace("Garden")
+	for _, s := range streams[1:] {
+		if e := s.next(t, false); e.typ != "workspace.created" {
+			t.Fatalf("a stream within the bound got %+v", e)
+		}
 	}
 }
