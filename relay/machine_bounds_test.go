@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -12,6 +13,8 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/relay"
+	"github.com/tabbridge/tabbridge/relay/relaytest"
 	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
 )
@@ -180,4 +183,40 @@ func TestMachineSessionsAreBounded(t *testing.T) {
 	d.send(websocket.TextMessage, wire.Control{Type: wire.TypeGone, Index: 1}.Encode())
 	d.announce(wire.MaxSessions+11, "zlast")
 	d.listed(wire.MaxSessions, "zlast")
+}
+
+// TestViewersPerSessionAreBounded: a session takes relay.MaxViewers viewers;
+// one more is closed with CloseTooManyViewers and a reason that says so,
+// and a viewer that leaves makes room.
+func TestViewersPerSessionAreBounded(t *testing.T) {
+	r := newRig(t, nil)
+	id := r.start(80, 24, "echo")
+	var viewers []*relaytest.Viewer
+	for range relay.MaxViewers {
+		v := r.viewer(id, true, false)
+		if err := v.Wait(wait, func() bool { return v.Stats().Snapshots > 0 }); err != nil {
+			t.Fatalf("a viewer within the bound: %v", err)
+		}
+		viewers = append(viewers, v)
+	}
+	extra := r.viewer(id, true, false)
+	select {
+	case <-extra.Done():
+	case <-time.After(wait):
+		t.Fatal("the viewer over the bound is still open")
+	}
+	var ce *websocket.CloseError
+	if err := extra.Stats().Err; !errors.As(err, &ce) || ce.Code != relay.CloseTooManyViewers || !strings.Contains(ce.Text, fmt.Sprintf("%d viewers", relay.MaxViewers)) {
+		t.Fatalf("the viewer over the bound ended with %v, want close %d saying so", err, relay.CloseTooManyViewers)
+	}
+	viewers[0].Close()
+	testutil.Eventually(t, wait, func() bool {
+		var out struct{ Sessions []struct{ Viewers int } }
+		r.person.MustJSON("GET", "/api/machines/"+r.machineID+"/sessions", nil, 200, &out)
+		return len(out.Sessions) == 1 && out.Sessions[0].Viewers == relay.MaxViewers-1
+	}, "the viewer that left was still counted")
+	v := r.viewer(id, true, false)
+	if err := v.Wait(wait, func() bool { return v.Stats().Snapshots > 0 }); err != nil {
+		t.Fatalf("a viewer after one left: %v", err)
+	}
 }

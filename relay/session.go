@@ -220,11 +220,14 @@ func (s *session) exit(code int) bool {
 
 // attach adds a viewer and starts it with the cached snapshot, or asks the
 // daemon for one. It fails for a session that has ended.
-func (s *session) attach(v *viewer) bool {
+func (s *session) attach(v *viewer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
-		return false
+		return ErrNoSession
+	}
+	if len(s.viewers) >= MaxViewers {
+		return ErrTooManyViewers
 	}
 	s.viewers[v] = struct{}{}
 	info := s.info
@@ -240,7 +243,7 @@ func (s *session) attach(v *viewer) bool {
 	} else {
 		s.askRedraw()
 	}
-	return true
+	return nil
 }
 
 func (s *session) detach(v *viewer) {

@@ -328,6 +328,18 @@ func (v *viewer) write(ctx context.Context) {
 // sign-in that opened it ended, and dialling again will not help.
 const CloseSignedOut = 4004
 
+// CloseTooManyViewers is the close code of a viewer socket refused because
+// its session already has MaxViewers viewers; dialling again later may work.
+const CloseTooManyViewers = 4008
+
+// MaxViewers is the most viewers one session has at once. Each is a socket,
+// two goroutines and a queue, and each output batch is offered to every one:
+// without a bound, one sign-in's tickets could attach without end.
+const MaxViewers = 32
+
+// ErrTooManyViewers refuses a viewer of a session that has MaxViewers.
+var ErrTooManyViewers = errors.New("relay: the session has the most viewers it takes")
+
 // closeGrace is how long a closing viewer socket waits for the viewer's
 // answering close frame.
 const closeGrace = time.Second
@@ -351,8 +363,12 @@ func (h *Hub) ServeViewer(ctx context.Context, userID, sessionID string, watchOn
 	h.wg.Add(1)
 	h.mu.Unlock()
 	defer h.wg.Done()
-	if !s.attach(v) {
-		return ErrNoSession
+	if err := s.attach(v); err != nil {
+		if errors.Is(err, ErrTooManyViewers) {
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseTooManyViewers,
+				fmt.Sprintf("This session already has %d viewers, the most at once.", MaxViewers)), time.Now().Add(h.opts.WriteWait))
+		}
+		return err
 	}
 	m := Machine{ID: s.machineID, UserID: s.userID}
 	h.emit(EventSessionViewers, m, s)

@@ -346,6 +346,7 @@ func (f *viewerForward) run(ctx context.Context) error {
 	ping := time.NewTicker(relay.DefaultPing)
 	defer ping.Stop()
 	lost := false // the holder went away: the viewer was told the machine is offline
+	var refused *holderRefused
 	for {
 		sess, err := f.s.findSession(ctx, f.g.userID, f.g.sessionID)
 		switch {
@@ -357,6 +358,8 @@ func (f *viewerForward) run(ctx context.Context) error {
 			switch {
 			case errors.Is(aerr, errViewerGone):
 				return aerr
+			case errors.As(aerr, &refused):
+				return f.close(refused.code, refused.text)
 			case ctx.Err() != nil:
 				return f.closeFor(ctx)
 			case aerr == nil: // the holder ended the viewer: the session ended, or the viewer fell too far behind
@@ -383,6 +386,17 @@ func (f *viewerForward) run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// holderRefused is the holder's refusal of the viewer (relay.CloseTooManyViewers),
+// which the viewer gets as the holder gave it.
+type holderRefused struct {
+	code int
+	text string
+}
+
+func (e *holderRefused) Error() string {
+	return fmt.Sprintf("the holder refused the viewer: %d %s", e.code, e.text)
 }
 
 // errViewerGone: the viewer's own socket ended.
@@ -494,6 +508,9 @@ func (f *viewerForward) pumpDown(up *websocket.Conn) error {
 	for {
 		typ, p, err := up.ReadMessage()
 		var ce *websocket.CloseError
+		if errors.As(err, &ce) && ce.Code == relay.CloseTooManyViewers {
+			return &holderRefused{code: ce.Code, text: ce.Text} // the viewer is told as the holder said
+		}
 		if errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure {
 			return nil
 		}

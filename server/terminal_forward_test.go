@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/tabbridge/tabbridge/daemon"
 	"github.com/tabbridge/tabbridge/daemon/daemontest"
+
 	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/relay"
 	"github.com/tabbridge/tabbridge/relay/relaytest"
 	"github.com/tabbridge/tabbridge/relay/wire"
 	"github.com/tabbridge/tabbridge/server"
@@ -349,5 +353,29 @@ func TestPastesThroughTheForward(t *testing.T) {
 	}
 	if r.link.WentDown() {
 		t.Fatal("the machine's link went down")
+	}
+}
+
+// TestForwardedViewerHearsTheHoldersRefusal: a session at its viewers'
+// bound refuses a viewer at another instance with the same close code and
+// reason as one at its own, not a "dial again" that would loop.
+func TestForwardedViewerHearsTheHoldersRefusal(t *testing.T) {
+	r := newForwardRig(t, nil)
+	id := r.start(80, 24, "keys")
+	for range relay.MaxViewers {
+		v := r.viewerOnB(id, true, false)
+		if err := v.Wait(testutil.WaitMedium, func() bool { return v.Stats().Snapshots > 0 }); err != nil {
+			t.Fatalf("a forwarded viewer within the bound: %v", err)
+		}
+	}
+	extra := r.viewerOnB(id, true, false)
+	select {
+	case <-extra.Done():
+	case <-time.After(testutil.WaitMedium):
+		t.Fatal("the forwarded viewer over the bound is still open")
+	}
+	var ce *websocket.CloseError
+	if err := extra.Stats().Err; !errors.As(err, &ce) || ce.Code != relay.CloseTooManyViewers || !strings.Contains(ce.Text, "viewers") {
+		t.Fatalf("the forwarded viewer over the bound ended with %v, want close %d", err, relay.CloseTooManyViewers)
 	}
 }

@@ -35,12 +35,13 @@
 //   offline). What retrying will not fix ends the page with its reason: the
 //   session is gone, the person is signed out (a 401 the page cannot renew,
 //   or the socket closed with 4004), or the server refuses (any other 4xx,
-//   whose message is shown).
+//   whose message is shown). A session with the most viewers it takes
+//   (close 4008) is retried, its reason shown meanwhile.
 // - State-changing requests carry the page's CSRF token from its
 //   csrf-token meta tag: framed in the extension's popup the page cannot read
 //   its cookies.
 import { Backoff } from './lib/backoff.js';
-import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, inputRefusal, CLOSE_SIGNED_OUT } from './lib/frames.js';
+import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, inputRefusal, CLOSE_SIGNED_OUT, CLOSE_TOO_MANY_VIEWERS } from './lib/frames.js';
 import { SettleGate, SETTLE_MS } from './lib/settle.js';
 import { cleanPaste, pasteNotice } from './lib/paste.js';
 import { linkPrompt, WORDS } from './lib/links.js';
@@ -404,6 +405,7 @@ function start() {
       ws = null;
       connected = false;
       if (ev.code === CLOSE_SIGNED_OUT) return end('signedout', 'Signed out: sign in again, then reload this page.');
+      if (ev.code === CLOSE_TOO_MANY_VIEWERS) return retry(gen, 'reconnecting', (ev.reason || 'This session has the most viewers it takes.') + ' Close a viewer elsewhere; retrying meanwhile.');
       retry(gen);
     };
   }

@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, sizeText, inputRefusal, MAX_INPUT, FRAME_OUTPUT, FRAME_SNAPSHOT, FRAME_INPUT, CLOSE_SIGNED_OUT } from '../static/lib/frames.js';
+import { parseOutput, inputFrame, binaryBytes, fitSize, statusOf, lasting, maxInput, sizeText, inputRefusal, MAX_INPUT, FRAME_OUTPUT, FRAME_SNAPSHOT, FRAME_INPUT, CLOSE_SIGNED_OUT, CLOSE_TOO_MANY_VIEWERS } from '../static/lib/frames.js';
 
 // frame builds a server frame as the relay writes it: type, 8-byte offset, [cols, rows,] bytes.
 function frame(type, offset, bytes, size) {
@@ -20,7 +20,7 @@ const text = (s) => new TextEncoder().encode(s);
 const str = (b) => new TextDecoder().decode(b);
 
 test('the wire constants are those of docs/PROTOCOL-terminals.md', () => {
-  assert.deepEqual([FRAME_OUTPUT, FRAME_SNAPSHOT, FRAME_INPUT, CLOSE_SIGNED_OUT], [0x01, 0x02, 0x10, 4004]);
+  assert.deepEqual([FRAME_OUTPUT, FRAME_SNAPSHOT, FRAME_INPUT, CLOSE_SIGNED_OUT, CLOSE_TOO_MANY_VIEWERS], [0x01, 0x02, 0x10, 4004, 4008]);
 });
 
 test('output and snapshot frames decode; anything else is ignored', () => {

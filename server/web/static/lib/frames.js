@@ -13,6 +13,10 @@ const SNAPSHOT_HEADER = 13; // type, offset, cols and rows
 // CLOSE_SIGNED_OUT closes the socket when the sign-in that opened it ended: retrying will not help.
 export const CLOSE_SIGNED_OUT = 4004;
 
+// CLOSE_TOO_MANY_VIEWERS refuses a socket whose session already has the most viewers it takes
+// (32): the reason says so, and dialling again later may work.
+export const CLOSE_TOO_MANY_VIEWERS = 4008;
+
 // MAX_COLS and MAX_ROWS bound the size a viewer asks for (the server refuses larger).
 export const MAX_COLS = 1000;
 export const MAX_ROWS = 500;
