@@ -118,7 +118,11 @@ type LimitError struct {
 
 func (e *LimitError) Error() string {
 	if e.Documents {
-		return fmt.Sprintf("this person's browsers already have %d open pages with tools, the most the server keeps at once, so this page's tools were not recorded. Close tabs of shared sites you no longer use, then reload this page.", e.Limit)
+		pages := "pages"
+		if e.Limit == 1 {
+			pages = "page"
+		}
+		return fmt.Sprintf("this person's browsers already have %d open %s with tools, the most the server keeps at once, so this page's tools were not recorded. Close tabs of shared sites you no longer use, then reload this page.", e.Limit, pages)
 	}
 	return fmt.Sprintf("this person's open pages already hold the most tool descriptions the server keeps at once (%s together), so this page's tools were not recorded. Close tabs of shared sites you no longer use, then reload this page.", bytesText(e.Limit))
 }
