@@ -87,13 +87,24 @@ func parseHash(hash string) (argonHash, error) {
 	}
 	h.memory, h.time, h.threads = uint32(m), uint32(t), uint8(p)
 	var err error
-	if h.salt, err = base64.RawStdEncoding.Strict().DecodeString(parts[4]); err != nil || len(h.salt) < hashMinSalt || len(h.salt) > hashMaxSalt {
+	if h.salt, err = unbase64(parts[4]); err != nil || len(h.salt) < hashMinSalt || len(h.salt) > hashMaxSalt {
 		return h, fmt.Errorf("%w: the salt must be %d to %d bytes of unpadded base64", errBadHash, hashMinSalt, hashMaxSalt)
 	}
-	if h.key, err = base64.RawStdEncoding.Strict().DecodeString(parts[5]); err != nil || len(h.key) < hashMinKey || len(h.key) > hashMaxKey {
+	if h.key, err = unbase64(parts[5]); err != nil || len(h.key) < hashMinKey || len(h.key) > hashMaxKey {
 		return h, fmt.Errorf("%w: the key must be %d to %d bytes of unpadded base64", errBadHash, hashMinKey, hashMaxKey)
 	}
 	return h, nil
+}
+
+// unbase64 decodes unpadded base64 in the one spelling hashPassword writes.
+// Go's decoder skips CR and LF wherever they are, even in Strict mode, so a
+// hash with a line break in its salt or key would be taken as the hash
+// without it.
+func unbase64(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, errors.New("a line break in base64")
+	}
+	return base64.RawStdEncoding.Strict().DecodeString(s)
 }
 
 // hashParam reads one "x=N" with 1 <= N <= max, in decimal without sign or
