@@ -108,7 +108,8 @@ func (h *Hub) Missed(userID, mark string) bool {
 }
 
 // Subscribe starts receiving userID's events. The channel is closed when
-// cancel is called or when the subscriber fell too far behind and was dropped;
+// cancel is called, when the subscriber fell too far behind and was dropped,
+// or when the person opened more than MaxStreams and this was their oldest;
 // either way the caller should stop reading. cancel is safe to call more than
 // once and from any goroutine.
 func (h *Hub) Subscribe(userID string) (<-chan Event, func()) {
