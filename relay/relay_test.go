@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -594,17 +593,8 @@ func TestUnreadInputDoesNotBlockOtherSessions(t *testing.T) {
 // or another daemon might still announce one.)
 func TestBadAnnouncementIsIgnoredAlone(t *testing.T) {
 	r := newRig(t, nil)
-	var m struct {
-		Machine struct{ ID string } `json:"machine"`
-		Token   string              `json:"token"`
-	}
-	r.person.MustJSON("POST", "/api/machines", map[string]string{"name": "other"}, 201, &m)
-	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(r.env.URL, "http")+"/ws/daemon",
-		http.Header{"Authorization": {"Bearer " + m.Token}, wire.InstallHeader: {"relay-test-install-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	d := r.rawDaemon("other")
+	conn := d.conn
 	session := func(id string, argv []string) []byte {
 		return wire.Control{Type: wire.TypeSession, Index: uint32(len(id)), Session: &wire.SessionInfo{
 			ID: id, Command: argv, StartedAt: time.Now(), Cols: 80, Rows: 24}}.Encode()
@@ -620,7 +610,7 @@ func TestBadAnnouncementIsIgnoredAlone(t *testing.T) {
 	}
 	testutil.Eventually(r.t, wait, func() bool {
 		var out struct{ Sessions []struct{ ID string } }
-		r.person.MustJSON("GET", "/api/machines/"+m.Machine.ID+"/sessions", nil, 200, &out)
+		r.person.MustJSON("GET", "/api/machines/"+d.machineID+"/sessions", nil, 200, &out)
 		return len(out.Sessions) == 1 && out.Sessions[0].ID == "good"
 	}, "the server never listed only the good session")
 	// The link is still up: a viewer's attaching asks the daemon for a redraw.
