@@ -388,8 +388,12 @@ func (f *viewerForward) run(ctx context.Context) error {
 	}
 }
 
-// holderRefused is the holder's refusal of the viewer (relay.CloseTooManyViewers),
-// which the viewer gets as the holder gave it.
+// holderRefused is the holder's closing of the viewer with an application's
+// close code (4000–4999: relay.CloseTooManyViewers today), which the viewer
+// gets as the holder gave it: only the holder knows what such a code means,
+// and the viewer's page acts on the code (CLOSE_TOO_MANY_VIEWERS waits and
+// dials again). The holder's other endings (the session ended, the viewer
+// fell too far behind) are the forward's own "dial again".
 type holderRefused struct {
 	code int
 	text string
@@ -508,7 +512,7 @@ func (f *viewerForward) pumpDown(up *websocket.Conn) error {
 	for {
 		typ, p, err := up.ReadMessage()
 		var ce *websocket.CloseError
-		if errors.As(err, &ce) && ce.Code == relay.CloseTooManyViewers {
+		if errors.As(err, &ce) && ce.Code >= 4000 && ce.Code <= 4999 {
 			return &holderRefused{code: ce.Code, text: ce.Text} // the viewer is told as the holder said
 		}
 		if errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure {
