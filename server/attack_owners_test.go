@@ -801,18 +801,27 @@ func (w *ownersWorld) mcpProbes(t *testing.T) {
 }
 
 // foreignSessionRefused sends Bob's token with Alice's agent's MCP session
-// id: the SDK refuses it (403 "session user mismatch", as docs/DECISIONS.md
-// records under "What held"), shows nothing of hers, and her session goes
-// on (aliceStillLive calls through it, and her call waiting in it is still
-// waiting). That 403 is the one place "not yours" is not answered as "not
-// found": an id never issued is served in a new session (resumed). See
-// "Every route, another person's ids (h-idor)" for why it stays.
+// id: it is answered as an id that is gone, never as "someone else's"
+// (docs/DECISIONS.md, "Every route, another person's ids"). A DELETE first
+// is 404 "session not found" and ends nothing; a POST and a GET are served
+// in a session of Bob's own, which shows nothing of hers; a DELETE then
+// ends his. Her session goes on (aliceStillLive calls through it, and her
+// call waiting in it is still waiting).
 func (w *ownersWorld) foreignSessionRefused(t *testing.T) {
 	t.Helper()
-	for _, m := range []string{"POST", "GET", "DELETE"} {
+	for i, m := range []string{"DELETE", "POST", "GET", "DELETE"} {
 		status, body := w.mcpWithSession(t, m, w.aliceMCPID)
-		if status != http.StatusForbidden || strings.TrimSpace(body) != "session user mismatch" {
-			t.Errorf("bob's token in alice's MCP session %s: %d %q, want the SDK's 403", m, status, body)
+		switch {
+		case strings.Contains(body, "mismatch"):
+			t.Errorf("bob's token in alice's MCP session %s is told the session is someone else's: %d %q", m, status, body)
+		case i == 0 && (status != http.StatusNotFound || strings.TrimSpace(body) != "session not found"):
+			t.Errorf("bob's token in alice's MCP session DELETE: %d %q, want 404 session not found", status, body)
+		case i == 3 && (status < 200 || status > 299):
+			t.Errorf("bob's DELETE of the session he was given under alice's id: %d %q", status, body)
+		case m == "POST" && (status != http.StatusOK || !strings.Contains(body, `"result"`)):
+			t.Errorf("bob's token in alice's MCP session POST: %d %.300q, want it served in a session of his own", status, body)
+		case m == "GET" && status != http.StatusOK:
+			t.Errorf("bob's token in alice's MCP session GET: %d %.300q, want a stream of a session of his own", status, body)
 		}
 		if l := leaks(body); len(l) > 0 {
 			t.Errorf("bob's token in alice's MCP session %s shows alice's %q", m, l)

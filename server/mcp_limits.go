@@ -30,12 +30,35 @@ const codeSessionLimit = -32000
 type sessionCap struct {
 	limit int // static
 
-	mu   sync.Mutex
-	open map[string]int // agent token id → open sessions; guarded by mu
+	mu    sync.Mutex
+	open  map[string]int    // agent token id → open sessions; guarded by mu
+	owner map[string]string // open session id → its agent token id; guarded by mu
 }
 
 func newSessionCap(limit int) *sessionCap {
-	return &sessionCap{limit: limit, open: map[string]int{}}
+	return &sessionCap{limit: limit, open: map[string]int{}, owner: map[string]string{}}
+}
+
+// own records the token an open session belongs to, until disown.
+func (c *sessionCap) own(sid, token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.owner[sid] = token
+}
+
+func (c *sessionCap) disown(sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.owner, sid)
+}
+
+// foreign reports whether sid is a session open here for a token other
+// than token: such a request is answered as for a session that is gone.
+func (c *sessionCap) foreign(sid, token string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.owner[sid]
+	return ok && o != token
 }
 
 // full reports whether the token already holds its limit.
@@ -99,8 +122,11 @@ func (s *Server) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 			s.sessions.release(token)
 			return res, err
 		}
+		sid := ss.ID()
+		s.sessions.own(sid, token)
 		go func() {
 			s.closeWhenRevoked(ss, token) // revoke.go: returns when the session closed
+			s.sessions.disown(sid)
 			s.sessions.release(token)
 		}()
 		return res, nil

@@ -147,6 +147,8 @@ func (r *recorder) Flush() {}
 // whose session id this server made but no longer knows is served in a
 // session opened for it, for the same token. An initialize is never
 // resumed (it opens its own session), nor is a DELETE of a session gone.
+// An id of another token's open session is treated as one gone, so the
+// sender learns nothing of it and gets a session of its own.
 func (s *Server) resumeSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get("Mcp-Session-Id")
@@ -167,14 +169,23 @@ func (s *Server) resumeSessions(next http.Handler) http.Handler {
 			body, _ = io.ReadAll(r.Body) // in memory already (the adaptor buffers it)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
+		// Another token's open session is answered as one gone, never as
+		// "someone else's": what is not yours is not found.
+		foreign := s.sessions.foreign(r.Header.Get("Mcp-Session-Id"), ti.UserID)
 		if r.Method == http.MethodDelete || r.Method == http.MethodPost && !resumable(body) {
+			if foreign {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
-		probe := &goneProbe{ResponseWriter: w}
-		next.ServeHTTP(probe, r)
-		if !probe.gone {
-			return
+		if !foreign {
+			probe := &goneProbe{ResponseWriter: w}
+			next.ServeHTTP(probe, r)
+			if !probe.gone {
+				return
+			}
 		}
 		tried := r.Header.Get("Mcp-Session-Id")
 		s.resumed.opening.Lock()

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -78,22 +80,26 @@ func TestMCPRefusesCookiesAndBadTokens(t *testing.T) {
 	if status, body := env.NewClient(t).Do("POST", "/mcp", init); status != 401 || servertest.ErrorCode(body) != "agent_token_required" {
 		t.Errorf("no token: %d %s", status, body)
 	}
-	// A session opened with one token cannot be driven with another.
+	// A session opened with one token cannot be driven with another: its id is, to another
+	// token, an id that is gone. A DELETE is 404 and ends nothing; the session goes on.
 	cs := env.MCP(t, token, nil)
 	second := alice.AgentToken(id.workspace, "second")
 	thief := env.Agent(t, second)
-	req := mustRequest(t, "POST", env.URL+"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	req := mustRequest(t, "DELETE", env.URL+"/mcp", "")
 	req.Header.Set("Authorization", "Bearer "+second)
 	req.Header.Set("Mcp-Session-Id", cs.ID())
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	resp, err := thief.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode < 400 {
-		t.Errorf("session driven with another token: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusNotFound || strings.TrimSpace(string(body)) != "session not found" {
+		t.Errorf("another token's DELETE of the session: %d %q, want 404 session not found", resp.StatusCode, body)
+	}
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Errorf("the session after another token's DELETE: %v", err)
 	}
 }
 
