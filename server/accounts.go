@@ -350,12 +350,17 @@ func (s *Server) postInvitation(c *fiber.Ctx) error {
 	})
 }
 
-// createInvitation checks the note and stores a new invitation by ownerID.
+// createInvitation checks the note and stores a new invitation by ownerID,
+// under the person's cap of unused ones (Caps.Invitations).
 func (s *Server) createInvitation(ctx context.Context, ownerID, note string) (*store.Invitation, string, error) {
 	if utf8.RuneCountInString(note) > maxNameLen {
 		return nil, "", badRequest(codeInvalidField, "Field \"note\" is longer than %d characters.", maxNameLen)
 	}
-	return s.opts.DB.CreateInvitation(ctx, ownerID, strings.TrimSpace(note), s.opts.InvitationTTL)
+	inv, token, err := s.opts.DB.CreateInvitationUpTo(ctx, ownerID, strings.TrimSpace(note), s.opts.InvitationTTL, s.opts.Caps.Invitations)
+	if err != nil {
+		return nil, "", limitRefusal(err)
+	}
+	return inv, token, nil
 }
 
 // invitationURL is the link an invited person opens: the accept-invitation page.

@@ -15,11 +15,12 @@ import (
 // all make, which writes it and tells the owner's open pages. A caller
 // validates its own input first and maps the error to its own answer.
 
-// createWorkspace creates a workspace for uid.
+// createWorkspace creates a workspace for uid, under the person's cap
+// (Caps.Workspaces).
 func (s *Server) createWorkspace(ctx context.Context, uid, name string) (*store.Workspace, error) {
-	w, err := s.opts.DB.CreateWorkspace(ctx, uid, name)
+	w, err := s.opts.DB.CreateWorkspaceUpTo(ctx, uid, name, s.opts.Caps.Workspaces)
 	if err != nil {
-		return nil, err
+		return nil, limitRefusal(err)
 	}
 	s.publish(uid, evWorkspaceCreated, fiber.Map{"workspace": w})
 	return w, nil
@@ -35,12 +36,12 @@ func (s *Server) renameWorkspace(ctx context.Context, uid, id, name string) (*st
 	return w, nil
 }
 
-// createAgentToken creates an agent token in one of uid's workspaces and
-// returns it with its secret.
+// createAgentToken creates an agent token in one of uid's workspaces, under
+// the workspace's cap (Caps.AgentTokens), and returns it with its secret.
 func (s *Server) createAgentToken(ctx context.Context, uid, workspaceID, name string, expires *time.Time) (*store.AgentToken, string, error) {
-	tok, plain, err := s.opts.DB.CreateAgentTokenUntil(ctx, uid, workspaceID, name, expires)
+	tok, plain, err := s.opts.DB.CreateAgentTokenUpTo(ctx, uid, workspaceID, name, expires, s.opts.Caps.AgentTokens)
 	if err != nil {
-		return nil, "", err
+		return nil, "", limitRefusal(err)
 	}
 	s.opts.Logger.Info("agent token created", "user", uid, "workspace", tok.WorkspaceID, "token", tok.ID, "name", tok.Name, "expires", tok.ExpiresAt)
 	s.publish(uid, evTokenCreated, fiber.Map{"token": tok})
@@ -93,11 +94,12 @@ func (s *Server) updateTask(ctx context.Context, owner, workspaceID, id, title, 
 	return t, nil
 }
 
-// createMachine creates a machine for uid and returns it with its token.
+// createMachine creates a machine for uid, under the person's cap
+// (Caps.Machines), and returns it with its token.
 func (s *Server) createMachine(ctx context.Context, uid, name string) (*store.Machine, string, error) {
-	m, plain, err := s.opts.DB.CreateMachine(ctx, uid, name)
+	m, plain, err := s.opts.DB.CreateMachineUpTo(ctx, uid, name, s.opts.Caps.Machines)
 	if err != nil {
-		return nil, "", err
+		return nil, "", limitRefusal(err)
 	}
 	s.publish(uid, evMachineCreated, fiber.Map{"machine": s.machineView(*m)})
 	return m, plain, nil

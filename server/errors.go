@@ -44,6 +44,7 @@ const (
 	codeInvalidOrigin        = "invalid_origin"
 	codeInvalidRequest       = "invalid_request"
 	codeInvitationInvalid    = "invitation_invalid"
+	codeLimitReached         = "limit_reached"
 	codeMachineOtherInstall  = "machine_other_install"
 	codeMachineTokenInvalid  = "machine_token_invalid"
 	codeMachineTokenRequired = "machine_token_required"

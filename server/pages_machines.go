@@ -73,6 +73,9 @@ func (s *Server) postPageMachine(c *fiber.Ctx) error {
 		return s.machinesFormFailed(c, "create", err)
 	}
 	m, plain, err := s.createMachine(c.UserContext(), userID(c), name)
+	if isLimit(err) {
+		return s.machinesFormFailed(c, "create", err)
+	}
 	if err != nil {
 		return err
 	}

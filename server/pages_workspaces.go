@@ -42,17 +42,18 @@ func (s *Server) pageWorkspaces(c *fiber.Ctx) error {
 
 func (s *Server) postPageWorkspace(c *fiber.Ctx) error {
 	name, err := cleanName("name", c.FormValue("name"))
+	var w *store.Workspace
+	if err == nil {
+		w, err = s.createWorkspace(c.UserContext(), userID(c), name)
+	}
 	if err != nil {
+		// a name refused, or the person's cap: said at the form
 		v, verr := s.workspacesView(c)
 		if verr != nil {
 			return verr
 		}
 		v.Data["Name"] = c.FormValue("name")
 		return s.formFailed(c, "workspaces", v, err)
-	}
-	w, err := s.createWorkspace(c.UserContext(), userID(c), name)
-	if err != nil {
-		return err
 	}
 	return c.Redirect("/workspaces/"+w.ID, http.StatusSeeOther)
 }
@@ -205,6 +206,9 @@ func (s *Server) postPageToken(c *fiber.Ctx) error {
 		return s.workspaceFormFailed(c, "tokenName", err)
 	}
 	tok, plain, err := s.createAgentToken(c.UserContext(), userID(c), c.Params("id"), name, expires)
+	if isLimit(err) {
+		return s.workspaceFormFailed(c, "tokenName", err)
+	}
 	if err != nil {
 		return storeError(err, "workspace")
 	}

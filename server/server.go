@@ -73,6 +73,10 @@ type Options struct {
 	// ongoing or blocked; default DefaultTasksOpenMax): creating or
 	// reopening one beyond it is refused.
 	TasksOpenMax int
+	// Caps bound the workspaces, agent tokens, machines, shared sites and
+	// invitations one person (or workspace) keeps; creating one beyond a
+	// cap is refused (409 limit_reached). Zero fields take the defaults.
+	Caps Caps
 	// OpenDocumentsMax caps the open documents with tools one person's
 	// browsers hold on this instance, and ToolBytesMax the bytes of their
 	// tool lists together (defaults sitetools.DefaultMaxDocuments and
@@ -382,6 +386,7 @@ func fillDefaults(o *Options) error {
 	if o.TasksOpenMax == 0 {
 		o.TasksOpenMax = DefaultTasksOpenMax
 	}
+	o.Caps.fillDefaults()
 	if o.OpenDocumentsMax == 0 {
 		o.OpenDocumentsMax = sitetools.DefaultMaxDocuments
 	}

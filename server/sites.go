@@ -119,8 +119,9 @@ func (s *Server) postSite(c *fiber.Ctx) error {
 	return c.Status(status).JSON(fiber.Map{"site": site, "moved": prev != "" && prev != site.WorkspaceID})
 }
 
-// shareSite shares origin with a workspace of uid's, or moves it there, and
-// tells the person's browsers and pages. prev is the workspace it was shared
+// shareSite shares origin with a workspace of uid's (a new one under the
+// person's cap, Caps.SharedSites), or moves it there, and tells the
+// person's browsers and pages. prev is the workspace it was shared
 // with before ("" when it was not shared).
 func (s *Server) shareSite(c *fiber.Ctx, uid, rawOrigin, workspaceID string) (site *store.SharedSite, prev string, err error) {
 	origin, err := bridge.NormalizeOrigin(rawOrigin)
@@ -130,9 +131,9 @@ func (s *Server) shareSite(c *fiber.Ctx, uid, rawOrigin, workspaceID string) (si
 	if workspaceID == "" {
 		return nil, "", badRequest(codeInvalidField, "Field \"workspaceId\" is required: the workspace to share the site with.")
 	}
-	site, prev, err = s.opts.DB.ShareSite(c.UserContext(), uid, workspaceID, origin)
+	site, prev, err = s.opts.DB.ShareSiteUpTo(c.UserContext(), uid, workspaceID, origin, s.opts.Caps.SharedSites)
 	if err != nil {
-		return nil, "", storeError(err, "workspace")
+		return nil, "", limitRefusal(storeError(err, "workspace"))
 	}
 	if prev != "" && prev != site.WorkspaceID {
 		// Moved: the previous workspace's agents lose it, with their grants

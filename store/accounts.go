@@ -93,10 +93,25 @@ func (db *DB) UserByID(ctx context.Context, id string) (*User, error) {
 
 // CreateInvitation stores a one-time invitation and returns its secret once.
 func (db *DB) CreateInvitation(ctx context.Context, ownerID, note string, ttl time.Duration) (*Invitation, string, error) {
+	return db.CreateInvitationUpTo(ctx, ownerID, note, ttl, 0)
+}
+
+// CreateInvitationUpTo is CreateInvitation refused (LimitError) while the
+// person has max unused invitations (0: no cap; expired ones count, as the
+// settings page lists them until withdrawn), counted and written holding
+// the person (InUser).
+func (db *DB) CreateInvitationUpTo(ctx context.Context, ownerID, note string, ttl time.Duration, max int) (*Invitation, string, error) {
 	plain, hash := secret.New("tbi_")
 	now := Now()
 	inv := &Invitation{ID: NewID(), CreatedBy: ownerID, TokenHash: hash, Note: note, ExpiresAt: now.Add(ttl), CreatedAt: now}
-	if err := db.WithContext(ctx).Create(inv).Error; err != nil {
+	err := db.asPerson(ctx, ownerID, max, func(tx *gorm.DB) error {
+		unused := tx.Model(&Invitation{}).Where("created_by = ? AND used_at IS NULL", ownerID)
+		if err := roomFor(unused, LimitInvitations, max); err != nil {
+			return err
+		}
+		return tx.Create(inv).Error
+	})
+	if err != nil {
 		return nil, "", fmt.Errorf("create invitation: %w", err)
 	}
 	return inv, plain, nil

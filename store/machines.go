@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"gorm.io/gorm"
+
 	"github.com/tabbridge/tabbridge/secret"
 )
 
@@ -14,9 +16,23 @@ const MachineTokenPrefix = "tbm_"
 // CreateMachine registers a machine for a person and returns its token,
 // which is never stored or shown again.
 func (db *DB) CreateMachine(ctx context.Context, userID, name string) (*Machine, string, error) {
+	return db.CreateMachineUpTo(ctx, userID, name, 0)
+}
+
+// CreateMachineUpTo is CreateMachine refused (LimitError) while the person
+// has max machines not revoked (0: no cap), counted and written holding the
+// person (InUser).
+func (db *DB) CreateMachineUpTo(ctx context.Context, userID, name string, max int) (*Machine, string, error) {
 	plain, hash := secret.New(MachineTokenPrefix)
 	m := &Machine{ID: NewID(), UserID: userID, Name: name, TokenHash: hash, CreatedAt: Now()}
-	if err := db.WithContext(ctx).Create(m).Error; err != nil {
+	err := db.asPerson(ctx, userID, max, func(tx *gorm.DB) error {
+		live := tx.Model(&Machine{}).Where("user_id = ? AND revoked_at IS NULL", userID)
+		if err := roomFor(live, LimitMachines, max); err != nil {
+			return err
+		}
+		return tx.Create(m).Error
+	})
+	if err != nil {
 		return nil, "", fmt.Errorf("create machine: %w", err)
 	}
 	return m, plain, nil

@@ -64,23 +64,42 @@ func (db *DB) SharedSite(ctx context.Context, userID, id string) (*SharedSite, e
 // prevWorkspace is the workspace it was shared with before ("" when it was
 // not shared). The workspace must be the person's (else ErrNotFound).
 func (db *DB) ShareSite(ctx context.Context, userID, workspaceID, origin string) (site *SharedSite, prevWorkspace string, err error) {
+	return db.ShareSiteUpTo(ctx, userID, workspaceID, origin, 0)
+}
+
+// ShareSiteUpTo is ShareSite refused (LimitError) when the origin is not
+// shared yet and the person shares max sites (0: no cap); a move to another
+// workspace adds no row and is never refused. Counted and written holding
+// the person (InUser).
+func (db *DB) ShareSiteUpTo(ctx context.Context, userID, workspaceID, origin string, max int) (site *SharedSite, prevWorkspace string, err error) {
 	defer db.sites.clear()
-	if _, err := db.Workspace(ctx, userID, workspaceID); err != nil {
+	row := &SharedSite{ID: NewID(), UserID: userID, WorkspaceID: workspaceID, Origin: origin, CreatedAt: Now()}
+	err = db.asPerson(ctx, userID, max, func(tx *gorm.DB) error {
+		if err := tx.Where("id = ? AND owner_id = ?", workspaceID, userID).Take(&Workspace{}).Error; err != nil {
+			return notFound(err)
+		}
+		var before SharedSite
+		err := tx.Where("user_id = ? AND origin = ?", userID, origin).Take(&before).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		prevWorkspace = before.WorkspaceID
+		if prevWorkspace == "" {
+			if err := roomFor(tx.Model(&SharedSite{}).Where("user_id = ?", userID), LimitSharedSites, max); err != nil {
+				return err
+			}
+		}
+		// One statement on both databases: concurrent shares of one origin
+		// (without a cap, so not holding the person) leave exactly one row,
+		// in the workspace of whichever ran last.
+		return tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "user_id"}, {Name: "origin"}},
+			DoUpdates: clause.AssignmentColumns([]string{"workspace_id", "created_at"}),
+		}).Omit("WorkspaceName").Create(row).Error
+	})
+	if errors.Is(err, ErrNotFound) {
 		return nil, "", err
 	}
-	var before SharedSite
-	err = db.WithContext(ctx).Where("user_id = ? AND origin = ?", userID, origin).Take(&before).Error
-	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, "", fmt.Errorf("share site: %w", err)
-	}
-	prevWorkspace = before.WorkspaceID
-	row := &SharedSite{ID: NewID(), UserID: userID, WorkspaceID: workspaceID, Origin: origin, CreatedAt: Now()}
-	// One statement on both databases: concurrent shares of one origin leave
-	// exactly one row, in the workspace of whichever ran last.
-	err = db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "user_id"}, {Name: "origin"}},
-		DoUpdates: clause.AssignmentColumns([]string{"workspace_id", "created_at"}),
-	}).Omit("WorkspaceName").Create(row).Error
 	if err != nil {
 		return nil, "", fmt.Errorf("share site: %w", err)
 	}

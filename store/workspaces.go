@@ -26,11 +26,24 @@ func (db *DB) Workspace(ctx context.Context, ownerID, id string) (*Workspace, er
 	return &w, nil
 }
 
-// CreateWorkspace makes a workspace owned by ownerID.
+// CreateWorkspace makes a workspace owned by ownerID, with no cap.
 func (db *DB) CreateWorkspace(ctx context.Context, ownerID, name string) (*Workspace, error) {
+	return db.CreateWorkspaceUpTo(ctx, ownerID, name, 0)
+}
+
+// CreateWorkspaceUpTo is CreateWorkspace refused (LimitError) while the
+// person has max workspaces (0: no cap), counted and written holding the
+// person (InUser), so the cap holds however many instances create at once.
+func (db *DB) CreateWorkspaceUpTo(ctx context.Context, ownerID, name string, max int) (*Workspace, error) {
 	now := Now()
 	w := &Workspace{ID: NewID(), OwnerID: ownerID, Name: name, CreatedAt: now, UpdatedAt: now}
-	if err := db.WithContext(ctx).Create(w).Error; err != nil {
+	err := db.asPerson(ctx, ownerID, max, func(tx *gorm.DB) error {
+		if err := roomFor(tx.Model(&Workspace{}).Where("owner_id = ?", ownerID), LimitWorkspaces, max); err != nil {
+			return err
+		}
+		return tx.Create(w).Error
+	})
+	if err != nil {
 		return nil, fmt.Errorf("create workspace: %w", err)
 	}
 	return w, nil
@@ -73,12 +86,27 @@ func (db *DB) CreateAgentToken(ctx context.Context, ownerID, workspaceID, name s
 // CreateAgentTokenUntil is CreateAgentToken for a token that stops working
 // at expires (nil: never).
 func (db *DB) CreateAgentTokenUntil(ctx context.Context, ownerID, workspaceID, name string, expires *time.Time) (*AgentToken, string, error) {
+	return db.CreateAgentTokenUpTo(ctx, ownerID, workspaceID, name, expires, 0)
+}
+
+// CreateAgentTokenUpTo is CreateAgentTokenUntil refused (LimitError) while
+// the workspace has max tokens not revoked (0: no cap; expired ones count,
+// as its page lists them until revoked), counted and written holding the
+// workspace (InWorkspace).
+func (db *DB) CreateAgentTokenUpTo(ctx context.Context, ownerID, workspaceID, name string, expires *time.Time, max int) (*AgentToken, string, error) {
 	if _, err := db.Workspace(ctx, ownerID, workspaceID); err != nil {
 		return nil, "", err
 	}
 	plain, hash := secret.New("tba_")
 	t := &AgentToken{ID: NewID(), WorkspaceID: workspaceID, Name: name, TokenHash: hash, CreatedAt: Now(), ExpiresAt: expires}
-	if err := db.WithContext(ctx).Create(t).Error; err != nil {
+	err := db.inWorkspaceUpTo(ctx, workspaceID, max, func(tx *gorm.DB) error {
+		live := tx.Model(&AgentToken{}).Where("workspace_id = ? AND revoked_at IS NULL", workspaceID)
+		if err := roomFor(live, LimitAgentTokens, max); err != nil {
+			return err
+		}
+		return tx.Create(t).Error
+	})
+	if err != nil {
 		return nil, "", fmt.Errorf("create agent token: %w", err)
 	}
 	return t, plain, nil

@@ -59,6 +59,7 @@ type serveConfig struct {
 	documentsMax    int
 	toolBytesMax    int
 	browserCallsMax int
+	caps            server.Caps // what one person or workspace keeps (docs/DECISIONS.md, issue 11)
 	// several instances on one database (issue 17; docs/DECISIONS.md)
 	instanceID      string
 	internalAddress string
@@ -152,6 +153,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.IntVar(&c.documentsMax, "open-documents-max", envInt("TABBRIDGE_OPEN_DOCUMENTS_MAX", sitetools.DefaultMaxDocuments), "most open pages with tools one person's browsers hold on this server (TABBRIDGE_OPEN_DOCUMENTS_MAX)")
 	fs.IntVar(&c.toolBytesMax, "tool-bytes-max", envInt("TABBRIDGE_TOOL_BYTES_MAX", sitetools.DefaultMaxToolBytes), "most bytes of tool lists those pages hold together (TABBRIDGE_TOOL_BYTES_MAX)")
 	fs.IntVar(&c.tasksOpen, "tasks-open-max", envInt("TABBRIDGE_TASKS_OPEN_MAX", server.DefaultTasksOpenMax), "most tasks one workspace has open: not started, ongoing or blocked (TABBRIDGE_TASKS_OPEN_MAX)")
+	fs.IntVar(&c.caps.Workspaces, "workspaces-max", envInt("TABBRIDGE_WORKSPACES_MAX", server.DefaultWorkspacesMax), "most workspaces one person has (TABBRIDGE_WORKSPACES_MAX)")
+	fs.IntVar(&c.caps.AgentTokens, "agent-tokens-max", envInt("TABBRIDGE_AGENT_TOKENS_MAX", server.DefaultAgentTokensMax), "most agent tokens one workspace has that are not revoked, expired ones included (TABBRIDGE_AGENT_TOKENS_MAX)")
+	fs.IntVar(&c.caps.Machines, "machines-max", envInt("TABBRIDGE_MACHINES_MAX", server.DefaultMachinesMax), "most machines one person has that are not revoked (TABBRIDGE_MACHINES_MAX)")
+	fs.IntVar(&c.caps.SharedSites, "shared-sites-max", envInt("TABBRIDGE_SHARED_SITES_MAX", server.DefaultSharedSitesMax), "most sites one person shares, over all their workspaces (TABBRIDGE_SHARED_SITES_MAX)")
+	fs.IntVar(&c.caps.Invitations, "invitations-max", envInt("TABBRIDGE_INVITATIONS_MAX", server.DefaultInvitationsMax), "most unused invitations one person has, expired ones included (TABBRIDGE_INVITATIONS_MAX)")
 	fs.IntVar(&c.pendingBytes, "approvals-pending-bytes", envInt("TABBRIDGE_APPROVALS_PENDING_BYTES", approvals.DefaultMaxPendingBytes), "most bytes of arguments one workspace has waiting for the person (TABBRIDGE_APPROVALS_PENDING_BYTES)")
 	fs.IntVar(&c.browserCallsMax, "browser-calls-max", envInt("TABBRIDGE_BROWSER_CALLS_MAX", bridge.DefaultMaxCalls), "most tool calls one browser runs at once (TABBRIDGE_BROWSER_CALLS_MAX)")
 	fs.StringVar(&c.instanceID, "instance-id", env("TABBRIDGE_INSTANCE_ID", ""), "this instance's id in the instance registry; a new one each start when empty. Give each instance a fixed id to have a restart clean its previous run's leftovers at once (TABBRIDGE_INSTANCE_ID)")
@@ -188,7 +194,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		flag  string
 		value int
 	}{{"mcp-sessions-per-token", c.mcpSessions}, {"approvals-pending-max", c.pendingMax}, {"approvals-pending-bytes", c.pendingBytes}, {"tasks-open-max", c.tasksOpen}, {"browser-calls-max", c.browserCallsMax},
-		{"open-documents-max", c.documentsMax}, {"tool-bytes-max", c.toolBytesMax}} {
+		{"open-documents-max", c.documentsMax}, {"tool-bytes-max", c.toolBytesMax},
+		{"workspaces-max", c.caps.Workspaces}, {"agent-tokens-max", c.caps.AgentTokens}, {"machines-max", c.caps.Machines},
+		{"shared-sites-max", c.caps.SharedSites}, {"invitations-max", c.caps.Invitations}} {
 		if n.value <= 0 {
 			return nil, fmt.Errorf("--%s %d: want a positive whole number", n.flag, n.value)
 		}
@@ -306,7 +314,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ApprovalWindow: cfg.approvalWait, ApprovalGrace: cfg.goneGrace, AuditRetention: time.Duration(cfg.auditKeep), MCPSessionTimeout: cfg.mcpIdle, OAuthAccessTTL: cfg.oauthAccess,
 		OAuthNoMetadataDocuments: !cfg.oauthCIMD, TrustedProxies: cfg.proxies,
 		MCPSessionsPerToken: cfg.mcpSessions, ApprovalMaxPending: cfg.pendingMax, ApprovalMaxPendingBytes: cfg.pendingBytes, TasksOpenMax: cfg.tasksOpen,
-		OpenDocumentsMax: cfg.documentsMax, ToolBytesMax: cfg.toolBytesMax,
+		OpenDocumentsMax: cfg.documentsMax, ToolBytesMax: cfg.toolBytesMax, Caps: cfg.caps,
 		Bridge:     bridge.Options{MaxCalls: cfg.browserCallsMax},
 		InstanceID: cfg.instanceID, InternalAddress: cfg.internalAddress, InternalListen: cfg.internalListen, Heartbeat: cfg.heartbeat, DeadAfter: cfg.deadAfter,
 		MetricsElsewhere: cfg.metricsListen != "",
