@@ -130,8 +130,23 @@ func (db *DB) SeeBrowser(ctx context.Context, userID, browserID, name, version s
 	if err != nil {
 		return nil, fmt.Errorf("see browser: %w", err)
 	}
+	// A client names its own browser id, so a person's rows are bounded
+	// here: beyond MaxBrowsers, the least recently seen others are forgotten.
+	err = db.WithContext(ctx).Exec(`DELETE FROM browsers WHERE user_id = ? AND browser_id <> ? AND browser_id NOT IN
+		(SELECT browser_id FROM browsers WHERE user_id = ? AND browser_id <> ? ORDER BY last_seen DESC, browser_id DESC LIMIT ?)`,
+		userID, browserID, userID, browserID, MaxBrowsers-1).Error
+	if err != nil {
+		return nil, fmt.Errorf("see browser: forget the least recently seen: %w", err)
+	}
 	return db.Browser(ctx, userID, browserID)
 }
+
+// MaxBrowsers is how many browsers a person's list keeps: seeing one more
+// forgets the least recently seen of the others (its name with it; it is
+// listed again, as new, if it ever connects again). A client with a ticket
+// names its own browser id, so without it a script could add rows to the
+// browsers page without end; no person uses a hundred browsers.
+const MaxBrowsers = 100
 
 // TouchBrowser sets a browser's last-seen time to now.
 func (db *DB) TouchBrowser(ctx context.Context, userID, browserID string) error {
