@@ -69,6 +69,7 @@ const (
 	codeTicketRequired       = "ticket_required"
 	codeTimeout              = "timeout"
 	codeTooManyOpenTasks     = "too_many_open_tasks"
+	codeTooManyTickets       = "too_many_tickets"
 	codeUnavailable          = "unavailable"
 	codeWebsocketRequired    = "websocket_required"
 )

@@ -140,6 +140,17 @@ func (s *Server) extensionSocket(c *fws.Conn, uid, family string) {
 	s.hub.Serve(ctx, c, uid)
 }
 
+// ticketError answers a ticket refused because the person holds
+// tickets.MaxUnspent (429 too_many_tickets); any other error as it is.
+func ticketError(err error) error {
+	if errors.Is(err, tickets.ErrTooMany) {
+		return errorf(http.StatusTooManyRequests, codeTooManyTickets,
+			"You already hold %d unspent tickets from the last minute, the most at once. Each is spent when a socket opens with it "+
+				"and expires after %s: open the sockets you asked tickets for, or wait, then ask again.", tickets.MaxUnspent, tickets.TTL)
+	}
+	return err
+}
+
 type ticketBody struct {
 	Purpose string `json:"purpose"`
 }
@@ -158,7 +169,7 @@ func (s *Server) postTicket(c *fiber.Ctx) error {
 	}
 	tok, exp, err := s.tickets.Issue(c.UserContext(), userID(c), familyID(c), tickets.PurposeExtension, "")
 	if err != nil {
-		return err
+		return ticketError(err)
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"ticket": tok, "expiresAt": exp, "purpose": tickets.PurposeExtension})
 }

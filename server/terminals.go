@@ -158,7 +158,7 @@ func (s *Server) postViewerTicket(c *fiber.Ctx) error {
 	}
 	plain, exp, err := s.tickets.Issue(c.UserContext(), userID(c), familyID(c), tickets.PurposeViewer, sess.ID+":"+mode)
 	if err != nil {
-		return err
+		return ticketError(err)
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{
 		"ticket": plain, "expiresAt": exp, "url": "/ws/viewer?ticket=" + plain, "watchOnly": in.WatchOnly,

@@ -65,11 +65,33 @@ func New(db *store.DB, now func() time.Time) *Issuer {
 	return &Issuer{db: db, now: now}
 }
 
+// MaxUnspent is how many tickets one person may hold unspent and unexpired
+// at once, of every purpose. An honest browser spends each ticket within a
+// second of asking (an extension's socket, a terminal viewer), so it holds
+// one or two; without a bound a sign-in could ask for tickets in a loop and
+// make the server keep a row of each for a minute.
+const MaxUnspent = 100
+
+// ErrTooMany refuses a ticket to a person who holds MaxUnspent.
+var ErrTooMany = errors.New("tickets: too many unspent tickets")
+
 // Issue creates a ticket for userID's sign-in familyID and purpose (and
 // subject, "" when the purpose has none) and returns its secret and expiry.
+// ErrTooMany when the person already holds MaxUnspent; the count and the
+// insert are two statements, so requests racing past the count can each
+// add one: the bound is MaxUnspent plus what arrives at the same moment.
 func (is *Issuer) Issue(ctx context.Context, userID, familyID, purpose, subject string) (string, time.Time, error) {
 	plain, hash := secret.New("tbt_")
 	now := is.now()
+	var held int64
+	err := is.db.WithContext(ctx).Model(&Ticket{}).
+		Where("user_id = ? AND used_at IS NULL AND expires_at > ?", userID, now).Count(&held).Error
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("issue ticket: %w", err)
+	}
+	if held >= MaxUnspent {
+		return "", time.Time{}, ErrTooMany
+	}
 	t := &Ticket{ID: store.NewID(), UserID: userID, FamilyID: familyID, Purpose: purpose, Subject: subject, TokenHash: hash, ExpiresAt: now.Add(TTL), CreatedAt: now}
 	if err := is.db.WithContext(ctx).Create(t).Error; err != nil {
 		return "", time.Time{}, fmt.Errorf("issue ticket: %w", err)

@@ -159,3 +159,52 @@ func TestTicketOfAnEndedSignInOpensNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestUnspentTicketsAreBounded: a person holds at most MaxUnspent unspent,
+// unexpired tickets of every purpose; one more is ErrTooMany and nothing is
+// stored. Spending one, or one expiring, makes room; another person is not
+// touched.
+func TestUnspentTicketsAreBounded(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		is, clk, uid, family := setup(t, db)
+		ctx := context.Background()
+		other, err := db.CreateUser(ctx, "b@example.com", "B", "hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first string
+		for i := range tickets.MaxUnspent {
+			purpose := tickets.PurposeExtension
+			if i%2 == 1 {
+				purpose = tickets.PurposeViewer
+			}
+			plain, _, err := is.Issue(ctx, uid, family, purpose, "")
+			if err != nil {
+				t.Fatalf("ticket %d: %v", i+1, err)
+			}
+			if i == 0 {
+				first = plain
+			}
+			clk.advance(time.Millisecond)
+		}
+		if _, _, err := is.Issue(ctx, uid, family, tickets.PurposeExtension, ""); !errors.Is(err, tickets.ErrTooMany) {
+			t.Fatalf("ticket %d: %v, want ErrTooMany", tickets.MaxUnspent+1, err)
+		}
+		if _, _, err := is.Issue(ctx, other.ID, "", tickets.PurposeExtension, ""); err != nil {
+			t.Fatalf("another person's ticket: %v", err)
+		}
+		if _, err := is.Redeem(ctx, first, tickets.PurposeExtension); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := is.Issue(ctx, uid, family, tickets.PurposeExtension, ""); err != nil {
+			t.Fatalf("a ticket after one was spent: %v", err)
+		}
+		if _, _, err := is.Issue(ctx, uid, family, tickets.PurposeExtension, ""); !errors.Is(err, tickets.ErrTooMany) {
+			t.Fatalf("the next: %v, want ErrTooMany", err)
+		}
+		clk.advance(tickets.TTL)
+		if _, _, err := is.Issue(ctx, uid, family, tickets.PurposeExtension, ""); err != nil {
+			t.Fatalf("a ticket after the others expired: %v", err)
+		}
+	})
+}
