@@ -124,6 +124,13 @@ func (c *conn) addCall(p *pendingCall) error {
 	return nil
 }
 
+// pending reports whether call id is pending on the socket.
+func (c *conn) pending(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[id] != nil
+}
+
 // takeCall removes and returns a pending call, nil if it is not pending.
 // With release, its slot is freed now; otherwise it is being cancelled: its
 // queued call.cancel frees the slot, and an answer that crosses the cancel is
@@ -184,6 +191,11 @@ func (c *conn) dispatched(in *Inbound) {
 
 func (c *conn) result(in *Inbound) {
 	r := in.Result
+	if c.pending(r.CallID) && c.pace.holding() {
+		// The page's announcements sent before its answer count first
+		// (off the reader's stack, as announcements always are).
+		OffStack(c.flushHeld)
+	}
 	p := c.takeCall(r.CallID, true)
 	if p == nil {
 		e := protoErr(ErrCodeUnknownCall, in.ID, "No call %q is pending on this socket (it may have been cancelled or timed out).", clip(r.CallID))
@@ -216,14 +228,22 @@ func outcomeOf(r *CallResult) callOutcome {
 	return callOutcome{err: &sitetools.PageError{Code: r.Error.Code, Message: r.Error.Message}}
 }
 
-// announce checks one document's tools and hands them to the catalog.
-func (c *conn) announce(in *Inbound) {
-	a := in.Announce
+func (c *conn) isShared(origin string) bool {
 	c.mu.Lock()
-	shared := c.shared[a.Origin]
-	c.mu.Unlock()
-	if !shared {
-		c.sendError(protoErr(ErrCodeSiteNotShared, in.ID, "%s is not shared, so its tools were not recorded. The person shares a site from the popup first.", a.Origin))
+	defer c.mu.Unlock()
+	return c.shared[origin]
+}
+
+func (c *conn) notShared(in *Inbound) {
+	c.sendError(protoErr(ErrCodeSiteNotShared, in.ID, "%s is not shared, so its tools were not recorded. The person shares a site from the popup first.", in.Announce.Origin))
+}
+
+// process checks one document's tools and hands them to the catalog, once
+// the socket's pace lets it (pace.go). Called under seq.
+func (c *conn) process(in *Inbound) {
+	a := in.Announce
+	if !c.isShared(a.Origin) {
+		c.notShared(in)
 		return
 	}
 	tools, refused, err := sitetools.ParseDescriptors(a.Tools)
@@ -270,6 +290,9 @@ func acceptedMsg(ref, doc string, tools []sitetools.Descriptor, refused []*sitet
 }
 
 func (c *conn) documentUsed(in *Inbound) {
+	c.seq.Lock()
+	defer c.seq.Unlock()
+	c.pace.used(in.Document.DocumentID, in.Document.LastUsed)
 	if c.h.opts.Catalog != nil {
 		t := time.UnixMilli(in.Document.LastUsed)
 		if in.Document.LastUsed == 0 || t.After(time.Now().Add(maxLastUsedSkew)) {
@@ -280,6 +303,9 @@ func (c *conn) documentUsed(in *Inbound) {
 }
 
 func (c *conn) documentGone(in *Inbound) {
+	c.seq.Lock()
+	defer c.seq.Unlock()
+	c.dropHeld(in.Document.DocumentID)
 	c.failCalls(in.Document.DocumentID, sitetools.ErrPageGone)
 	if c.h.opts.Catalog != nil {
 		if origin, ok := c.h.opts.Catalog.Forget(c.userID, c.browserID, in.Document.DocumentID); ok {

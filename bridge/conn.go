@@ -59,6 +59,16 @@ type conn struct {
 	// cancelled remembers the calls this socket cancelled last (queue.go).
 	// Guarded by mu.
 	cancelled recentIDs
+
+	// pace holds back announcements beyond the socket's pace (pace.go).
+	pace pacer
+	// seq is held while an announcement is handed to the catalog, and while
+	// the reader handles a document.used or document.gone or runs what is
+	// held before a call.result, so those keep the order the browser sent
+	// them in.
+	seq sync.Mutex
+	// drains counts the running drain of held announcements; Serve waits.
+	drains sync.WaitGroup
 }
 
 // Serve speaks the extension protocol on sock for userID (already
@@ -82,6 +92,7 @@ func (h *Hub) Serve(ctx context.Context, sock Socket, userID string) {
 	c.readLoop() // returns once the conn is shutting: a writer finishes it
 	close(c.readerDone)
 	<-c.finished
+	c.stopPace() // before leave forgets the browser's documents
 	c.failCalls("", sitetools.ErrBrowserGone)
 	if c.ready {
 		c.goodbye()

@@ -78,6 +78,11 @@ type Options struct {
 	// timer for a call is a backstop within it. The server sets it to the
 	// timeout its calls are given.
 	CallTimeout time.Duration
+	// AnnouncePace bounds the tools.announce messages each socket has
+	// processed, in number and bytes (pace.go); zero fields take
+	// DefaultAnnouncePace's. An announcement beyond it is held, one per
+	// document, the newest winning.
+	AnnouncePace Pace
 	// Catalog receives the tools each document announces; nil ignores them.
 	Catalog *sitetools.Catalog
 	// OnChange, if set, hears of every change a person's pages show: a
@@ -115,6 +120,7 @@ func (o *Options) fillDefaults() {
 	if o.CallTimeout == 0 {
 		o.CallTimeout = sitetools.CallTimeout
 	}
+	o.AnnouncePace.fillDefaults()
 }
 
 // Defaults of the limits the welcome sends (Limits). The extension starts
