@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/fasthttp/websocket"
-
 	"github.com/tabbridge/tabbridge/bridge"
 	"github.com/tabbridge/tabbridge/bridge/bridgetest"
-	"github.com/tabbridge/tabbridge/internal/memnet"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/sitetools"
 	"github.com/tabbridge/tabbridge/store"
@@ -26,10 +22,8 @@ const paceShop = "https://shop.example"
 // pacedWorld is a hub whose person shares paceShop, served over an
 // in-memory network (so a synctest bubble's clock runs it), with its catalog.
 type pacedWorld struct {
-	hub     *bridge.Hub
+	*timedHub
 	catalog *sitetools.Catalog
-	ln      *memnet.Listener
-	user    string
 }
 
 // pacedUser is a database whose person shares paceShop. Open it outside a
@@ -54,35 +48,9 @@ func pacedUser(t *testing.T) (*store.DB, string) {
 
 func newPacedWorld(t *testing.T, db *store.DB, user string, pace bridge.Pace) *pacedWorld {
 	t.Helper()
-	w := &pacedWorld{catalog: sitetools.NewCatalog(db, db.Shares), ln: memnet.Listen(), user: user}
-	w.hub = bridge.NewHub(bridge.Options{DB: db, Catalog: w.catalog, AnnouncePace: pace})
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(rw, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		w.hub.Serve(context.Background(), c, user)
-	})}
-	go srv.Serve(w.ln)
-	t.Cleanup(func() { w.hub.Close(); srv.Close() })
-	return w
-}
-
-func (w *pacedWorld) browser(t *testing.T) *bridgetest.Browser {
-	t.Helper()
-	d := websocket.Dialer{NetDialContext: w.ln.Dial}
-	conn, _, err := d.DialContext(context.Background(), "ws://bridge.test/ws/extension", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bridgetest.Browser{Conn: conn}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := b.Hello("browser-one", "Chrome", "1.0.0", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	catalog := sitetools.NewCatalog(db, db.Shares)
+	hub := bridge.NewHub(bridge.Options{DB: db, Catalog: catalog, AnnouncePace: pace})
+	return &pacedWorld{timedHub: serveInMemory(t, hub, user, context.Background()), catalog: catalog}
 }
 
 // offers reports whether the catalog has a live document offering tool.

@@ -17,19 +17,26 @@ import (
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
 
-// timedHub serves a hub with its default options over an in-memory network
-// inside the calling synctest bubble, so its idle timeout and close grace
-// run on the bubble's clock. Each socket is served with ctx.
+// timedHub serves a hub over an in-memory network inside the calling
+// synctest bubble (when there is one), so its timers run on the bubble's
+// clock. Each socket is served with ctx.
 type timedHub struct {
+	hub  *bridge.Hub
 	ln   *memnet.Listener
 	user string
 }
 
+// newTimedHub serves a hub with its default options.
 func newTimedHub(t *testing.T, db *store.DB, user string, ctx context.Context) *timedHub {
 	t.Helper()
-	hub := bridge.NewHub(bridge.Options{DB: db, Catalog: sitetools.NewCatalog(db, db.Shares)})
+	return serveInMemory(t, bridge.NewHub(bridge.Options{DB: db, Catalog: sitetools.NewCatalog(db, db.Shares)}), user, ctx)
+}
+
+// serveInMemory serves hub for user over an in-memory network.
+func serveInMemory(t *testing.T, hub *bridge.Hub, user string, ctx context.Context) *timedHub {
+	t.Helper()
 	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	h := &timedHub{ln: memnet.Listen(), user: user}
+	h := &timedHub{hub: hub, ln: memnet.Listen(), user: user}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
 		if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,29 +165,10 @@ func openInstances(t *testing.T, opts store.Options) []*store.DB {
 // many were made and how many refused at the cap of kind.
 func limitRace(t *testing.T, kind string, max int, creates []func() error) (made, refused int) {
 	t.Helper()
-	start := make(chan struct{})
-	var nMade, nRefused atomic.Int64
-	var wg sync.WaitGroup
-	for _, create := range creates {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			err := create()
-			var full *store.LimitError
-			switch {
-			case err == nil:
-				nMade.Add(1)
-			case errors.As(err, &full) && full.Kind == kind && full.Max == max && full.Count == int64(max):
-				nRefused.Add(1)
-			default:
-				t.Errorf("a create at the cap of %s: %v", kind, err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return int(nMade.Load()), int(nRefused.Load())
+	return race(t, creates, func(err error) bool {
+		var full *store.LimitError
+		return errors.As(err, &full) && full.Kind == kind && full.Max == max && full.Count == int64(max)
+	})
 }
 
 // Moving a shared site to another workspace adds no row, so it is never

@@ -32,6 +32,17 @@ func openTasks(t *testing.T, db *store.DB, workspaceID string) int {
 // were made and how many refused at the cap of openMax.
 func capRace(t *testing.T, openMax int64, changes []func() error) (made, refused int) {
 	t.Helper()
+	return race(t, changes, func(err error) bool {
+		var full *store.TooManyOpenTasksError
+		return errors.As(err, &full) && full.Open == openMax
+	})
+}
+
+// race runs every change at once, released together, and tells how many
+// were made and how many were refused as atCap says a refusal at the cap
+// reads; any other error fails the test.
+func race(t *testing.T, changes []func() error, atCap func(error) bool) (made, refused int) {
+	t.Helper()
 	start := make(chan struct{})
 	var nMade, nRefused atomic.Int64
 	var wg sync.WaitGroup
@@ -40,12 +51,10 @@ func capRace(t *testing.T, openMax int64, changes []func() error) (made, refused
 		go func() {
 			defer wg.Done()
 			<-start
-			err := change()
-			var full *store.TooManyOpenTasksError
-			switch {
+			switch err := change(); {
 			case err == nil:
 				nMade.Add(1)
-			case errors.As(err, &full) && full.Open == openMax:
+			case atCap(err):
 				nRefused.Add(1)
 			default:
 				t.Errorf("a change at the cap: %v", err)
