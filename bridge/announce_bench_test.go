@@ -85,24 +85,9 @@ func floodTools(large bool) [2]string {
 }
 
 func floodOnce(b *testing.B, k storetest.Kind, large bool, docs int, pace bridge.Pace) {
-	ctx := context.Background()
 	db := storetest.Open(b, k)
 	const shop = "https://shop.example"
-	users := make([]string, 2)
-	for i, email := range []string{"alice@example.com", "bob@example.com"} {
-		u, err := db.CreateUser(ctx, email, email, "x")
-		if err != nil {
-			b.Fatal(err)
-		}
-		ws, err := db.CreateWorkspace(ctx, u.ID, "Work")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := db.ShareSite(ctx, u.ID, ws.ID, shop); err != nil {
-			b.Fatal(err)
-		}
-		users[i] = u.ID
-	}
+	users := []string{sharingPerson(b, db, "alice@example.com", shop), sharingPerson(b, db, "bob@example.com", shop)}
 	url := floodServer(b, db, pace)
 	flooder := floodBrowser(b, url, users[0])
 	other := floodBrowser(b, url, users[1])

@@ -30,9 +30,16 @@ type pacedWorld struct {
 // synctest bubble: gorm's caches belong to the first bubble that fills them.
 func pacedUser(t *testing.T) (*store.DB, string) {
 	t.Helper()
-	ctx := context.Background()
 	db := storetest.Open(t, storetest.SQLite)
-	u, err := db.CreateUser(ctx, "alice@example.com", "Alice", "x")
+	return db, sharingPerson(t, db, "alice@example.com", paceShop)
+}
+
+// sharingPerson makes a person with one workspace that shares origin, and
+// returns the person's id.
+func sharingPerson(t testing.TB, db *store.DB, email, origin string) string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := db.CreateUser(ctx, email, email, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +47,10 @@ func pacedUser(t *testing.T) (*store.DB, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.ShareSite(ctx, u.ID, ws.ID, paceShop); err != nil {
+	if _, _, err := db.ShareSite(ctx, u.ID, ws.ID, origin); err != nil {
 		t.Fatal(err)
 	}
-	return db, u.ID
+	return u.ID
 }
 
 func newPacedWorld(t *testing.T, db *store.DB, user string, pace bridge.Pace) *pacedWorld {
