@@ -46,13 +46,18 @@ func (c *Caps) fillDefaults() {
 }
 
 // limitRefusals are the sentences a refusal at each cap says: which limit,
-// its number, and what to do.
-var limitRefusals = map[string]string{
-	store.LimitWorkspaces:  "You have reached the limit of %d workspaces per person. Delete a workspace you no longer use, then create this one.",
-	store.LimitAgentTokens: "This workspace has reached the limit of %d agent tokens. Revoke tokens you no longer use (expired ones too), then create this one.",
-	store.LimitMachines:    "You have reached the limit of %d machines per person. Revoke machines you no longer use, then connect this one.",
-	store.LimitSharedSites: "You have reached the limit of %d shared sites per person. Stop sharing sites you no longer use, then share this one.",
-	store.LimitInvitations: "You have reached the limit of %d unused invitations. Withdraw invitations that are no longer needed (expired ones too), then create this one.",
+// its number (the %d, then the noun for one or for more), and what to do.
+var limitRefusals = map[string]struct{ format, one, many string }{
+	store.LimitWorkspaces: {"You have reached the limit of %d %s per person. Delete a workspace you no longer use, then create this one.",
+		"workspace", "workspaces"},
+	store.LimitAgentTokens: {"This workspace has reached the limit of %d %s. Revoke tokens you no longer use (expired ones too), then create this one.",
+		"agent token", "agent tokens"},
+	store.LimitMachines: {"You have reached the limit of %d %s per person. Revoke machines you no longer use, then connect this one.",
+		"machine", "machines"},
+	store.LimitSharedSites: {"You have reached the limit of %d %s per person. Stop sharing sites you no longer use, then share this one.",
+		"shared site", "shared sites"},
+	store.LimitInvitations: {"You have reached the limit of %d %s. Withdraw invitations that are no longer needed (expired ones too), then create this one.",
+		"unused invitation", "unused invitations"},
 }
 
 // limitRefusal turns the store's refusal at a cap into the answer the
@@ -62,7 +67,12 @@ func limitRefusal(err error) error {
 	if !errors.As(err, &full) {
 		return err
 	}
-	return errorf(http.StatusConflict, codeLimitReached, limitRefusals[full.Kind], full.Max)
+	r := limitRefusals[full.Kind]
+	noun := r.many
+	if full.Max == 1 {
+		noun = r.one
+	}
+	return errorf(http.StatusConflict, codeLimitReached, r.format, full.Max, noun)
 }
 
 // isLimit reports a refusal at a cap (limitRefusal's answer), which a page
