@@ -242,35 +242,91 @@ func typeLine(t *testing.T, ctx context.Context, what, s string) {
 
 // heldClick asks a question (ask, then check what it says) and clicks its
 // Open button at once, as the second click of a double-click on the link
-// does: the click must open nothing, and the question stays. A click the
-// test could not make within SETTLE_MS (1 s) of the question proves
-// nothing: the question is cancelled and asked again, a few times.
+// does: the click must open nothing, and the question stays.
+//
+// Whether the click came within the hold is read in the page, not from the
+// test's clock: a watcher (heldClickJS) notes when the question opened and
+// sees every click that reaches Open. A click that reached Open within the
+// hold (SETTLE_MS after the question opened) fails the test. A click that came later (a
+// slow machine) proves nothing: the watcher stops it before Open's own
+// handler, so it opens nothing, and the question is cancelled and asked
+// again, a few times.
 func heldClick(t *testing.T, ctx context.Context, ask func() question, check func(question)) {
 	t.Helper()
-	const settle = time.Second // lib/settle.js SETTLE_MS
 	for range 3 {
-		asked := time.Now()
+		if !get(t, ctx, "watch the question's Open button", chromedp.Evaluate[bool](fmt.Sprintf(heldClickJS, surelyHeldMs))) {
+			t.Fatal("the page has no question to watch")
+		}
 		check(ask())
 		at := get(t, ctx, "where Open is", chromedp.Evaluate[[]float64](`(() => { const r = document.getElementById('link-ask-open').getBoundingClientRect();
   return [r.left + r.width / 2, r.top + r.height / 2]; })()`))
 		run(t, ctx, "click Open at once", chromedp.MouseClickXY(at[0], at[1]))
-		took := time.Since(asked)
+		w := get(t, ctx, "what the watcher saw", chromedp.Evaluate[heldClickSeen](`(() => { const w = window.__heldClick; w.stop();
+  return { opened: w.opened, down: w.down, clicked: w.clicked }; })()`))
 		q := readQuestion(t, ctx)
-		if took >= settle {
-			if !q.Open { // it may have been answered after the hold, or not: this run cannot tell
-				t.Fatalf("Open took a click made %v after the link's (over the %v hold, on a slow machine?): rerun", took, settle)
+		switch {
+		case w.Opened == nil:
+			t.Fatalf("the watcher never saw the question open: %+v", q)
+		case w.Down != "link-ask-open":
+			t.Fatalf("the click meant for Open went down on %q", w.Down)
+		case w.Clicked != nil && *w.Clicked < surelyHeldMs:
+			t.Fatalf("a click on Open %.0f ms after the question opened (within its %d ms hold) reached Open", *w.Clicked, settleMs)
+		case w.Clicked != nil:
+			// Too late to prove anything; the watcher kept it from Open.
+			if !q.Open {
+				t.Fatalf("a click the watcher stopped answered the question")
 			}
 			run(t, ctx, "too slow: cancel and ask again", chromedp.KeyEvent(kb.Escape))
 			waitAnswered(t, ctx, "cancel a question clicked too late")
 			continue
-		}
-		if !q.Open {
+		case !q.Open:
 			t.Fatalf("a click on Open in the question's first moment answered it")
 		}
 		return
 	}
-	t.Fatalf("could not click Open within %v of the question three times", settle)
+	t.Fatalf("could not click Open within the question's first %d ms three times", settleMs)
 }
+
+// heldClickSeen is what heldClickJS saw of one question.
+type heldClickSeen struct {
+	Opened  *float64 `json:"opened"`  // the page's clock when the question opened
+	Down    string   `json:"down"`    // the id of what the pointer went down on
+	Clicked *float64 `json:"clicked"` // ms after the opening that a click reached Open, if one did
+}
+
+// settleMs is the page's hold on the question's Open button (lib/settle.js
+// SETTLE_MS). A click that reaches Open sooner than surelyHeldMs after the
+// question opened was not held: the page's timer that ends the hold starts
+// a moment before the watcher sees the question open, and never fires
+// early.
+const (
+	settleMs     = 1000
+	surelyHeldMs = settleMs - 100
+)
+
+// heldClickJS (a format: surelyHeldMs) installs window.__heldClick in the
+// terminal page: when the question next opens, what the pointer next goes
+// down on, and how long after the opening a click reached the Open button
+// (the page's clock as the click is handled). A click that may have come
+// after the hold is stopped there, so that a click the test made too late
+// opens nothing. stop() removes it all.
+const heldClickJS = `(() => {
+  const d = document.getElementById('link-ask'), open = document.getElementById('link-ask-open');
+  if (!d || !open || d.open) return false;
+  const w = window.__heldClick = { opened: null, down: '', clicked: null };
+  const seen = new MutationObserver(() => { if (d.open && w.opened === null) w.opened = performance.now(); });
+  seen.observe(d, { attributes: true, attributeFilter: ['open'] });
+  const down = (e) => { if (w.opened !== null && !w.down) w.down = (e.target && e.target.id) || '?'; };
+  const click = (e) => {
+    if (e.target !== open || w.opened === null) return;
+    w.clicked = performance.now() - w.opened;
+    if (w.clicked >= %d) { e.stopImmediatePropagation(); e.preventDefault(); }
+  };
+  addEventListener('pointerdown', down, true);
+  addEventListener('click', click, true);
+  w.stop = () => { seen.disconnect(); removeEventListener('pointerdown', down, true); removeEventListener('click', click, true); };
+  return true;
+})()`
 
 // TestTerminalLinksSayWhereTheyLead: in real Chromium, a hyperlink a
 // program writes opens only after a question, in the page (never a native
