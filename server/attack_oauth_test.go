@@ -11,6 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/tabbridge/tabbridge/server"
+	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store"
 	"github.com/tabbridge/tabbridge/store/storetest"
 )
@@ -147,5 +151,45 @@ func TestOAuthParametersAreGivenOnce(t *testing.T) {
 	}
 	if out := w.exchange(t, w.code(t, nil), verifier); out.status != 200 {
 		t.Errorf("a request with each parameter once: %+v", out)
+	}
+}
+
+// TestOAuthRegistrationOverTheBudgetSaysSoInOAuthTerms: registering in a
+// loop spends the address's sign-in budget, and the refusal is an OAuth
+// error (a string "error" and an "error_description", with Retry-After), as
+// a client's registration code reads it; before, it was the app's shape,
+// whose "error" is an object no OAuth client parses.
+func TestOAuthRegistrationOverTheBudgetSaysSoInOAuthTerms(t *testing.T) {
+	const budget = 3
+	env := servertest.Start(t, storetest.SQLite, func(o *server.Options) { o.AuthAttemptsPerMinute = budget })
+	meta := map[string]any{"client_name": "Looping client", "redirect_uris": []string{testRedirect}}
+	for i := range budget {
+		if st, code, desc := register(t, env.URL, meta); st != http.StatusCreated {
+			t.Fatalf("registration %d within the budget: %d %s %s", i+1, st, code, desc)
+		}
+	}
+	b, _ := json.Marshal(meta)
+	resp, err := http.Post(env.URL+"/oauth/register", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || resp.StatusCode != http.StatusTooManyRequests ||
+		out.Error != "temporarily_unavailable" || !strings.Contains(out.Description, "wait a minute") {
+		t.Fatalf("over the budget: %d %s (%v), want 429 temporarily_unavailable in the OAuth shape", resp.StatusCode, body, err)
+	}
+	if resp.Header.Get("Retry-After") == "" || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("over the budget: Retry-After %q, Cache-Control %q", resp.Header.Get("Retry-After"), resp.Header.Get("Cache-Control"))
+	}
+	// go-sdk's client registration reads it as an OAuth error.
+	_, err = oauthex.RegisterClient(context.Background(), env.URL+"/oauth/register", &oauthex.ClientRegistrationMetadata{
+		ClientName: "Looping client", RedirectURIs: []string{testRedirect}, TokenEndpointAuthMethod: "none"}, http.DefaultClient)
+	if err == nil || !strings.Contains(err.Error(), "temporarily_unavailable") {
+		t.Fatalf("go-sdk's RegisterClient over the budget: %v", err)
 	}
 }

@@ -41,7 +41,7 @@ func (s *Server) mountOAuth() {
 	s.app.All(oauth.PathResourceMetadata+oauth.PathMCP, adaptor.HTTPHandler(auth.ProtectedResourceMetadataHandler(s.oauth.ResourceMetadata(s.oauth.Resource()))))
 	open.Get(oauth.PathServerMetadata, s.getServerMetadata)
 	open.Get(oauth.PathOpenIDMetadata, s.getServerMetadata)
-	open.Post(oauth.PathRegister, s.authLimit, s.postRegister)
+	open.Post(oauth.PathRegister, s.oauthLimit, s.postRegister)
 	open.Post(oauth.PathToken, s.postToken)
 	open.Post(oauth.PathRevoke, s.postRevoke)
 
@@ -68,6 +68,20 @@ func (s *Server) oauthCORS(c *fiber.Ctx) error {
 }
 
 func (s *Server) getServerMetadata(c *fiber.Ctx) error { return c.JSON(s.oauth.ServerMetadata()) }
+
+// oauthLimit is the sign-in budget (authLimiter) on an OAuth endpoint: a
+// client over it is refused in the OAuth error shape, which OAuth clients
+// read, not the app's, where "error" is an object they cannot parse. The
+// limiter's Retry-After header says when to try again.
+func (s *Server) oauthLimit(c *fiber.Ctx) error {
+	err := s.authLimiter()(c)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == codeRateLimited {
+		return s.oauthError(c, &oauth.Error{Status: http.StatusTooManyRequests, Code: "temporarily_unavailable",
+			Description: "Too many registrations and sign-in attempts from this address; wait a minute (see Retry-After) and register again."})
+	}
+	return err
+}
 
 // oauthError answers in the OAuth error shape (RFC 6749 §5.2), not the
 // app's: OAuth clients parse "error" and "error_description".
