@@ -1,8 +1,10 @@
 // Command tabbridge runs the Tabbridge server, or a machine's terminal
 // daemon; 'tabbridge help' lists every command (see commands).
 //
-// Every flag has an environment variable (shown in --help and README.md);
-// a flag given on the command line wins over the environment.
+// Every setting of the server and the daemon has an environment variable
+// (shown in --help and README.md), but the size of a session started from
+// the command line (--cols, --rows); a flag given on the command line wins
+// over the environment.
 package main
 
 import (

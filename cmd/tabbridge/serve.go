@@ -133,7 +133,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.BoolVar(&c.anyExtension, "dev-any-extension", envBool("TABBRIDGE_DEV_ANY_EXTENSION"), "development only: allow any chrome-extension:// origin (TABBRIDGE_DEV_ANY_EXTENSION)")
 	fs.BoolVar(&c.openSignup, "open-signup", envBool("TABBRIDGE_OPEN_SIGNUP"), "let anyone create an account; otherwise only invitations (TABBRIDGE_OPEN_SIGNUP)")
 	fs.StringVar(&c.logLevel, "log-level", env("TABBRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (TABBRIDGE_LOG_LEVEL)")
-	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on shutdown")
+	fs.DurationVar(&c.shutdownWait, "shutdown-timeout", envDuration("TABBRIDGE_SHUTDOWN_TIMEOUT", 10*time.Second), "how long requests in flight may finish on shutdown (TABBRIDGE_SHUTDOWN_TIMEOUT)")
 	fs.DurationVar(&c.approvalWait, "approval-window", envDuration("TABBRIDGE_APPROVAL_WINDOW", 5*time.Minute), "how long a write waits for the person's answer before it is denied as expired (TABBRIDGE_APPROVAL_WINDOW)")
 	fs.DurationVar(&c.goneGrace, "approval-grace", envDuration("TABBRIDGE_APPROVAL_GRACE", 30*time.Second), "how long a request stays open after every call waiting on it went away, for a retry of the same call to rejoin it (TABBRIDGE_APPROVAL_GRACE)")
 	fs.DurationVar(&c.mcpIdle, "mcp-session-timeout", envDuration("TABBRIDGE_MCP_SESSION_TIMEOUT", time.Hour), "how long an idle MCP session lives (TABBRIDGE_MCP_SESSION_TIMEOUT)")

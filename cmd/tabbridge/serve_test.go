@@ -105,6 +105,7 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		{nil, []string{"--mcp-session-timeout", "0s"}, "--mcp-session-timeout"},
 		{map[string]string{"TABBRIDGE_APPROVAL_GRACE": "30"}, nil, `TABBRIDGE_APPROVAL_GRACE="30": want a positive duration`},
 		{nil, []string{"--approval-grace", "0s"}, "--approval-grace 0s: want a positive duration"},
+		{map[string]string{"TABBRIDGE_SHUTDOWN_TIMEOUT": "10"}, nil, `TABBRIDGE_SHUTDOWN_TIMEOUT="10": want a positive duration`},
 		{map[string]string{"TABBRIDGE_MCP_SESSIONS_PER_TOKEN": "many"}, nil, `TABBRIDGE_MCP_SESSIONS_PER_TOKEN="many": want a positive whole number`},
 		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_MAX": "0"}, nil, "TABBRIDGE_APPROVALS_PENDING_MAX"},
 		{map[string]string{"TABBRIDGE_APPROVALS_PENDING_BYTES": "4MiB"}, nil, "TABBRIDGE_APPROVALS_PENDING_BYTES"},
@@ -121,6 +122,25 @@ func TestConfigErrorsAreClear(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %v: got %v, want an error mentioning %q", c.env, c.args, err, c.want)
 		}
+	}
+}
+
+// TestShutdownTimeoutFromTheEnvironment: the shutdown grace is a setting
+// like the others, read from TABBRIDGE_SHUTDOWN_TIMEOUT, and the flag wins.
+func TestShutdownTimeoutFromTheEnvironment(t *testing.T) {
+	env := func(k string) string {
+		if k == "TABBRIDGE_SHUTDOWN_TIMEOUT" {
+			return "45s"
+		}
+		return ""
+	}
+	c, err := parseServe(nil, env, io.Discard)
+	if err != nil || c.shutdownWait != 45*time.Second {
+		t.Fatalf("from the environment: %v, %v; want 45s", c.shutdownWait, err)
+	}
+	c, err = parseServe([]string{"--shutdown-timeout", "3s"}, env, io.Discard)
+	if err != nil || c.shutdownWait != 3*time.Second {
+		t.Fatalf("the flag over the environment: %v, %v; want 3s", c.shutdownWait, err)
 	}
 }
 
