@@ -58,7 +58,7 @@ export class Pages {
     this.rec = emptyRecord();
     this.ports = new Map(); // documentId → {port, origin}
     this.calls = new Map(); // callId → {documentId, port, settle}
-    this.waiters = new Set(); // functions run after every announcement
+    this.waiters = new Set(); // functions run after every announcement, given the announcing tab's id
     this.reopening = new Map(); // origin → promise of the reopened tab's document
     this.blocked = new Map(); // documentId → why that page runs nothing now: {notSent, cut} (see block)
     // onChange runs after the record of documents changed (the server link announces the
@@ -136,7 +136,7 @@ export class Pages {
       this.ports.set(documentId, { port, origin });
       announce(this.rec, { documentId, tabId, origin, url: m.url, title: m.title, tools: m.tools, now: this.now() });
       this.save();
-      for (const w of [...this.waiters]) w();
+      for (const w of [...this.waiters]) w(tabId);
       return;
     }
     if (m.type === 'dialog') {
@@ -328,10 +328,12 @@ export class Pages {
         clearTimeout(quiet);
         if (loaded) quiet = setTimeout(settled, this.settleMs);
       };
-      const check = () => {
+      // from is the tab that announced: another tab's announcements (a page churning its tools
+      // elsewhere) say nothing of this page and must not keep it from settling.
+      const check = (from) => {
         const doc = inTab().find((d) => offers(d, tool));
         if (doc) done({ doc });
-        else restart(); // an announcement: the page is still registering
+        else if (from === tabId) restart(); // the page is still registering
       };
       const onUpdated = (id, info) => {
         if (id !== tabId || info.status !== 'complete') return;

@@ -527,3 +527,26 @@ test('a remembered document that reconnects with the tool now a write gets no re
     throw new Error('Could not establish connection. Receiving end does not exist.');
   };
 });
+
+// A reopened page settles on its own quiet: another tab announcing all the while (a page churning
+// its tools, every 250 ms at most, or several busy tabs) must not hold it until the deadline.
+test("another tab's announcements do not hold a reopened page's tools from settling", async () => {
+  session.clear();
+  created.length = 0;
+  createTab = async () => ({ id: 70 });
+  tabStatus = 'complete';
+  const pages = closedSite();
+  pages.settleMs = 100;
+  const busy = fakePort(71, 'doc-71', 'https://busy.example');
+  pages.attach(busy, Promise.resolve());
+  const churn = setInterval(() => busy.onMessage.fire({ type: 'announce', url: 'https://busy.example/', title: 'Busy', tools: [{ ...tool, description: String(Math.random()) }] }), 30);
+  try {
+    const started = Date.now();
+    const o = await pages.call({ origin, tool: 'search', args: {}, timeoutMs: 2000 });
+    assert.equal(o.code, codes.noTool);
+    assert.match(o.error, /once its tools settled it no longer offers "search"/, 'settled, not the deadline');
+    assert.ok(Date.now() - started < 1500, `settled after ${Date.now() - started} ms`);
+  } finally {
+    clearInterval(churn);
+  }
+});
