@@ -101,6 +101,9 @@ export function checkServerMessage(m) {
       if (!isString(m.id, 64) || m.id === '') return refuse('call: no id');
       // A call refused from here on is answered (callId), so the agent hears at once.
       const refuseCall = (reason) => ({ ok: false, reason, callId: m.id });
+      // The bridge names a call to the page only by such an id; one it cannot name it cannot
+      // answer either, and the call would wait out its deadline in the page unheard.
+      if (!M.checkCallId(m.id)) return refuseCall("call: id is not 1 to 64 letters, digits, '_' or '-'");
       const site = originOf(m.site);
       if (!site || site !== m.site) return refuseCall('call: site is not an origin');
       if (typeof m.tool !== 'string' || !toolName.test(m.tool)) return refuseCall('call: bad tool name');

@@ -207,3 +207,19 @@ test("tools.accepted keeps the server's refusals, for the page's console", () =>
   assert.deepEqual(m, { type: 'tools.accepted', documentId: 'DOC', refused: [{ tool: 'b', reason: 'its schema is not an object' }] });
   assert.deepEqual(checkServerMessage({ type: 'tools.accepted' }).msg, { type: 'tools.accepted', documentId: '', refused: [] });
 });
+
+// The bridge takes a call only with an id of 1 to 64 letters, digits, '_' or '-' (it names the
+// call to the page in that form), and it cannot answer a call it cannot name: such a call would
+// run to the page and wait out its deadline unheard. So the worker refuses it first, answered.
+test("a call id the bridge could not name is refused with the id, so it is answered at once", () => {
+  const call = { type: 'call', site: 'https://shop.example', tool: 'search', arguments: {}, deadline: 1e12 };
+  for (const id of ['01a2.5', 'call:1', 'a b', 'tea\u00e9', 'x/y']) {
+    assert.equal(M.checkCallId(id), false, id);
+    const r = checkServerMessage({ ...call, id });
+    assert.equal(r.ok, false, id);
+    assert.equal(r.callId, id, 'named, so the link answers it');
+  }
+  for (const id of ['01a2', '0193b0a4-7c1e-7f00-8000-000000000000', 'A_b-9']) {
+    assert.equal(checkServerMessage({ ...call, id }).ok, true, id);
+  }
+});
