@@ -4,6 +4,12 @@
 // them up. The record is plain data so it can be kept in chrome.storage.session across the
 // worker being stopped; every function returns nothing and changes the record in place.
 
+// MAX_ADDRESSES bounds the sites whose last address is kept. They are keyed by origin, which a
+// page chooses (a site may send its tab through any number of subdomains, each address up to
+// 8 KB), and the record is written whole to chrome.storage.session (10 MB in all) on every change.
+// The least recently announced go first; a call with no address kept reopens the server's url.
+export const MAX_ADDRESSES = 128;
+
 // emptyRecord is a record with no documents.
 export function emptyRecord() {
   return {
@@ -17,7 +23,12 @@ export function emptyRecord() {
 // tools missing from it are gone.
 export function announce(rec, { documentId, tabId, origin, url, title, tools, now }) {
   rec.docs[documentId] = { documentId, tabId, origin, url, title, tools, announcedAt: now };
-  if (tools.length > 0) rec.addresses[origin] = { url, title, at: now };
+  if (tools.length > 0) {
+    delete rec.addresses[origin]; // re-added last, so the oldest is the first key
+    rec.addresses[origin] = { url, title, at: now };
+    const origins = Object.keys(rec.addresses);
+    for (let i = 0; i < origins.length - MAX_ADDRESSES; i++) delete rec.addresses[origins[i]];
+  }
   if (rec.tabUsed[tabId] === undefined) rec.tabUsed[tabId] = now;
 }
 

@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { announce, emptyRecord, forget, forgetTab, touchTab, documentsOf, callsOf } from '../lib/documents.js';
+import { announce, emptyRecord, forget, forgetTab, touchTab, documentsOf, callsOf, MAX_ADDRESSES } from '../lib/documents.js';
 import { chooseDocument, candidates } from '../lib/tabs.js';
 
 const tool = (name) => ({ name, description: name, inputSchema: { type: 'object' }, annotations: { readOnlyHint: false } });
@@ -84,4 +84,23 @@ test('calls are found by document, not by tab', () => {
   const calls = new Map([['c1', { documentId: 'A' }], ['c2', { documentId: 'A2' }], ['c3', { documentId: 'A' }]]);
   assert.deepEqual(callsOf(calls, 'A'), ['c1', 'c3']);
   assert.deepEqual(callsOf(calls, 'A2'), ['c2']);
+});
+
+// The addresses are keyed by origin, which a page chooses: a hostile site that sends its tab
+// through thousands of subdomains, each registering a tool with an 8 KB address, would otherwise
+// grow the record without end. It is written whole to chrome.storage.session (10 MB in all) on
+// every change, so it would also fill that, and every save after would fail.
+test('the site addresses kept are bounded; the least recently announced go first', () => {
+  const rec = record();
+  for (let i = 0; i < 5000; i++) {
+    const origin = `https://n${i}.evil.test`;
+    announce(rec, { documentId: `E${i}`, tabId: 9, origin, url: `${origin}/?${'x'.repeat(100)}`, title: '', tools: [tool('t')], now: 1000 + i });
+    forget(rec, `E${i}`);
+    if (i === 4950) announce(rec, { documentId: 'B', tabId: 2, origin: 'https://a.test', url: 'https://a.test/again', title: 'two', tools: [tool('search')], now: 1000 + i });
+  }
+  const kept = Object.keys(rec.addresses).length;
+  assert.ok(MAX_ADDRESSES >= 100 && kept === MAX_ADDRESSES, `${kept} addresses kept`);
+  assert.ok(rec.addresses['https://n4999.evil.test'], 'the newest is kept');
+  assert.equal(rec.addresses['https://a.test'].url, 'https://a.test/again', 'a site announced lately is kept');
+  assert.equal(rec.addresses['https://b.test'], undefined, 'the least recently announced went');
 });
