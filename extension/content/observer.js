@@ -780,8 +780,29 @@
   // over; the bridge counts the bytes of any result sent, and says the size.
   function over(value, max) {
     if (typeof max !== 'number' || !(max > 0)) return 0;
-    const n = typeof value === 'string' ? value.length : apply(stringify, J, [value]).length;
+    let n;
+    try {
+      n = typeof value === 'string' ? value.length : apply(stringify, J, [value]).length;
+    } catch {
+      n = jsonLength(value); // its JSON is longer than the longest string the engine makes
+    }
     return n > max ? n : 0;
+  }
+
+  // jsonLength counts the length of value's JSON text without writing it, escapes not counted (so
+  // never more than it is). value is JSON data built by result(): null-prototype objects and
+  // arrays, finite numbers, no cycles, at most MAX_DEPTH deep.
+  function jsonLength(v) {
+    if (typeof v === 'string') return v.length + 2;
+    if (v === null || typeof v !== 'object') return StringC(v).length;
+    let n = 2;
+    if (isArray(v)) {
+      for (let i = 0; i < v.length; i++) n += (i > 0 ? 1 : 0) + jsonLength(v[i]);
+      return n;
+    }
+    const ks = keys(v);
+    for (let i = 0; i < ks.length; i++) n += (i > 0 ? 1 : 0) + ks[i].length + 3 + jsonLength(v[ks[i]]);
+    return n;
   }
 
   // refuseLying answers a call at once, without running it, on a page whose promises cannot

@@ -482,6 +482,23 @@ test('a result far over the cap the bridge sends with the call is refused in the
   assert.equal(by.c3.result, 'x'.repeat(100));
 });
 
+// A result whose JSON would be longer than the engine's longest string (600 references to one
+// 1 MB string cost the page nothing to make) made JSON.stringify throw while the observer measured
+// it: the throw was swallowed, and the call waited unanswered for its deadline.
+test('a result whose JSON is too long to write is refused at once, with its size', async () => {
+  const { ctx, sent, toPage } = page();
+  vm.runInContext(`this.many = () => { const s = 'x'.repeat(1 << 20); return Array(600).fill(s); };`, ctx);
+  await ctx.document.modelContext.registerTool({ name: 'many', description: 'd', execute: ctx.many });
+  await settle();
+  toPage({ type: 'call', callId: 'c1', tool: 'many', args: {}, max: 256 << 10 });
+  await settle();
+  const r = sent.filter((m) => m.type === 'result').at(-1);
+  assert.equal(r?.callId, 'c1', 'the call was answered');
+  assert.equal(r.code, 'result_too_large');
+  assert.ok(r.size >= 600 * (1 << 20), `size ${r.size}`);
+  assert.equal(globalThis.TabbridgeMessages.checkOutcome(r).msg.code, 'result_too_large', 'the bridge takes it');
+});
+
 // The bridge takes at most maxAnnouncementBytes + maxResultBytes of a message from the page, and a
 // failure whose text was longer was dropped: the call then waited, unanswered, for its deadline.
 test('a tool that throws a huge error ends its call at once, its text cut', async () => {
