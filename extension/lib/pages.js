@@ -190,7 +190,13 @@ export class Pages {
   }
 
   onGone(port, documentId) {
-    if (this.ports.get(documentId)?.port !== port) return; // an older port of a restored page
+    const live = this.ports.get(documentId);
+    if (live?.port !== port) {
+      // An older port of a restored page; or, with no port known, one whose announcement was
+      // refused, which may still have said the page was blocked.
+      if (!live) this.blocked.delete(documentId);
+      return;
+    }
     this.ports.delete(documentId);
     this.blocked.delete(documentId);
     forget(this.rec, documentId);

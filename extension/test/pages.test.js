@@ -550,3 +550,23 @@ test("another tab's announcements do not hold a reopened page's tools from settl
     clearInterval(churn);
   }
 });
+
+// A page whose announcement the worker refuses (its address made longer than 8192 characters with
+// history.replaceState, say) is not known on its port, so its port's close returned early: the
+// dialog or freeze it reported stayed in Pages.blocked for good, one entry per such document.
+test('a page never announced leaves nothing behind in blocked when it goes', async () => {
+  session.clear();
+  const pages = new Pages({ log: quiet });
+  for (let i = 0; i < 100; i++) {
+    const port = fakePort(80, `doc-80-${i}`, origin);
+    pages.attach(port, Promise.resolve());
+    port.onMessage.fire({ type: 'announce', url: `${origin}/#${'x'.repeat(9000)}`, title: 'Shop', tools: [tool] });
+    port.onMessage.fire({ type: 'dialog', open: true, kind: 'alert', text: 'x'.repeat(256) });
+    port.onMessage.fire({ type: 'frozen', frozen: true });
+    await flush();
+    assert.equal(pages.rec.docs[`doc-80-${i}`], undefined, 'the announcement was refused');
+    port.onDisconnect.fire();
+    await flush();
+  }
+  assert.equal(pages.blocked.size, 0);
+});
