@@ -27,7 +27,7 @@ func TestOpenPagesOverTheCapSayWhy(t *testing.T) {
 	second := w.site + "/?second"
 	_, logs := consoleTab(t, w.b, second)
 	waitDocument(t, w.b, w.worker, second, "search")
-	line := w.waitConsole(logs, "server did not share", "already have 1 open page with tools", "Close tabs of shared sites")
+	line := w.waitConsole(logs, "server did not share this page's tools", "already have 1 open page with tools", "Close tabs of shared sites")
 	t.Logf("the second page's console says: %s", line)
 	if l := w.listing(w.agent); len(l) != 1 || l[0].OpenTabs != 1 {
 		t.Fatalf("the agent sees %+v; want the site with the one page held", l)

@@ -144,8 +144,9 @@
   // warn tells the site's developer, in the page's console, why tools the page registered are
   // not shared (a missing tool says nothing by itself): each tool and reason once per page, and
   // what arrives within a quarter second (a page registering its tools in a loop announces after
-  // each) in one line per reason. refused is [{name, reason}]; an empty name is the page's whole
-  // list.
+  // each) in one line per reason. refused is [{name, reason}]; the name '*' is the page's whole
+  // list, and an empty name a tool whose name was refused (its reason says which). Neither is a
+  // tool name a page can register.
   const warned = new Set();
   let pending = [];
   let flushing = false;
@@ -173,7 +174,7 @@
     flushing = false;
     for (const { by, reason, names } of groups.values()) {
       const quoted = names.map((n) => `"${n}"`);
-      const what = names[0] === '' ? "this page's tools" : names.length === 1 ? `the WebMCP tool ${quoted[0]}` :
+      const what = names[0] === '*' ? "this page's tools" : names[0] === '' ? 'a WebMCP tool' : names.length === 1 ? `the WebMCP tool ${quoted[0]}` :
         `${names.length} WebMCP tools (${quoted.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''})`;
       console.warn(`Tabbridge: ${by} did not share ${what}: ${reason.replace(/\.$/, '')}.`);
     }

@@ -304,7 +304,7 @@ export class ServerLink {
         this.log.warn(`tabbridge: the server says ${m.code}: ${m.message}`);
         // superseded: the server held the announcement back (more than its pace) and a newer
         // one of the same document replaced it, or the document went; nothing was refused.
-        if (this.announcing.has(m.ref) && m.code !== 'site_not_shared' && m.code !== 'superseded') this.pages.refused(this.announcing.get(m.ref), [{ tool: '', reason: m.message }], 'server');
+        if (this.announcing.has(m.ref) && m.code !== 'site_not_shared' && m.code !== 'superseded') this.pages.refused(this.announcing.get(m.ref), [{ tool: '*', reason: m.message }], 'server');
         break;
       case 'tools.accepted':
         if (m.refused.length > 0) this.pages.refused(m.documentId, m.refused, 'server');

@@ -91,8 +91,10 @@ export function checkServerMessage(m) {
     case 'browser':
       return accept({ type: m.type });
     case 'tools.accepted': {
-      // The server's refusals of a document's tools, for the page's console (lib/pages.js).
-      const refused = Array.isArray(m.refused) ? m.refused.filter((r) => isObject(r) && isString(r.tool, 128) && isString(r.reason, 1024)).slice(0, 256).map((r) => ({ tool: r.tool, reason: r.reason })) : [];
+      // The server's refusals of a document's tools, for the page's console (lib/pages.js). A
+      // refusal of a tool's name has no tool (the name could not be read): its reason says which.
+      const named = (r) => r.tool === undefined || isString(r.tool, 128);
+      const refused = Array.isArray(m.refused) ? m.refused.filter((r) => isObject(r) && named(r) && isString(r.reason, 1024)).slice(0, 256).map((r) => ({ tool: r.tool ?? '', reason: r.reason })) : [];
       return accept({ type: m.type, documentId: isString(m.documentId, 128) ? m.documentId : '', refused });
     }
     case 'error':

@@ -367,6 +367,6 @@ test("the server's refusals of a page's tools go to that page", async (t) => {
   ws.receive({ type: 'error', code: 'superseded', ref: a.id, message: 'tools.announce: a newer announcement of document "D1" arrived before this one was recorded and replaced it' });
   assert.deepEqual(pages.told, [
     { documentId: 'D1', tools: [{ tool: 'search', reason: 'its schema is a string' }], by: 'server' },
-    { documentId: 'D1', tools: [{ tool: '', reason: 'tools.announce: the limit is 128 per site' }], by: 'server' },
+    { documentId: 'D1', tools: [{ tool: '*', reason: 'tools.announce: the limit is 128 per site' }], by: 'server' },
   ]);
 });

@@ -206,6 +206,9 @@ test("tools.accepted keeps the server's refusals, for the page's console", () =>
   const m = checkServerMessage({ type: 'tools.accepted', ref: 'a-1', documentId: 'DOC', accepted: ['a'], refused: [{ tool: 'b', reason: 'its schema is not an object' }, { tool: 7 }, 'x'] }).msg;
   assert.deepEqual(m, { type: 'tools.accepted', documentId: 'DOC', refused: [{ tool: 'b', reason: 'its schema is not an object' }] });
   assert.deepEqual(checkServerMessage({ type: 'tools.accepted' }).msg, { type: 'tools.accepted', documentId: '', refused: [] });
+  // A refused name has no tool: its reason still reaches the console.
+  const unnamed = checkServerMessage({ type: 'tools.accepted', documentId: 'DOC', refused: [{ reason: 'the tool name "bad name!" is not allowed' }, { tool: null, reason: 'x' }] }).msg;
+  assert.deepEqual(unnamed.refused, [{ tool: '', reason: 'the tool name "bad name!" is not allowed' }]);
 });
 
 // The bridge takes a call only with an id of 1 to 64 letters, digits, '_' or '-' (it names the
