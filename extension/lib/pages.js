@@ -356,6 +356,23 @@ export class Pages {
     });
   }
 
+  // until settles with p's value, or with null at the deadline or when signal aborts, whichever
+  // comes first (p is left to settle on its own).
+  until(p, deadline, signal) {
+    return new Promise((resolve, reject) => {
+      const done = (f, v) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', stop);
+        f(v);
+      };
+      const stop = () => done(resolve, null);
+      const timer = setTimeout(stop, Math.max(0, deadline - this.now()));
+      signal?.addEventListener('abort', stop);
+      if (signal?.aborted) stop();
+      p.then((v) => done(resolve, v), (e) => done(reject, e));
+    });
+  }
+
   // follow waits for the tab's navigation (started by a form tool) to load and reads the new
   // page's first application/ld+json script: the form's result, as the WebMCP explainer says. A
   // page of another origin is not read; the agent is told where the form went.
@@ -390,9 +407,16 @@ export class Pages {
     // page the form went to may have moved on meanwhile (a redirect to a payment provider, or the
     // page's own script sending the tab to another site where the person is signed in). The read
     // itself checks the origin, in the same document and the same task as it reads.
+    // The read waits no longer than the call: a page that keeps its main thread (a dialog shown
+    // on load, a script that never yields) would hold the injected script, and the call, forever.
     let read;
     try {
-      [{ result: read }] = await chrome.scripting.executeScript({ target: { tabId }, func: readJsonLd, args: [origin] });
+      const ran = await this.until(chrome.scripting.executeScript({ target: { tabId }, func: readJsonLd, args: [origin] }), deadline, signal);
+      if (ran === null) {
+        return signal?.aborted ? fail(codes.cancelled, 'The call was cancelled.') :
+          fail(codes.timeout, `The form navigated to ${url.href}, but that page could not be read before the deadline (a dialog on it, or a script that does not let go). Look at the tab, then call again.`);
+      }
+      [{ result: read }] = ran;
     } catch (e) {
       return fail(codes.toolError, `The form navigated to ${url.href}, but that page could not be read: ${e?.message ?? e}.`);
     }

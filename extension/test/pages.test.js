@@ -252,6 +252,28 @@ test('a navigating form is followed to the page it went to', async () => {
   assert.deepEqual(r.outcome.result, { navigated: true, url: 'https://pay.example', note: 'The form navigated to another site (https://pay.example); its page is not read.' });
 });
 
+// A page the form went to that keeps its main thread (a dialog on load, a script that never
+// yields) holds the injected read: the call ends at its deadline, said, not when the page lets go.
+test('a navigating form whose page cannot be read ends at the deadline', async () => {
+  const pages = new Pages({ log: quiet });
+  const port = fakePort(8, 'doc-8', origin);
+  pages.attach(port, Promise.resolve());
+  port.onMessage.fire({ type: 'announce', url: `${origin}/order`, title: 'Order', tools: [{ name: 'orderForm', description: 'd', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false }, kind: 'declarative', autosubmit: true }] });
+  await flush();
+  readPage = () => new Promise(() => {}); // never answers
+  const started = Date.now();
+  const call = pages.call({ callId: 'call-8', origin, tool: 'orderForm', args: { item: 'tea' }, timeoutMs: 300 });
+  await flush();
+  port.onMessage.fire({ type: 'result', callId: 'call-8', ok: true, result: null, navigating: true });
+  await flush();
+  chrome.tabs.onUpdated.fire(8, { status: 'complete' }, { id: 8, url: `${origin}/ordered` });
+  const outcome = await call;
+  assert.equal(outcome.ok, false);
+  assert.equal(outcome.code, codes.timeout);
+  assert.match(outcome.error, /^The form navigated to https:\/\/shop\.example\/ordered, but that page could not be read before the deadline/);
+  assert.ok(Date.now() - started < 5000, 'at the deadline, not later');
+});
+
 // The tab is read by its id, so the read reaches whatever document the tab shows when the script
 // runs, not the one whose address was checked: the site's page the form went to may send the tab
 // on at once (to a payment provider, or, written to, to another site where the person is signed
