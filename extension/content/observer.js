@@ -696,10 +696,9 @@
     }
   }
 
-  // handledInScript says whether the form of a call was submitted and the page prevented its
-  // default without answering.
-  function handledInScript(name) {
-    const s = submits[name];
+  // handledInScript says whether the form of a call (its submit record s) was submitted and the
+  // page prevented its default without answering.
+  function handledInScript(s) {
     return !!(s && s.ev && !s.responded && apply(preventedOf, s.ev, []));
   }
 
@@ -849,19 +848,32 @@
       send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The form "${m.tool}" has no toolautosubmit: the site wants the person to check and submit it themselves, so it cannot be run remotely. Nothing was filled in or submitted.` });
       return;
     }
+    // A form has one set of fields: a second call while one fills and submits it would mix the
+    // two calls' values and answers. It is refused until the first has answered (or ended).
+    const busy = submits[m.tool];
+    if (busy && calls[busy.callId] && !calls[busy.callId].done) {
+      send({ __proto__: null, type: 'result', callId: m.callId, ok: false, error: `The form "${m.tool}" is being filled and submitted for another call right now, and a form holds one call's values at a time. Call again once that call has answered. Nothing was filled in or submitted.` });
+      return;
+    }
     if (refuseLying(m)) return;
     const ctl = new AC();
     calls[m.callId] = { __proto__: null, reg: f, ctl, done: false, form: true };
     f.calls[m.callId] = true;
     watch();
     const signal = apply(signalOf, ctl, []);
+    // This call's submit record; a call that ended early (cancelled) leaves the form to the next,
+    // whose record its late answer must not touch.
+    const rec = { __proto__: null, ev: null, responded: false, callId: m.callId };
+    const release = () => {
+      if (submits[m.tool] === rec) delete submits[m.tool];
+    };
     const answered = (text) => {
-      delete submits[m.tool];
+      release();
       finish(m.callId, formOutcome(text));
     };
     const failed = (e) => {
-      const handled = handledInScript(m.tool);
-      delete submits[m.tool];
+      const handled = handledInScript(rec);
+      release();
       if (handled) {
         delete pageErrors[m.tool];
         const result = { __proto__: null, submitted: true, answer: null, note: `The form was filled and submitted, and the page's own script handled it, but the page gave no answer (it does not call respondWith), so whether it succeeded is not known. Do not submit it again to find out: check the page's state with another of its tools, or ask the person.` };
@@ -870,7 +882,7 @@
       }
       finish(m.callId, { __proto__: null, ok: false, error: formError(m.tool, e) });
     };
-    submits[m.tool] = { __proto__: null, ev: null, responded: false };
+    submits[m.tool] = rec;
     findTools((list) => {
       const n = isArray(list) ? list.length : 0;
       for (let i = 0; i < n; i++) {

@@ -299,6 +299,55 @@ test('a cancelled form call aborts executeTool\'s signal', async () => {
   assert.deepEqual(p.sent.at(-1), { type: 'result', callId: 'c1', ok: false, error: 'agent gave up', from: 'observer' });
 });
 
+// A form has one set of fields: two calls filling it at once would mix their values, and one's
+// answer could be read as the other's (one said failed that was submitted, and repeated).
+test('a form runs one call at a time; a cancelled call leaves it to the next untouched', async () => {
+  const p = formPage();
+  p.form({ toolname: 'orderForm', tooldescription: 'order', toolautosubmit: '' });
+  p.change();
+  await settle();
+  let release;
+  p.answer(() => new Promise((r) => (release = r)));
+  p.toPage({ type: 'call', callId: 'c1', tool: 'orderForm', args: { query: 'tea' } });
+  await settle();
+  p.toPage({ type: 'call', callId: 'c2', tool: 'orderForm', args: { query: 'cake' } });
+  await settle();
+  const second = p.sent.find((m) => m.callId === 'c2');
+  assert.equal(second.ok, false);
+  assert.match(second.error, /^The form "orderForm" is being filled and submitted for another call right now.*Nothing was filled in or submitted\.$/);
+  assert.deepEqual(p.executed.map((e) => e.input.query), ['tea'], 'the second call filled nothing');
+  release('{"ordered":"tea"}');
+  await settle();
+  assert.deepEqual(p.sent.find((m) => m.callId === 'c1').result, { ordered: 'tea' });
+
+  // Answered, the form takes the next call.
+  p.answer(() => '{"ordered":"cake"}');
+  p.toPage({ type: 'call', callId: 'c3', tool: 'orderForm', args: { query: 'cake' } });
+  await settle();
+  assert.deepEqual(p.sent.find((m) => m.callId === 'c3').result, { ordered: 'cake' });
+
+  // A cancelled call frees the form at once; its late end leaves the next call's record alone.
+  let late;
+  p.answer(() => new Promise((_, reject) => (late = reject)));
+  p.toPage({ type: 'call', callId: 'c4', tool: 'orderForm', args: { query: 'jam' } });
+  await settle();
+  p.toPage({ type: 'cancel', callId: 'c4', reason: 'agent gave up' });
+  await settle();
+  let next;
+  p.answer(() => new Promise((r) => (next = r)));
+  p.toPage({ type: 'call', callId: 'c5', tool: 'orderForm', args: { query: 'bread' } });
+  await settle();
+  assert.deepEqual(p.executed.map((e) => e.input.query), ['tea', 'cake', 'jam', 'bread']);
+  late(new Error('Tool execution cancelled'));
+  await settle();
+  p.toPage({ type: 'call', callId: 'c6', tool: 'orderForm', args: { query: 'milk' } });
+  await settle();
+  assert.match(p.sent.find((m) => m.callId === 'c6').error, /for another call right now/, "the cancelled call's late end did not free the form c5 fills");
+  next('{"ordered":"bread"}');
+  await settle();
+  assert.deepEqual(p.sent.find((m) => m.callId === 'c5').result, { ordered: 'bread' });
+});
+
 // The declarative path uses only what it saved at start: a page that later patches the DOM
 // methods it reads and puts getters, setters and toJSON on its Object.prototype sees none of its
 // work, and cannot change what it announces or returns.
