@@ -409,7 +409,7 @@ func outcomeOf(ctx context.Context, res *CallResult, err error) (outcome, messag
 			return OutcomeExpired, ae.Message
 		case "approval_withdrawn":
 			return OutcomeWithdrawn, ae.Message
-		case "not_shared", "site_not_shared", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "task_finished", "needs_person", "tool_not_offered",
+		case "not_shared", "site_not_shared", "site_ambiguous", "no_such_tool", CodeInvalidArguments, CodeArgumentsTooLarge, CodeArgumentsNotUTF8, "invalid_schema", "task_required", "task_not_found", "task_finished", "needs_person", "tool_not_offered",
 			"browser_busy", "approvals_full":
 			return OutcomeRefused, ae.Message
 		}

@@ -300,24 +300,57 @@ func (o *Ops) find(ctx context.Context, a Agent, site, tool string) (Site, Descr
 }
 
 // sharedOrigin matches the agent's site against the sites shared with its
-// workspace, accepting the origin with or without a trailing slash or path.
+// workspace. The site may be written as any address on its origin (see
+// namedOrigins); one that could be several shared origins is refused.
 func (o *Ops) sharedOrigin(ctx context.Context, a Agent, site string) (string, error) {
 	sites, err := o.opts.DB.WorkspaceSites(ctx, a.WorkspaceID)
 	if err != nil {
 		return "", err
 	}
-	want := strings.TrimRight(strings.TrimSpace(site), "/")
-	var names []string
+	names := make([]string, 0, len(sites))
 	for _, s := range sites {
-		if s.Origin == want || strings.HasPrefix(want, s.Origin+"/") {
-			return s.Origin, nil
-		}
 		names = append(names, s.Origin)
 	}
-	if len(names) == 0 {
+	sort.Strings(names)
+	switch match := namedOrigins(site, names); {
+	case len(match) == 1:
+		return match[0], nil
+	case len(match) > 1:
+		return "", agentErr("site_ambiguous", "%q could be any of these sites shared with this workspace: %s. Give the site with its scheme, as listSiteTools gives it, and call again.",
+			site, strings.Join(match, ", "))
+	case len(names) == 0:
 		return "", agentErr("site_not_shared", "%q is not shared with this workspace, and no site is yet. Only the person can share a site: ask them to open it in Chrome and click Share in the Tabbridge extension.", site)
 	}
-	sort.Strings(names)
 	return "", agentErr("site_not_shared", "%q is not shared with this workspace. The sites shared with it are: %s. Only the person can share another one, from the Tabbridge extension.",
 		site, strings.Join(names, ", "))
 }
+
+// namedOrigins returns the origins (each scheme://host[:port] in the form
+// Tabbridge stores) that site names: an address on one of them, in any case,
+// with or without the scheme's default port, a path, a query or a fragment.
+// A site without a scheme names every origin of its host and port. An
+// address with credentials names none: what reads as the host may not be it.
+func namedOrigins(site string, origins []string) []string {
+	scheme, rest, ok := strings.Cut(strings.TrimSpace(site), "://")
+	if !ok {
+		scheme, rest = "", scheme
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if rest == "" || strings.Contains(rest, "@") {
+		return nil
+	}
+	scheme, host := strings.ToLower(scheme), strings.ToLower(rest)
+	var out []string
+	for _, origin := range origins {
+		s, h, _ := strings.Cut(origin, "://")
+		if (scheme == "" || scheme == s) && (host == h || host == h+":"+defaultPorts[s]) {
+			out = append(out, origin)
+		}
+	}
+	return out
+}
+
+// defaultPorts are the ports a stored origin leaves out.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}

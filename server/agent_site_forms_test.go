@@ -1,0 +1,68 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabbridge/tabbridge/internal/testutil"
+	"github.com/tabbridge/tabbridge/server/servertest"
+	"github.com/tabbridge/tabbridge/store/storetest"
+)
+
+// TestASiteInAnotherSpellingOfItsOriginIsFound: agents write a site the way people do — without
+// its scheme, in upper case, with the scheme's default port, with a query or a fragment. Each of
+// these names exactly one shared origin, so the tool is found there; a spelling that names another
+// origin (another scheme, port or host, credentials pointing elsewhere) is still refused, and a
+// site without its scheme that two shared origins could be is refused naming both.
+func TestASiteInAnotherSpellingOfItsOriginIsFound(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	def := func(site string) (string, bool) {
+		res := servertest.CallTool(t, w.agent, "getSiteToolDefinition", map[string]any{"site": site, "tool": "search"})
+		if res.IsError {
+			return servertest.ResultText(res), false
+		}
+		var d struct{ Site string }
+		servertest.Structured(t, res, &d)
+		return d.Site, true
+	}
+	for _, site := range []string{"shop.example", "shop.example/", "SHOP.example", "HTTPS://Shop.Example", "https://shop.example:443",
+		"https://shop.example:443/cart", "https://shop.example?q=tea", "https://shop.example#top", " https://shop.example/ "} {
+		if got, ok := def(site); !ok || got != shop {
+			t.Errorf("%q: %v %s", site, ok, got)
+		}
+	}
+	for _, site := range []string{"http://shop.example", "https://shop.example:8443", "shop.example:8443", "https://www.shop.example",
+		"https://shop.example.evil.example", "https://shop.example@evil.example", "https://evil.example/https://shop.example", "evil.example/shop.example"} {
+		if got, ok := def(site); ok || !containsAll(got, "not shared with this workspace", shop) {
+			t.Errorf("%q: %v %s", site, ok, got)
+		}
+	}
+	// A call made with such a spelling runs on the shared origin, as the page and the audit log say.
+	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": "Shop.Example", "tool": "search", "arguments": map[string]any{"q": "tea"}})
+	defer cancel()
+	m, err := w.br.Expect("call", testutil.WaitShort)
+	if err != nil || m.Site != shop {
+		t.Fatalf("call: %+v %v", m, err)
+	}
+	w.br.Dispatched(m.ID, "d1")
+	w.br.Result(m.ID, "3 teas")
+	if res := awaitCall(t, ch); res.IsError {
+		t.Fatalf("call: %s", servertest.ResultText(res))
+	}
+	// With both schemes shared, a site without one could be either.
+	w.person.MustJSON("POST", "/api/sites", map[string]string{"origin": "http://shop.example", "workspaceId": w.ws}, 201, nil)
+	if got, ok := def("shop.example"); ok || !containsAll(got, "http://shop.example", shop, "scheme") {
+		t.Errorf("ambiguous: %v %s", ok, got)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
