@@ -66,3 +66,36 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// TestArgumentsSentAsAStringHoldingAnObjectAreThatObject: models often send "arguments" as a
+// JSON string whose text is the object ("{\"q\":\"tea\"}"). That text can mean nothing else, so
+// it is taken as the arguments: checked against the schema, shown and sent to the page as the
+// object itself. A string holding anything else is still refused, saying to send an object.
+func TestArgumentsSentAsAStringHoldingAnObjectAreThatObject(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	ch, cancel := callAsync(w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": ` {"q":"tea","limit":2} `})
+	defer cancel()
+	m, err := w.br.Expect("call", testutil.WaitShort)
+	if err != nil || string(m.Arguments) != `{"q":"tea","limit":2}` {
+		t.Fatalf("call: %+v %v", m, err)
+	}
+	w.br.Dispatched(m.ID, "d1")
+	w.br.Result(m.ID, "2 teas")
+	if res := awaitCall(t, ch); res.IsError || servertest.ResultText(res) != "2 teas" {
+		t.Fatalf("result: %s", servertest.ResultText(res))
+	}
+	// The object inside is checked like any other.
+	wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": `{"limit":0}`}),
+		`missing required property "q"`, "arguments.limit")
+	for _, args := range []string{`tea`, `[{"q":"tea"}]`, `{"q":"tea"`} {
+		wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "arguments": args}),
+			`"arguments" must be a JSON object`)
+	}
+	// Decoding a string with half a surrogate pair would change it: refused, not guessed at.
+	body := rawCall(t, w, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"callSiteTool","arguments":`+
+		`{"site":"`+shop+`","tool":"search","arguments":"{\"q\":\"\ud800\"}"}}}`)
+	if text, isErr := resultOf(t, body); !isErr || !strings.Contains(text, `"arguments" must be a JSON object`) {
+		t.Fatalf("surrogate: %v %s", isErr, text)
+	}
+}

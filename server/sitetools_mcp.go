@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -80,10 +82,37 @@ func decodeCall(raw json.RawMessage) (callIn, error) {
 	switch a := bytes.TrimSpace(in.Arguments); {
 	case len(a) == 0 || string(a) == "null":
 		in.Arguments = json.RawMessage(`{}`)
+	case a[0] == '"':
+		obj, ok := objectInString(a)
+		if !ok {
+			return in, fmt.Errorf("\"arguments\" must be a JSON object matching the tool's inputSchema (getSiteToolDefinition returns it), not a string. %s", shape)
+		}
+		in.Arguments = obj
 	case a[0] != '{':
 		return in, fmt.Errorf("\"arguments\" must be a JSON object matching the tool's inputSchema (getSiteToolDefinition returns it), not %s. %s", startKind(a[0]), shape)
 	}
 	return in, nil
+}
+
+// surrogateEscape finds a \u escape of half a UTF-16 surrogate pair, which
+// decoding would turn into U+FFFD.
+var surrogateEscape = regexp.MustCompile(`(?i)\\ud[89a-f]`)
+
+// objectInString reads "arguments" sent as a JSON string whose text is a
+// JSON object, as models often send it: that text can mean nothing else. It
+// is taken only when decoding the string loses nothing (valid UTF-8, no
+// surrogate escapes), so the object checked, shown to the person and sent to
+// the page is exactly the text the agent wrote.
+func objectInString(a []byte) (json.RawMessage, bool) {
+	var text string
+	if !utf8.Valid(a) || surrogateEscape.Match(a) || json.Unmarshal(a, &text) != nil {
+		return nil, false
+	}
+	obj := bytes.TrimSpace([]byte(text))
+	if len(obj) == 0 || obj[0] != '{' || !json.Valid(obj) {
+		return nil, false
+	}
+	return obj, true
 }
 
 // startKind names the kind of JSON value that starts with b.

@@ -19,6 +19,8 @@ func FuzzDecodeCall(f *testing.F) {
 		`{"site":"https://shop.example","tool":"search","arguments":null}`,
 		`{"site":"https://shop.example","tool":"search","arguments":[1]}`,
 		`{"site":"https://shop.example","tool":"search","arguments":"x"}`,
+		`{"site":"https://shop.example","tool":"search","arguments":" {\"q\":\"tea\"} "}`,
+		`{"site":"https://shop.example","tool":"search","arguments":"{\"q\":\"\ud800\"}"}`,
 		`{"site":"a","site":"b","tool":"t"}`,
 		`{"site":"a","tool":"t","Tool":"u"}`,
 		`{"site":1,"tool":"t"}`,
