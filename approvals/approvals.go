@@ -264,6 +264,19 @@ const DefaultGrace = 30 * time.Second
 // Grace is how long a request nobody waits on stays open for a retry.
 func (g *Gate) Grace() time.Duration { return g.opts.Grace }
 
+// workspaceTask is the call's task, or ErrNoSuchTask when it is not one of
+// the call's workspace.
+func (g *Gate) workspaceTask(ctx context.Context, call Call) (*store.Task, error) {
+	task, err := g.opts.DB.WorkspaceTask(ctx, call.WorkspaceID, call.TaskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNoSuchTask
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decide: %w", err)
+	}
+	return task, nil
+}
+
 // Decide returns whether call may run, waiting for the person when it must.
 // It returns ctx's error if the caller gives up first; the request is then
 // withdrawn once no other identical call waits on it — at once when the
@@ -275,18 +288,22 @@ func (g *Gate) Decide(ctx context.Context, call Call) (Decision, error) {
 			return Decision{}, err
 		}
 		if !askAll {
+			// A read-only call needs no task, but one it names must be the
+			// workspace's: the call is filed under it on the task's page.
+			if call.TaskID != "" {
+				if _, err := g.workspaceTask(ctx, call); err != nil {
+					return Decision{}, err
+				}
+			}
 			return Decision{Allowed: true, Source: SourceReadOnly}, nil
 		}
 	}
 	if call.TaskID == "" {
 		return Decision{}, ErrTaskRequired
 	}
-	task, err := g.opts.DB.WorkspaceTask(ctx, call.WorkspaceID, call.TaskID)
+	task, err := g.workspaceTask(ctx, call)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return Decision{}, ErrNoSuchTask
-		}
-		return Decision{}, fmt.Errorf("decide: %w", err)
+		return Decision{}, err
 	}
 	if !store.TaskOpen(task.Status) {
 		return Decision{}, &TaskFinishedError{Status: task.Status}

@@ -99,3 +99,34 @@ func TestArgumentsSentAsAStringHoldingAnObjectAreThatObject(t *testing.T) {
 		t.Fatalf("surrogate: %v %s", isErr, text)
 	}
 }
+
+// TestATaskOfAnotherWorkspaceIsNeverTheCallsTask: an agent that passes the taskId of another
+// workspace's task (or one that does not exist) is told so even for a read-only call, which
+// otherwise would run and be filed under that task on the person's task page; and the refused
+// call is not filed there either.
+func TestATaskOfAnotherWorkspaceIsNeverTheCallsTask(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	other := w.person.Workspace("Other")
+	var ot struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	w.person.MustJSON("POST", "/api/workspaces/"+other+"/tasks", map[string]string{"title": "x"}, 201, &ot)
+	for _, task := range []string{ot.Task.ID, "no-such-task"} {
+		wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "search", "taskId": task, "arguments": map[string]any{"q": "tea"}}),
+			"not a task of this workspace", "listTasks")
+		wantError(t, servertest.CallTool(t, w.agent, "callSiteTool", map[string]any{"site": shop, "tool": "buy", "taskId": task, "arguments": map[string]any{"item": "tea"}}),
+			"not a task of this workspace", "listTasks")
+	}
+	var audit struct {
+		Entries []struct{ Tool, Outcome, TaskID string } `json:"entries"`
+	}
+	w.person.MustJSON("GET", "/api/audit?task="+ot.Task.ID, nil, 200, &audit)
+	if len(audit.Entries) != 0 {
+		t.Fatalf("calls filed under another workspace's task: %+v", audit.Entries)
+	}
+	w.person.MustJSON("GET", "/api/audit?outcome=refused", nil, 200, &audit)
+	if len(audit.Entries) != 4 {
+		t.Fatalf("refused calls: %+v", audit.Entries)
+	}
+}

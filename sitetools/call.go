@@ -132,6 +132,9 @@ func (o *Ops) call(ctx context.Context, a Agent, req CallRequest, entry *store.A
 		entry.RequestID = dec.RequestID
 	}
 	if err != nil {
+		if errors.Is(err, approvals.ErrNoSuchTask) {
+			entry.TaskID = "" // not this workspace's: the call is not filed under it
+		}
 		return nil, o.gateError(err, site.Origin, d.Name, ctx)
 	}
 	if !dec.Allowed {
