@@ -130,3 +130,29 @@ func TestATaskOfAnotherWorkspaceIsNeverTheCallsTask(t *testing.T) {
 		t.Fatalf("refused calls: %+v", audit.Entries)
 	}
 }
+
+// TestAnInputThatDoesNotFitSaysWhatToSend: the SDK's own schema check of the other tools'
+// input answers in its own terms ("validating root: unexpected additional properties"); the agent
+// reads what was wrong and the input that tool takes.
+func TestAnInputThatDoesNotFitSaysWhatToSend(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"getSiteToolDefinition", map[string]any{"site": shop, "name": "search"}, []string{`["name"]`, `Send {"site": "<origin from listSiteTools>", "tool": "<tool name from listSiteTools>"}`}},
+		{"getSiteToolDefinition", map[string]any{"site": shop}, []string{`["tool"]`, `Send {"site": `}},
+		{"getSiteToolDefinition", map[string]any{"site": shop, "tool": 3}, []string{`"integer"`, `Send {"site": `}},
+		{"listSiteTools", map[string]any{"site": shop}, []string{`["site"]`, "takes no input"}},
+		{"createTask", map[string]any{"name": "Buy tea"}, []string{`Send {"title": `}},
+		{"updateTask", map[string]any{"taskId": w.task, "status": 1}, []string{`Send {"taskId": `, "ongoing"}},
+		{"listTasks", map[string]any{"limit": 5}, []string{`["limit"]`, `"before"`}},
+	} {
+		res := servertest.CallTool(t, w.agent, c.tool, c.args)
+		if text := servertest.ResultText(res); !res.IsError || !containsAll(text, append(c.want, c.tool+"'s input does not fit", "nothing was done")...) {
+			t.Errorf("%s %v: %v %s", c.tool, c.args, res.IsError, text)
+		}
+	}
+}
