@@ -156,3 +156,21 @@ func TestAnInputThatDoesNotFitSaysWhatToSend(t *testing.T) {
 		}
 	}
 }
+
+// TestAFieldCallSiteToolDoesNotTakeIsNamed: agents often name callSiteTool's fields as other
+// tools do ("args", "name", "task_id"). The answer names the field it does not take and the one
+// that was meant, not a Go decoder's message.
+func TestAFieldCallSiteToolDoesNotTakeIsNamed(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	for field, want := range map[string]string{"args": `"arguments"`, "input": `"arguments"`, "name": `"tool"`, "task_id": `"taskId"`, "url": `"site"`, "extra": `Send {"site": `} {
+		args := map[string]any{"site": shop, "tool": "search", field: "x"}
+		if field == "name" {
+			delete(args, "tool")
+		}
+		res := servertest.CallTool(t, w.agent, "callSiteTool", args)
+		if text := servertest.ResultText(res); !res.IsError || strings.Contains(text, "json:") || !containsAll(text, `callSiteTool takes no field "`+field+`"`, want) {
+			t.Errorf("%s: %s", field, text)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -65,6 +66,9 @@ func decodeCall(raw json.RawMessage) (callIn, error) {
 	}
 	if err := dec.Decode(&in); err != nil {
 		var typ *json.UnmarshalTypeError
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return in, fmt.Errorf("callSiteTool takes no field %s%s. %s", field, meantField(strings.Trim(field, `"`)), shape)
+		}
 		if errors.As(err, &typ) && typ.Field != "" {
 			return in, fmt.Errorf("%q must be %s, not %s. %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value, shape)
 		}
@@ -113,6 +117,22 @@ func objectInString(a []byte) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return obj, true
+}
+
+// meantFields are the fields of callSiteTool that agents name as other tools name theirs.
+var meantFields = map[string]string{
+	"args": "arguments", "input": "arguments", "params": "arguments", "parameters": "arguments", "toolArguments": "arguments", "tool_input": "arguments",
+	"name": "tool", "toolName": "tool", "tool_name": "tool",
+	"task": "taskId", "task_id": "taskId",
+	"url": "site", "origin": "site", "siteUrl": "site", "site_url": "site",
+}
+
+// meantField says which field an agent most likely meant by name, or "".
+func meantField(name string) string {
+	if f := meantFields[name]; f != "" {
+		return fmt.Sprintf(" (send %q instead)", f)
+	}
+	return ""
 }
 
 // startKind names the kind of JSON value that starts with b.

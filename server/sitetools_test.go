@@ -365,7 +365,7 @@ func TestArgumentsReachThePageExactly(t *testing.T) {
 	wantError(t, call(map[string]any{"site": shop, "tool": "search", "arguments": []int{1}}), `"arguments" must be a JSON object`, "getSiteToolDefinition")
 	wantError(t, call(map[string]any{"site": 5, "tool": "search"}), `"site" must be a string`, "listSiteTools")
 	wantError(t, call(map[string]any{"site": shop}), `needs both "site" and "tool"`)
-	wantError(t, call(map[string]any{"site": shop, "tool": "search", "task": "x"}), `unknown field "task"`)
+	wantError(t, call(map[string]any{"site": shop, "tool": "search", "task": "x"}), `callSiteTool takes no field "task"`, `send "taskId" instead`)
 }
 
 func compactJSON(t *testing.T, raw json.RawMessage) string {
