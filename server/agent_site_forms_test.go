@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabbridge/tabbridge/bridge/bridgetest"
 	"github.com/tabbridge/tabbridge/internal/testutil"
 	"github.com/tabbridge/tabbridge/server/servertest"
 	"github.com/tabbridge/tabbridge/store/storetest"
@@ -172,5 +173,27 @@ func TestAFieldCallSiteToolDoesNotTakeIsNamed(t *testing.T) {
 		if text := servertest.ResultText(res); !res.IsError || strings.Contains(text, "json:") || !containsAll(text, `callSiteTool takes no field "`+field+`"`, want) {
 			t.Errorf("%s: %s", field, text)
 		}
+	}
+}
+
+// TestAToolOfAnotherSharedSiteIsPointedTo: an agent that names the wrong one of its shared sites
+// for a tool is told which shared site has it; one that writes the tool's name in another case
+// is told the name it has.
+func TestAToolOfAnotherSharedSiteIsPointedTo(t *testing.T) {
+	w := newSiteWorld(t, storetest.SQLite, nil, nil)
+	w.announce(t, "d1", time.Now())
+	const docs = "https://docs.example"
+	w.person.MustJSON("POST", "/api/sites", map[string]string{"origin": docs, "workspaceId": w.ws}, 201, nil)
+	m, err := w.br.Announce(bridgetest.Doc{ID: "e1", Origin: docs, URL: docs + "/e1", TabID: 8, LastUsed: time.Now(), Tools: `[
+ {"name":"publish","description":"Publish a page","inputSchema":{"type":"object"}},
+ {"name":"read","description":"Read a page","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object"}}]`}, testutil.WaitShort)
+	if err != nil || m.Type != "tools.accepted" {
+		t.Fatalf("announce: %+v %v", m, err)
+	}
+	for _, name := range []string{"getSiteToolDefinition", "callSiteTool"} {
+		wantError(t, servertest.CallTool(t, w.agent, name, map[string]any{"site": shop, "tool": "publish"}),
+			`has no tool named "publish"`, "buy, search", `"publish" is a tool of `+docs)
+		wantError(t, servertest.CallTool(t, w.agent, name, map[string]any{"site": shop, "tool": "Search"}),
+			`has no tool named "Search"`, `names are case-sensitive: did you mean "search"?`)
 	}
 }

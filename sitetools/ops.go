@@ -293,10 +293,44 @@ func (o *Ops) find(ctx context.Context, a Agent, site, tool string) (Site, Descr
 			return s, d, agentErr("no_such_tool", "The page %s offers a tool named %q, but Tabbridge does not share it: %s. Nothing was run; the site's developer must fix the tool (the page's console says the same). Its tools that are shared: %s.",
 				AgentAddress(url), tool, strings.TrimSuffix(reason, "."), strings.Join(s.Names(), ", "))
 		}
-		return s, d, agentErr("no_such_tool", "%s has no tool named %q. Its tools are: %s. Call listSiteTools for their descriptions.",
-			origin, tool, strings.Join(s.Names(), ", "))
+		return s, d, agentErr("no_such_tool", "%s has no tool named %q. Its tools are: %s.%s Call listSiteTools for their descriptions.",
+			origin, tool, strings.Join(s.Names(), ", "), o.toolHint(ctx, a, s, tool))
 	}
 	return s, d, nil
+}
+
+// toolHint points an agent that named a tool s does not have to the one it
+// likely meant: s's tool of that name in another case or without spaces
+// around it, or the other shared sites that have a tool of that very name.
+func (o *Ops) toolHint(ctx context.Context, a Agent, s Site, tool string) string {
+	for _, name := range s.Names() {
+		switch {
+		case strings.EqualFold(tool, name):
+			return fmt.Sprintf(" Tool names are case-sensitive: did you mean %q?", name)
+		case strings.TrimSpace(tool) == name:
+			return fmt.Sprintf(" Did you mean %q, without the spaces?", name)
+		}
+	}
+	sites, err := o.opts.DB.WorkspaceSites(ctx, a.WorkspaceID)
+	if err != nil {
+		return ""
+	}
+	var others []string
+	for _, w := range sites {
+		if w.Origin == s.Origin {
+			continue
+		}
+		if other, err := o.opts.Catalog.Site(ctx, a.OwnerID, w.Origin); err == nil {
+			if _, err := other.Tool(tool); err == nil {
+				others = append(others, w.Origin)
+			}
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	sort.Strings(others)
+	return fmt.Sprintf(" %q is a tool of %s: call it there.", tool, strings.Join(others, " and of "))
 }
 
 // sharedOrigin matches the agent's site against the sites shared with its
