@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tabbridge/tabbridge/sitetools"
 )
 
 // ProtocolVersion is the version of the extension socket protocol this server
@@ -240,9 +242,9 @@ func decodeSitesOpen(frame []byte, id string) (*SitesOpen, error) {
 		return nil, protoErr(ErrCodeInvalidField, id, "sites.open: %d sites; at most %d.", len(s.Sites), maxOpenSites)
 	}
 	for i, site := range s.Sites {
-		origin, err := NormalizeOrigin(site.Origin)
+		origin, err := sitetools.NormalizeOrigin(site.Origin)
 		if err != nil {
-			return nil, protoErr(ErrCodeInvalidField, id, "sites.open: sites[%d].origin: %s", i, strings.TrimPrefix(err.Error(), ErrOrigin.Error()+": "))
+			return nil, protoErr(ErrCodeInvalidField, id, "sites.open: sites[%d].origin: %s", i, strings.TrimPrefix(err.Error(), sitetools.ErrOrigin.Error()+": "))
 		}
 		if site.LastUsed < 0 || site.Tabs < 0 || site.Tabs > maxTabsPerSite {
 			return nil, protoErr(ErrCodeInvalidField, id, "sites.open: sites[%d]: \"lastUsed\" must be milliseconds since 1970 and \"tabs\" 0 to %d.", i, maxTabsPerSite)

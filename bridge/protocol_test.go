@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tabbridge/tabbridge/sitetools"
 )
 
 func TestDecode(t *testing.T) {
@@ -91,13 +93,13 @@ func FuzzDecode(f *testing.F) {
 			}
 		case TypeSitesOpen:
 			for _, s := range in.SitesOpen.Sites {
-				if o, err := NormalizeOrigin(s.Origin); err != nil || o != s.Origin {
+				if o, err := sitetools.NormalizeOrigin(s.Origin); err != nil || o != s.Origin {
 					t.Fatalf("accepted origin %q not normal", s.Origin)
 				}
 			}
 		case TypeToolsAnnounce:
 			a := in.Announce
-			if o, err := NormalizeOrigin(a.Origin); err != nil || o != a.Origin || !documentIDPattern.MatchString(a.DocumentID) || checkPageURL(a.URL, a.Origin) != nil {
+			if o, err := sitetools.NormalizeOrigin(a.Origin); err != nil || o != a.Origin || !documentIDPattern.MatchString(a.DocumentID) || checkPageURL(a.URL, a.Origin) != nil {
 				t.Fatalf("accepted announce %+v", a)
 			}
 		case TypeDocumentUsed, TypeDocumentGone:

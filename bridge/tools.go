@@ -84,9 +84,9 @@ func decodeAnnounce(frame []byte, id string) (*Announce, error) {
 	if !documentIDPattern.MatchString(a.DocumentID) {
 		return nil, protoErr(ErrCodeInvalidField, id, "tools.announce: \"documentId\" must be 1 to 128 characters of A-Z, a-z, 0-9, '_' and '-'.")
 	}
-	origin, err := NormalizeOrigin(a.Origin)
+	origin, err := sitetools.NormalizeOrigin(a.Origin)
 	if err != nil {
-		return nil, protoErr(ErrCodeInvalidField, id, "tools.announce: origin: %s", strings.TrimPrefix(err.Error(), ErrOrigin.Error()+": "))
+		return nil, protoErr(ErrCodeInvalidField, id, "tools.announce: origin: %s", strings.TrimPrefix(err.Error(), sitetools.ErrOrigin.Error()+": "))
 	}
 	a.Origin = origin
 	if err := checkPageURL(a.URL, origin); err != nil {
@@ -113,7 +113,7 @@ func checkPageURL(raw, origin string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return fmt.Errorf("\"url\" must be the page's http or https address")
 	}
-	o, err := NormalizeOrigin(u.Scheme + "://" + u.Host)
+	o, err := sitetools.NormalizeOrigin(u.Scheme + "://" + u.Host)
 	if err != nil || o != origin {
 		return fmt.Errorf("\"url\" must be on the announced origin %s", origin)
 	}

@@ -29,7 +29,8 @@ func TestASiteInAnotherSpellingOfItsOriginIsFound(t *testing.T) {
 		return d.Site, true
 	}
 	for _, site := range []string{"shop.example", "shop.example/", "SHOP.example", "HTTPS://Shop.Example", "https://shop.example:443",
-		"https://shop.example:443/cart", "https://shop.example?q=tea", "https://shop.example#top", " https://shop.example/ "} {
+		"https://shop.example:443/cart", "https://shop.example?q=tea", "https://shop.example#top", " https://shop.example/ ",
+		"https://shop.example./cart"} { // read as a shared origin is (sitetools.NormalizeOrigin)
 		if got, ok := def(site); !ok || got != shop {
 			t.Errorf("%q: %v %s", site, ok, got)
 		}

@@ -124,9 +124,9 @@ func (s *Server) postSite(c *fiber.Ctx) error {
 // person's browsers and pages. prev is the workspace it was shared
 // with before ("" when it was not shared).
 func (s *Server) shareSite(c *fiber.Ctx, uid, rawOrigin, workspaceID string) (site *store.SharedSite, prev string, err error) {
-	origin, err := bridge.NormalizeOrigin(rawOrigin)
+	origin, err := sitetools.NormalizeOrigin(rawOrigin)
 	if err != nil {
-		return nil, "", badRequest(codeInvalidOrigin, "%s.", strings.TrimPrefix(err.Error(), bridge.ErrOrigin.Error()+": "))
+		return nil, "", badRequest(codeInvalidOrigin, "%s.", strings.TrimPrefix(err.Error(), sitetools.ErrOrigin.Error()+": "))
 	}
 	if workspaceID == "" {
 		return nil, "", badRequest(codeInvalidField, "Field \"workspaceId\" is required: the workspace to share the site with.")

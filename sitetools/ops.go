@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -359,32 +360,28 @@ func (o *Ops) sharedOrigin(ctx context.Context, a Agent, site string) (string, e
 		site, strings.Join(names, ", "))
 }
 
-// namedOrigins returns the origins (each scheme://host[:port] in the form
-// Tabbridge stores) that site names: an address on one of them, in any case,
-// with or without the scheme's default port, a path, a query or a fragment.
-// A site without a scheme names every origin of its host and port. An
-// address with credentials names none: what reads as the host may not be it.
+// namedOrigins returns the origins of origins (each in the form
+// NormalizeOrigin gives) that site names: an address on one of them, in
+// any case, with or without the scheme's default port, a path, a query or a
+// fragment. A site without a scheme names its host and port on http and on
+// https. The address's origin is read by NormalizeOrigin, as a shared site's
+// is, so what it refuses (credentials before the host, which may not be the
+// host it seems) names nothing.
 func namedOrigins(site string, origins []string) []string {
-	scheme, rest, ok := strings.Cut(strings.TrimSpace(site), "://")
-	if !ok {
-		scheme, rest = "", scheme
+	address := strings.TrimSpace(site)
+	schemes := []string{"http://", "https://"}
+	if scheme, rest, ok := strings.Cut(address, "://"); ok {
+		schemes, address = []string{scheme + "://"}, rest
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
+	if i := strings.IndexAny(address, "/?#"); i >= 0 {
+		address = address[:i]
 	}
-	if rest == "" || strings.Contains(rest, "@") {
-		return nil
-	}
-	scheme, host := strings.ToLower(scheme), strings.ToLower(rest)
 	var out []string
-	for _, origin := range origins {
-		s, h, _ := strings.Cut(origin, "://")
-		if (scheme == "" || scheme == s) && (host == h || host == h+":"+defaultPorts[s]) {
+	for _, scheme := range schemes {
+		origin, err := NormalizeOrigin(scheme + address)
+		if err == nil && slices.Contains(origins, origin) {
 			out = append(out, origin)
 		}
 	}
 	return out
 }
-
-// defaultPorts are the ports a stored origin leaves out.
-var defaultPorts = map[string]string{"http": "80", "https": "443"}

@@ -1,4 +1,4 @@
-package bridge
+package sitetools
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 // ErrOrigin is wrapped by every origin NormalizeOrigin refuses; the message
 // says what is wrong and what to send instead.
-var ErrOrigin = errors.New("bridge: invalid origin")
+var ErrOrigin = errors.New("sitetools: invalid origin")
 
 // maxOriginLen bounds an origin before it is parsed.
 const maxOriginLen = 300
