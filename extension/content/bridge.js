@@ -199,7 +199,7 @@
   function fromPage(ev) {
     const r = M.parsePageMessage(ev.detail);
     if (!r.ok) {
-      if (r.whole) warn([{ name: '', reason: r.reason }], 'the Tabbridge extension');
+      if (r.whole) warn([{ name: '*', reason: r.reason }], 'the Tabbridge extension');
       if (r.callId) post({ type: 'result', callId: r.callId, ok: false, error: `The extension refused the page's answer: ${r.reason}. This is the site's to fix; no arguments change it.` });
       return;
     }

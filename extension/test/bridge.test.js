@@ -9,12 +9,12 @@ import vm from 'node:vm';
 const messages = readFileSync(new URL('../lib/messages.js', import.meta.url), 'utf8');
 const source = readFileSync(new URL('../content/bridge.js', import.meta.url), 'utf8');
 
-function bridge({ prerendering = false } = {}) {
+function bridge({ prerendering = false, warned = null } = {}) {
   const attrs = {};
   const posted = [];
   const listeners = () => {
     const fns = [];
-    return { addListener: (fn) => fns.push(fn), fire: () => fns.forEach((fn) => fn()) };
+    return { addListener: (fn) => fns.push(fn), fire: (...a) => fns.forEach((fn) => fn(...a)) };
   };
   let ports = 0;
   let last = null;
@@ -44,7 +44,8 @@ function bridge({ prerendering = false } = {}) {
     }
   }
   const ctx = vm.createContext({
-    window: win, CustomEvent, crypto, TextEncoder, JSON, console, MessageChannel, location: { href: 'https://shop.example/' },
+    window: win, CustomEvent, crypto, TextEncoder, JSON, MessageChannel, location: { href: 'https://shop.example/' },
+    console: warned ? { ...console, warn: (s) => warned.push(s) } : console,
     MutationObserver: class { observe() {} }, // document.open() is tried in real Chromium (e2e)
     performance: { now: () => clock },
     setTimeout: (fn, ms) => {
@@ -78,7 +79,9 @@ function bridge({ prerendering = false } = {}) {
   const fire = (type, { trusted = true, persisted = false } = {}) => lifecycle[type]({ type, isTrusted: trusted, persisted });
   // disconnect closes the last port from the worker's side, as Chrome does to a page it caches.
   const disconnect = () => last.onDisconnect.fire();
-  return { posted, fromObserver, later, fire, disconnect, ports: () => ports, now: () => clock };
+  // fromWorker sends the bridge a message on its port, as the worker does.
+  const fromWorker = (m) => last.onMessage.fire(m);
+  return { posted, fromObserver, fromWorker, later, fire, disconnect, ports: () => ports, now: () => clock };
 }
 
 // settled ends the current task: the microtasks queued so far run, then the tasks it queued.
@@ -228,4 +231,24 @@ test('a prerendered page opens no port until it is shown, then announces the too
   await settled();
   assert.equal(b.ports(), 1);
   assert.deepEqual(kinds(b.posted), ['announce:a,b']);
+});
+
+// The page's console says, for the site's developer, which tools were not shared and who refused
+// them: a named tool, a tool whose name was refused ('' from the worker), or the whole list ('*').
+test("the page's console names the tools not shared, a refused name, and the whole list", async () => {
+  const warned = [];
+  const { fromObserver, fromWorker, later } = bridge({ warned });
+  fromObserver({ type: 'tools', tools: [tool('t')] });
+  await settled();
+  fromWorker({ type: 'refused', by: 'server', tools: [{ tool: 'lookup', reason: 'its schema is a string.' }] });
+  fromWorker({ type: 'refused', by: 'server', tools: [{ tool: '', reason: 'the tool name "bad name!" is not allowed' }] });
+  fromWorker({ type: 'refused', by: 'server', tools: [{ tool: '*', reason: 'this person\'s browsers already have 1 open page with tools' }] });
+  fromObserver({ type: 'tools', tools: 'not a list' }); // the extension refuses the whole list
+  await later(300);
+  assert.deepEqual(warned.sort(), [
+    'Tabbridge: the Tabbridge extension did not share this page\'s tools: the tool list is not an array.',
+    'Tabbridge: the Tabbridge server did not share a WebMCP tool: the tool name "bad name!" is not allowed.',
+    'Tabbridge: the Tabbridge server did not share the WebMCP tool "lookup": its schema is a string.',
+    'Tabbridge: the Tabbridge server did not share this page\'s tools: this person\'s browsers already have 1 open page with tools.',
+  ]);
 });
